@@ -1,0 +1,65 @@
+//! Files that appear under their real name only when complete: written to a temporary name in the
+//! same directory and renamed on commit, so a crash never leaves a half-written file that looks done.
+
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+/// A file being written under a temporary name; `commit` moves it into place, dropping it
+/// without committing deletes it.
+pub struct AtomicFile {
+    target: PathBuf,
+    temp: PathBuf,
+    writer: Option<BufWriter<File>>,
+}
+
+impl AtomicFile {
+    /// Starts writing what will become `target`.
+    pub fn create(target: &Path) -> Result<Self> {
+        let name = target
+            .file_name()
+            .ok_or_else(|| Error::io(target, std::io::Error::other("not a file path")))?
+            .to_string_lossy();
+        let temp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let file = File::create(&temp).map_err(|e| Error::io(target, e))?;
+        Ok(AtomicFile {
+            target: target.to_path_buf(),
+            temp,
+            writer: Some(BufWriter::with_capacity(1 << 20, file)),
+        })
+    }
+
+    /// The path the file will have once committed.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Flushes, syncs and renames into place.
+    pub fn commit(mut self) -> Result<()> {
+        let writer = self.writer.take().expect("writer present until commit");
+        let file = writer
+            .into_inner()
+            .map_err(|e| Error::io(&self.target, e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(&self.target, e))?;
+        std::fs::rename(&self.temp, &self.target).map_err(|e| Error::io(&self.target, e))?;
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.writer.as_mut().expect("writer present until commit").write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.as_mut().expect("writer present until commit").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.writer.take().is_some() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! `bloomflow info FILE [--json]`.
+
+use bloomflow::format::{self, StoredFilter};
+use bloomflow::params;
+use serde::Serialize;
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The filter file (native .bloom).
+    file: PathBuf,
+    /// Print one JSON object instead of aligned text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `info` reports, in text or JSON.
+#[derive(Serialize)]
+struct Info {
+    file: String,
+    kind: &'static str,
+    format: String,
+    scheme: String,
+    layout: String,
+    seed: u32,
+    bits: u64,
+    hashes: u32,
+    bytes: u64,
+    bits_set: u64,
+    fill_ratio: f64,
+    items_inserted: u64,
+    estimated_items: f64,
+    estimated_fpp: f64,
+    expected_items: Option<u64>,
+    target_fpp: Option<f64>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let stored = format::load(&args.file)?;
+    let bytes = std::fs::metadata(&args.file)?.len();
+    let kind = stored.kind();
+    let f = match stored {
+        StoredFilter::Plain(f) => f,
+        // A counter is "set" when non-zero: the same statistics as the plain filter it implies.
+        StoredFilter::Counting(c) => c.to_bloom_filter(),
+    };
+    let spec = f.spec();
+    let info = Info {
+        file: args.file.display().to_string(),
+        kind,
+        format: "native v1".into(),
+        scheme: spec.scheme.to_string(),
+        layout: spec.layout.to_string(),
+        seed: spec.seed,
+        bits: spec.bits,
+        hashes: spec.hashes,
+        bytes,
+        bits_set: f.bits_set(),
+        fill_ratio: f.fill_ratio(),
+        items_inserted: f.items_inserted(),
+        estimated_items: f.estimated_items(),
+        estimated_fpp: f.estimated_fpp(),
+        expected_items: (f.expected_items() > 0).then_some(f.expected_items()),
+        target_fpp: (f.target_fpp() > 0.0).then_some(f.target_fpp()),
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &info)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let none = || "(not recorded)".to_string();
+    let rows = [
+        ("file", info.file.clone()),
+        ("kind", info.kind.to_string()),
+        ("format", info.format.clone()),
+        ("scheme", info.scheme.clone()),
+        ("layout", info.layout.clone()),
+        ("seed", info.seed.to_string()),
+        ("bits (m)", info.bits.to_string()),
+        ("hashes (k)", info.hashes.to_string()),
+        ("bytes", format!("{} ({})", info.bytes, bloomflow::limits::human_bytes(info.bytes))),
+        ("bits set", info.bits_set.to_string()),
+        ("fill ratio", format!("{:.6}", info.fill_ratio)),
+        ("items inserted", info.items_inserted.to_string()),
+        ("estimated items", format!("{:.0}", info.estimated_items)),
+        ("estimated fpp", format!("{:.6}", info.estimated_fpp)),
+        ("expected items", info.expected_items.map_or_else(none, |n| n.to_string())),
+        ("target fpp", info.target_fpp.map_or_else(none, |p| p.to_string())),
+        (
+            "fpp at expected items",
+            info.expected_items
+                .map_or_else(none, |n| format!("{:.6}", params::expected_fpp(info.bits, info.hashes, n))),
+        ),
+    ];
+    for (name, value) in rows {
+        writeln!(out, "{name:<22}{value}")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! `bloomflow merge FILE FILE... -o OUT`: the OR of compatible filters (a saturating counter add
+//! for counting filters). Nothing is written unless every input is compatible.
+
+use anyhow::{bail, Context};
+use bloomflow::format::{self, native, StoredFilter};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Two or more filter files with the same scheme, layout, seed, m and k.
+    #[arg(required = true, num_args = 2..)]
+    files: Vec<PathBuf>,
+    /// Where to write the merged filter.
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let mut files = args.files.iter();
+    let first = files.next().expect("clap requires two files");
+    let mut merged = format::load(first)?;
+    for path in files {
+        let next = format::load(path)?;
+        let context = || format!("cannot merge {} into {}", path.display(), first.display());
+        match (&mut merged, &next) {
+            (StoredFilter::Plain(a), StoredFilter::Plain(b)) => a.union(b).with_context(context)?,
+            (StoredFilter::Counting(a), StoredFilter::Counting(b)) => a.merge(b).with_context(context)?,
+            (a, b) => bail!(
+                "cannot merge {} into {}: filters are incompatible: kind differs ({} vs {})",
+                path.display(),
+                first.display(),
+                a.kind(),
+                b.kind()
+            ),
+        }
+    }
+    native::write_stored(&args.output, &merged)?;
+    Ok(())
+}

@@ -1,0 +1,37 @@
+//! The command line: one subcommand per file, each with its clap arguments and a `run`.
+
+mod info;
+mod merge;
+mod query;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// Build Bloom filters over very large delimited data and use them to prune joins, as a
+/// distributed timely-dataflow job.
+#[derive(Parser, Debug)]
+#[command(name = "bloomflow", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Show a filter file's kind, format, parameters and fill statistics.
+    Info(info::Args),
+    /// Ask a filter whether keys may be present (`maybe`) or are definitely absent (`no`).
+    Query(query::Args),
+    /// OR compatible filters into one file.
+    Merge(merge::Args),
+}
+
+/// Runs the chosen subcommand.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Info(args) => info::run(args),
+        Command::Query(args) => query::run(args),
+        Command::Merge(args) => merge::run(args),
+    }?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,77 @@
+//! The library's error type: every failure a caller may want to match on, each naming what it is about.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in bloomflow's library.
+///
+/// Variants carry the file, line or parameter they concern so that the CLI can print them as they
+/// are, without extra context.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An operating-system error on a named file.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A filter file that is not what it claims to be (bad magic, truncated, corrupt...).
+    #[error("{path}: {reason}")]
+    BadFilterFile { path: PathBuf, reason: String },
+
+    /// Two filters that cannot be combined because a part of their identity differs.
+    #[error("filters are incompatible: {what} differs ({left} vs {right})")]
+    Incompatible {
+        what: &'static str,
+        left: String,
+        right: String,
+    },
+
+    /// A parameter outside the range it must lie in.
+    #[error("invalid {name}: {reason}")]
+    InvalidParameter { name: &'static str, reason: String },
+
+    /// A key that cannot be removed from a counting filter because it is not a member.
+    #[error("key is not a member of the counting filter and cannot be removed")]
+    NotAMember,
+
+    /// A record that cannot be parsed, with where it is.
+    #[error("{path}:{line}: {reason}")]
+    Malformed {
+        path: String,
+        line: u64,
+        reason: String,
+    },
+
+    /// The input is usable but something about the job as a whole is wrong.
+    #[error("{0}")]
+    Job(String),
+}
+
+impl Error {
+    /// Wraps an I/O error with the path it happened on.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn bad_file(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::BadFilterFile {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidParameter {
+            name,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,183 @@
+//! The Bloom filter: an m-bit array and k hash functions. Insert sets k bits; a query answers
+//! "definitely absent" if any of its k bits is 0, else "maybe present". Never a false negative.
+
+use crate::bits::BitArray;
+use crate::error::Result;
+use crate::params;
+use crate::spec::FilterSpec;
+
+/// A plain Bloom filter with its identity and the bookkeeping that `info` reports.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BloomFilter {
+    spec: FilterSpec,
+    bits: BitArray,
+    /// Insert calls (including duplicates), summed over merged filters.
+    items_inserted: u64,
+    /// The n the filter was sized for, 0 when sized explicitly.
+    expected_items: u64,
+    /// The p the filter was sized for, 0 when sized explicitly.
+    target_fpp: f64,
+}
+
+impl BloomFilter {
+    /// An empty filter sized for `n` expected items at false-positive rate `p`, seed 0.
+    pub fn with_rate(n: u64, p: f64) -> Result<Self> {
+        let spec = FilterSpec::native_for(n, p, 0)?;
+        Ok(Self::new(spec).sized_for(n, p))
+    }
+
+    /// An empty filter with explicit m bits and k hashes, seed 0.
+    pub fn with_bits(m: u64, k: u32) -> Result<Self> {
+        Ok(Self::new(FilterSpec::native(m, k, 0)?))
+    }
+
+    /// An empty filter of a given identity.
+    pub fn new(spec: FilterSpec) -> Self {
+        BloomFilter {
+            spec,
+            bits: BitArray::new(spec.bits),
+            items_inserted: 0,
+            expected_items: 0,
+            target_fpp: 0.0,
+        }
+    }
+
+    /// Records the (n, p) this filter was sized for, reported by `info`.
+    pub fn sized_for(mut self, n: u64, p: f64) -> Self {
+        self.expected_items = n;
+        self.target_fpp = p;
+        self
+    }
+
+    /// Reassembles a filter from its parts (used by the file readers).
+    pub fn from_parts(spec: FilterSpec, bits: BitArray, items_inserted: u64, expected_items: u64, target_fpp: f64) -> Self {
+        assert_eq!(bits.len(), spec.bits);
+        BloomFilter { spec, bits, items_inserted, expected_items, target_fpp }
+    }
+
+    /// Sets the k bits of `key`.
+    #[inline]
+    pub fn insert(&mut self, key: &[u8]) {
+        for pos in self.spec.positions(key) {
+            self.bits.set(pos);
+        }
+        self.items_inserted += 1;
+    }
+
+    /// False means `key` was definitely never inserted; true means it may have been.
+    #[inline]
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.spec.positions(key).all(|pos| self.bits.get(pos))
+    }
+
+    /// ORs `other` into `self`: the filter of both key sets. Refuses a different identity.
+    pub fn union(&mut self, other: &BloomFilter) -> Result<()> {
+        self.spec.check_compatible(&other.spec)?;
+        self.bits.union_with(&other.bits);
+        self.items_inserted += other.items_inserted;
+        Ok(())
+    }
+
+    /// ANDs `other` into `self`: answers maybe only for keys both may contain.
+    pub fn intersect(&mut self, other: &BloomFilter) -> Result<()> {
+        self.spec.check_compatible(&other.spec)?;
+        self.bits.intersect_with(&other.bits);
+        self.items_inserted = self.items_inserted.min(other.items_inserted);
+        Ok(())
+    }
+
+    /// Clears every bit and the insert count.
+    pub fn clear(&mut self) {
+        self.bits.clear();
+        self.items_inserted = 0;
+    }
+
+    pub fn spec(&self) -> &FilterSpec {
+        &self.spec
+    }
+
+    pub fn bits(&self) -> &BitArray {
+        &self.bits
+    }
+
+    /// Mutable bits, for the merge step of the distributed build.
+    pub fn bits_mut(&mut self) -> &mut BitArray {
+        &mut self.bits
+    }
+
+    pub fn items_inserted(&self) -> u64 {
+        self.items_inserted
+    }
+
+    /// Sets the insert count (the distributed build sums it over workers).
+    pub fn set_items_inserted(&mut self, n: u64) {
+        self.items_inserted = n;
+    }
+
+    pub fn expected_items(&self) -> u64 {
+        self.expected_items
+    }
+
+    pub fn target_fpp(&self) -> f64 {
+        self.target_fpp
+    }
+
+    /// Number of bits set.
+    pub fn bits_set(&self) -> u64 {
+        self.bits.count_ones()
+    }
+
+    /// Fraction of bits set.
+    pub fn fill_ratio(&self) -> f64 {
+        self.bits_set() as f64 / self.spec.bits as f64
+    }
+
+    /// Estimated distinct items inserted, from the bits set.
+    pub fn estimated_items(&self) -> f64 {
+        params::estimated_items(self.spec.bits, self.spec.hashes, self.bits_set())
+    }
+
+    /// The false-positive rate a query of an absent key has now, from the bits set.
+    pub fn estimated_fpp(&self) -> f64 {
+        params::fpp_from_fill(self.fill_ratio(), self.spec.hashes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inserted_keys_are_found_and_a_fresh_filter_is_empty() {
+        let mut f = BloomFilter::with_rate(1000, 0.01).unwrap();
+        assert!(!f.contains(b"x"));
+        f.insert(b"x");
+        assert!(f.contains(b"x"));
+        f.clear();
+        assert!(!f.contains(b"x"));
+        assert_eq!(f.bits_set(), 0);
+    }
+
+    #[test]
+    fn union_refuses_a_different_identity_and_names_it() {
+        let mut a = BloomFilter::with_bits(1000, 7).unwrap();
+        let b = BloomFilter::with_bits(1000, 6).unwrap();
+        let err = a.union(&b).unwrap_err().to_string();
+        assert!(err.contains("number of hashes (k)") && err.contains("7 vs 6"), "{err}");
+        let c = BloomFilter::new(FilterSpec::native(1000, 7, 9).unwrap());
+        assert!(a.intersect(&c).unwrap_err().to_string().contains("seed"));
+        let d = BloomFilter::with_bits(1001, 7).unwrap();
+        assert!(a.union(&d).unwrap_err().to_string().contains("number of bits (m)"));
+    }
+
+    #[test]
+    fn filters_above_2_pow_32_bits_work() {
+        let mut f = BloomFilter::with_bits(1 << 33, 3).unwrap();
+        for i in 0..1000u32 {
+            f.insert(&i.to_le_bytes());
+        }
+        assert!((0..1000u32).all(|i| f.contains(&i.to_le_bytes())));
+        let high_words = f.bits().words()[(1 << 26)..].iter().filter(|&&w| w != 0).count();
+        assert!(high_words > 0);
+    }
+}

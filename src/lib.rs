@@ -1,0 +1,22 @@
+//! bloomflow: Bloom filters over very large data, built and used to prune joins as a distributed
+//! dataflow job on timely-dataflow.
+//!
+//! The library holds the filter ([`filter::BloomFilter`], [`counting::CountingBloomFilter`]), its
+//! hashing and sizing, the file formats, and the pieces of the distributed jobs.
+
+pub mod atomic;
+pub mod bits;
+pub mod counting;
+pub mod error;
+pub mod filter;
+pub mod format;
+pub mod hashing;
+pub mod limits;
+pub mod params;
+pub mod spec;
+
+pub use counting::CountingBloomFilter;
+pub use error::{Error, Result};
+pub use filter::BloomFilter;
+pub use format::StoredFilter;
+pub use spec::{FilterSpec, Layout};

@@ -1,0 +1,48 @@
+//! Memory limits: a filter larger than the memory this machine has is refused before allocating,
+//! with a message saying how much it needs.
+
+use crate::error::{Error, Result};
+
+/// Bytes of memory available to this process: `MemAvailable` from /proc/meminfo, or unlimited
+/// where that cannot be read.
+pub fn available_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map(|kb| kb * 1024)
+        .unwrap_or(u64::MAX)
+}
+
+/// Refuses an allocation of `bytes` for `what` when it exceeds the memory available.
+pub fn check_allocation(bytes: u64, what: &str) -> Result<()> {
+    let available = available_memory();
+    if bytes > available {
+        return Err(Error::Job(format!(
+            "{what} needs {} but only {} of memory is available",
+            human_bytes(bytes),
+            human_bytes(available)
+        )));
+    }
+    Ok(())
+}
+
+/// Formats a byte count with a binary unit, e.g. `1.5 GiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}

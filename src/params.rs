@@ -1,0 +1,120 @@
+//! Filter sizing and the statistics derived from it: the formulas of Bloom's article and its
+//! standard analysis, in one place so that every command sizes and reports the same way.
+
+use crate::error::{Error, Result};
+use std::f64::consts::LN_2;
+
+/// The smallest and largest number of hash functions a filter may use.
+pub const MIN_HASHES: u32 = 1;
+pub const MAX_HASHES: u32 = 32;
+
+/// The largest bit count a filter may have: positions are u64 and the word count must fit a usize.
+pub const MAX_BITS: u64 = 1 << 60;
+
+/// Bits m and hash count k for `n` expected items at false-positive rate `p`:
+/// m = ⌈−n·ln p / (ln 2)²⌉ and k = round((m/n)·ln 2), clamped to [1, 32].
+pub fn optimal_params(n: u64, p: f64) -> Result<(u64, u32)> {
+    validate_items(n)?;
+    validate_fpp(p)?;
+    let m = (-(n as f64) * p.ln() / (LN_2 * LN_2)).ceil();
+    if !(m.is_finite() && m <= MAX_BITS as f64) {
+        return Err(Error::invalid(
+            "expected items",
+            format!("{n} items at rate {p} need {m} bits, more than the maximum {MAX_BITS}"),
+        ));
+    }
+    let m = (m as u64).max(1);
+    Ok((m, optimal_hashes(m, n)))
+}
+
+/// k = round((m/n)·ln 2), clamped to [1, 32].
+pub fn optimal_hashes(m: u64, n: u64) -> u32 {
+    let k = (m as f64 / n.max(1) as f64 * LN_2).round();
+    (k as u32).clamp(MIN_HASHES, MAX_HASHES)
+}
+
+/// Refuses an expected item count of zero.
+pub fn validate_items(n: u64) -> Result<()> {
+    if n == 0 {
+        return Err(Error::invalid("expected items", "must be at least 1"));
+    }
+    Ok(())
+}
+
+/// Refuses a false-positive rate outside the open interval (0, 1), NaN included.
+pub fn validate_fpp(p: f64) -> Result<()> {
+    if !(p > 0.0 && p < 1.0) {
+        return Err(Error::invalid(
+            "false-positive rate",
+            format!("{p} is not strictly between 0 and 1"),
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses an explicit (m, k) outside the supported ranges.
+pub fn validate_bits_hashes(m: u64, k: u32) -> Result<()> {
+    if m == 0 || m > MAX_BITS {
+        return Err(Error::invalid(
+            "bits",
+            format!("{m} is not between 1 and {MAX_BITS}"),
+        ));
+    }
+    if !(MIN_HASHES..=MAX_HASHES).contains(&k) {
+        return Err(Error::invalid(
+            "hashes",
+            format!("{k} is not between {MIN_HASHES} and {MAX_HASHES}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The expected false-positive rate after inserting `n` distinct items: (1 − e^(−kn/m))^k.
+pub fn expected_fpp(m: u64, k: u32, n: u64) -> f64 {
+    (1.0 - (-(k as f64) * n as f64 / m as f64).exp()).powi(k as i32)
+}
+
+/// The false-positive rate implied by the bits actually set: a query of an absent key hits k
+/// random positions, each set with probability X/m.
+pub fn fpp_from_fill(fill_ratio: f64, k: u32) -> f64 {
+    fill_ratio.powi(k as i32)
+}
+
+/// Estimated distinct items from X set bits (Swamidass & Baldi): n* = −(m/k)·ln(1 − X/m).
+/// Infinite when every bit is set.
+pub fn estimated_items(m: u64, k: u32, set_bits: u64) -> f64 {
+    let x = set_bits as f64 / m as f64;
+    -(m as f64 / k as f64) * (1.0 - x).ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optimal_params_match_the_textbook_figures() {
+        // 1M items at 1%: 9,585,059 bits and 7 hashes (9.59 bits per key).
+        assert_eq!(optimal_params(1_000_000, 0.01).unwrap(), (9_585_059, 7));
+        assert_eq!(optimal_params(1000, 0.03).unwrap(), (7_299, 5));
+    }
+
+    #[test]
+    fn rejects_bad_rates_and_counts() {
+        for p in [0.0, 1.0, -1.0, f64::NAN, 2.0] {
+            assert!(optimal_params(10, p).is_err(), "{p}");
+        }
+        assert!(optimal_params(0, 0.01).is_err());
+        assert!(validate_bits_hashes(0, 3).is_err());
+        assert!(validate_bits_hashes(64, 0).is_err());
+        assert!(validate_bits_hashes(64, 33).is_err());
+        assert!(validate_bits_hashes(64, 32).is_ok());
+    }
+
+    #[test]
+    fn item_estimate_inverts_the_fill_model() {
+        let (m, k, n) = (1_000_000u64, 7u32, 50_000u64);
+        let expected_set = m as f64 * (1.0 - (-(k as f64) * n as f64 / m as f64).exp());
+        let est = estimated_items(m, k, expected_set.round() as u64);
+        assert!((est - n as f64).abs() / (n as f64) < 0.001, "{est}");
+    }
+}

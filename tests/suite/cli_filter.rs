@@ -1,0 +1,151 @@
+//! The filter commands run as a user would: `info`, `query`, `merge`, on files the test writes.
+
+use crate::util::*;
+use bloomflow::format::native;
+use bloomflow::{BloomFilter, CountingBloomFilter, FilterSpec};
+
+fn write_filter(dir: &std::path::Path, name: &str, spec: FilterSpec, keys: &[&str]) -> String {
+    let mut f = BloomFilter::new(spec);
+    for k in keys {
+        f.insert(k.as_bytes());
+    }
+    let path = dir.join(name);
+    native::write_plain(&path, &f).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn every_command_has_help() {
+    for cmd in [vec!["--help"], vec!["info", "--help"], vec!["query", "--help"], vec!["merge", "--help"]] {
+        let out = ok(&run(&cmd));
+        assert!(out.contains("Usage"), "{cmd:?}: {out}");
+    }
+}
+
+#[test]
+fn query_answers_arguments_in_order() {
+    let dir = tempdir();
+    let f = write_filter(dir.path(), "a.bloom", FilterSpec::native(10_000, 7, 0).unwrap(), &["apple", "pear"]);
+    let out = ok(&run(&["query", &f, "pear", "zebra-not-there", "apple"]));
+    assert_eq!(out, "pear\tmaybe\nzebra-not-there\tno\napple\tmaybe\n");
+}
+
+#[test]
+fn query_reads_stdin_lines_with_lf_or_crlf() {
+    let dir = tempdir();
+    let f = write_filter(dir.path(), "a.bloom", FilterSpec::native(10_000, 7, 0).unwrap(), &["apple", "pear", ""]);
+    let out = ok(&run_with_stdin(&["query", &f], b"apple\r\nnope\n\npear"));
+    assert_eq!(out, "apple\tmaybe\nnope\tno\n\tmaybe\npear\tmaybe\n");
+}
+
+#[test]
+fn query_into_a_closed_pipe_is_not_an_error() {
+    let dir = tempdir();
+    let f = write_filter(dir.path(), "a.bloom", FilterSpec::native(10_000, 7, 0).unwrap(), &["k"]);
+    let input: Vec<u8> = (0..200_000).flat_map(|i| format!("key{i}\n").into_bytes()).collect();
+    let mut child = bin()
+        .args(["query", &f])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&input);
+    });
+    drop(child.stdout.take()); // the reader goes away at once
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert!(out.status.success(), "{:?} {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn info_reports_parameters_in_text_and_json() {
+    let dir = tempdir();
+    let mut f = BloomFilter::with_rate(1000, 0.01).unwrap();
+    for i in 0..1000 {
+        f.insert(&key(7, i));
+    }
+    let path = dir.path().join("i.bloom");
+    native::write_plain(&path, &f).unwrap();
+    let p = path.to_string_lossy();
+    let text = ok(&run(&["info", &p]));
+    assert!(text.contains("bits (m)              9586"), "{text}");
+    assert!(text.contains("hashes (k)            7"), "{text}");
+    assert!(text.contains("format                native v1"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &p, "--json"]))).unwrap();
+    assert_eq!(json["kind"], "bloom");
+    assert_eq!(json["bits"], 9586);
+    assert_eq!(json["hashes"], 7);
+    assert_eq!(json["items_inserted"], 1000);
+    assert_eq!(json["bits_set"], f.bits_set());
+    assert_eq!(json["target_fpp"], 0.01);
+    let est = json["estimated_items"].as_f64().unwrap();
+    assert!((est - 1000.0).abs() < 50.0, "{est}");
+    let fpp = json["estimated_fpp"].as_f64().unwrap();
+    assert!((0.005..0.02).contains(&fpp), "{fpp}");
+}
+
+#[test]
+fn info_shows_counting_filters() {
+    let dir = tempdir();
+    let mut c = CountingBloomFilter::with_rate(100, 0.01).unwrap();
+    c.insert(b"x");
+    let path = dir.path().join("c.bloom");
+    native::write_counting(&path, &c).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&run(&["info", &path.to_string_lossy(), "--json"]))).unwrap();
+    assert_eq!(json["kind"], "counting-bloom");
+    assert_eq!(json["bits_set"], 7);
+}
+
+#[test]
+fn merge_ors_compatible_filters() {
+    let dir = tempdir();
+    let spec = FilterSpec::native(10_000, 5, 3).unwrap();
+    let a = write_filter(dir.path(), "a.bloom", spec, &["a1", "a2"]);
+    let b = write_filter(dir.path(), "b.bloom", spec, &["b1"]);
+    let c = write_filter(dir.path(), "c.bloom", spec, &["c1"]);
+    let out = path_str(dir.path(), "out.bloom");
+    ok(&run(&["merge", &a, &b, &c, "-o", &out]));
+    let answers = ok(&run(&["query", &out, "a1", "a2", "b1", "c1"]));
+    assert_eq!(answers.matches("maybe").count(), 4, "{answers}");
+    let expected = write_filter(dir.path(), "all.bloom", spec, &["a1", "a2", "b1", "c1"]);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&expected).unwrap());
+}
+
+#[test]
+fn merge_refuses_a_mismatch_and_writes_nothing() {
+    let dir = tempdir();
+    let a = write_filter(dir.path(), "a.bloom", FilterSpec::native(10_000, 5, 0).unwrap(), &["a"]);
+    let cases = [
+        (FilterSpec::native(10_000, 5, 1).unwrap(), "seed differs (0 vs 1)"),
+        (FilterSpec::native(10_001, 5, 0).unwrap(), "number of bits (m) differs (10000 vs 10001)"),
+        (FilterSpec::native(10_000, 4, 0).unwrap(), "number of hashes (k) differs (5 vs 4)"),
+    ];
+    for (spec, needle) in cases {
+        let b = write_filter(dir.path(), "b.bloom", spec, &["b"]);
+        let out = path_str(dir.path(), "out.bloom");
+        fails_with(&run(&["merge", &a, &b, "-o", &out]), &[needle, "b.bloom"]);
+        assert!(!std::path::Path::new(&out).exists());
+    }
+}
+
+#[test]
+fn bad_filter_files_fail_cleanly_in_every_command() {
+    let dir = tempdir();
+    let garbage = path_str(dir.path(), "garbage.bloom");
+    std::fs::write(&garbage, b"this is not a filter at all, just text").unwrap();
+    let missing = path_str(dir.path(), "missing.bloom");
+    fails_with(&run(&["info", &garbage]), &["garbage.bloom", "bad magic"]);
+    fails_with(&run(&["query", &garbage, "k"]), &["garbage.bloom", "bad magic"]);
+    fails_with(&run(&["info", &missing]), &["missing.bloom", "No such file"]);
+    let d = dir.path().to_string_lossy().into_owned();
+    fails_with(&run(&["query", &d, "k"]), &["is a directory"]);
+    let out = path_str(dir.path(), "out.bloom");
+    fails_with(&run(&["merge", &garbage, &garbage, "-o", &out]), &["bad magic"]);
+    assert!(!std::path::Path::new(&out).exists());
+}

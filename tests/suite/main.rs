@@ -1,0 +1,7 @@
+//! bloomflow's integration tests: one test binary, a module per area.
+
+mod util;
+
+mod cli_filter;
+mod filter_props;
+mod format_native;

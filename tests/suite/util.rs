@@ -1,0 +1,89 @@
+//! Helpers shared by the integration tests: temporary directories, running the built binary,
+//! deterministic keys.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::io::Write;
+
+/// A temporary directory removed when dropped.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("bloomflow-test-").tempdir().unwrap()
+}
+
+/// The built `bloomflow` binary.
+pub fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_bloomflow"))
+}
+
+/// Runs `bloomflow ARGS` with `stdin` as its standard input.
+pub fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Runs `bloomflow ARGS` with no standard input.
+pub fn run(args: &[&str]) -> Output {
+    bin().args(args).stdin(Stdio::null()).output().unwrap()
+}
+
+/// Asserts success and returns stdout as text, printing stderr on failure.
+#[track_caller]
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "expected success, got {:?}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// Asserts a clean failure (non-zero exit, no panic) whose stderr contains every `needle`.
+#[track_caller]
+pub fn fails_with(out: &Output, needles: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "expected failure; stdout:\n{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "panic:\n{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "stderr lacks {needle:?}:\n{stderr}");
+    }
+    stderr
+}
+
+/// A path inside `dir` as a string.
+pub fn path_str(dir: &Path, name: &str) -> String {
+    dir.join(name).to_string_lossy().into_owned()
+}
+
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
+
+/// splitmix64, for deterministic keys.
+pub fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A deterministic string key of 8–20 bytes for index `i` in namespace `ns`; distinct (ns, i)
+/// give distinct keys, since `ns-i-` is a unique prefix.
+pub fn key(ns: u64, i: u64) -> Vec<u8> {
+    let h = splitmix64(i ^ (ns << 56));
+    let target = 8 + (h % 13) as usize;
+    let mut k = format!("{ns}-{i}-{h:016x}").into_bytes();
+    let prefix = format!("{ns}-{i}-").len();
+    k.truncate(target.max(prefix));
+    k
+}
