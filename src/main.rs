@@ -4,6 +4,7 @@
 mod cmd;
 
 use clap::Parser;
+use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -12,15 +13,17 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("bloomflow: error: {err}");
+            // One write, so that messages of several processes on one terminal do not interleave.
+            let mut text = format!("bloomflow: error: {err}\n");
             let mut source = err.source();
             while let Some(cause) = source {
-                let text = cause.to_string();
-                if !err.to_string().contains(&text) {
-                    eprintln!("  caused by: {text}");
+                let cause_text = cause.to_string();
+                if !text.contains(&cause_text) {
+                    text.push_str(&format!("  caused by: {cause_text}\n"));
                 }
                 source = cause.source();
             }
+            let _ = std::io::stderr().write_all(text.as_bytes());
             ExitCode::FAILURE
         }
     }

@@ -1,5 +1,7 @@
 //! The command line: one subcommand per file, each with its clap arguments and a `run`.
 
+mod args;
+mod build;
 mod info;
 mod merge;
 mod query;
@@ -18,6 +20,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Build a Bloom filter over a key field of delimited inputs, across workers and processes.
+    Build(build::Args),
     /// Show a filter file's kind, format, parameters and fill statistics.
     Info(info::Args),
     /// Ask a filter whether keys may be present (`maybe`) or are definitely absent (`no`).
@@ -29,6 +33,7 @@ enum Command {
 /// Runs the chosen subcommand.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Build(args) => build::run(args),
         Command::Info(args) => info::run(args),
         Command::Query(args) => query::run(args),
         Command::Merge(args) => merge::run(args),

@@ -1,0 +1,162 @@
+//! The OR-merge of partial filters as a bandwidth-optimal all-reduce on timely.
+//!
+//! Worker w owns word range w of the bit array. Every worker sends each owner its slice of that
+//! range (reduce-scatter) in bounded chunks; the owner ORs them into its own partial, whose range
+//! then holds the global bits. Owners send their merged range to whoever needs the global filter
+//! (gather): the writer for the build job, every worker for the semi-join. Per-worker traffic stays
+//! about 2·m bits whatever the worker count, and the result is the same OR, bit for bit, for any
+//! number of workers or processes.
+
+use crate::bits::or_words;
+use crate::filter::BloomFilter;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::ops::Range;
+use std::rc::Rc;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::Stream;
+
+/// Words per message: 1 MiB, so no message is a giant allocation.
+pub const CHUNK_WORDS: usize = 1 << 17;
+
+/// A run of filter words addressed to one worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Slice {
+    /// The receiving worker.
+    pub to: u32,
+    /// Index of the first word.
+    pub offset: u64,
+    pub words: Vec<u64>,
+}
+
+/// Who receives the merged filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gather {
+    /// One worker (the build job's writer).
+    To(usize),
+    /// Every worker (the semi-join's broadcast).
+    All,
+}
+
+impl Gather {
+    fn receivers(self, peers: usize) -> Range<usize> {
+        match self {
+            Gather::To(w) => w..w + 1,
+            Gather::All => 0..peers,
+        }
+    }
+}
+
+/// The word range worker `owner` of `peers` merges: an even cut of `words`.
+pub fn owned_range(owner: usize, peers: usize, words: usize) -> Range<usize> {
+    let cut = |i: usize| ((i as u128 * words as u128) / peers as u128) as usize;
+    cut(owner)..cut(owner + 1)
+}
+
+/// The slices worker `me` sends in reduce-scatter round `round`: at most one chunk to each other
+/// owner. Empty once every chunk has been sent.
+pub fn scatter_round(filter: &BloomFilter, me: usize, peers: usize, round: usize) -> Vec<Slice> {
+    let words = filter.bits().words();
+    (0..peers)
+        .filter(|&owner| owner != me)
+        .filter_map(|owner| {
+            let range = owned_range(owner, peers, words.len());
+            let start = range.start + round * CHUNK_WORDS;
+            (start < range.end).then(|| {
+                let end = (start + CHUNK_WORDS).min(range.end);
+                Slice { to: owner as u32, offset: start as u64, words: words[start..end].to_vec() }
+            })
+        })
+        .collect()
+}
+
+/// Rounds needed to scatter every chunk.
+pub fn scatter_rounds(words: usize, peers: usize) -> usize {
+    (0..peers).map(|o| owned_range(o, peers, words).len().div_ceil(CHUNK_WORDS)).max().unwrap_or(0)
+}
+
+/// The reduce-scatter and gather steps as timely operators.
+pub trait BloomMerge<'scope> {
+    /// ORs each slice into the receiving owner's partial; once the input is complete, sends the
+    /// owner's merged range to the receivers of `gather`.
+    fn bloom_merge(self, filter: Rc<RefCell<BloomFilter>>, gather: Gather) -> Self;
+    /// Copies each merged range into the receiving worker's filter. The (empty) output stream
+    /// lets a probe tell when every range has arrived.
+    fn bloom_collect(self, filter: Rc<RefCell<BloomFilter>>) -> Self;
+}
+
+impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
+    fn bloom_merge(self, filter: Rc<RefCell<BloomFilter>>, gather: Gather) -> Self {
+        let peers = self.scope().peers();
+        let me = self.scope().index();
+        self.unary_frontier(Exchange::new(|s: &Slice| s.to as u64), "BloomMerge", move |cap, _info| {
+            let mut cap = Some(cap);
+            move |(input, frontier), output| {
+                input.for_each(|_time, data| {
+                    let mut f = filter.borrow_mut();
+                    let words = f.bits_mut().words_mut();
+                    for slice in data.drain(..) {
+                        let start = slice.offset as usize;
+                        or_words(&mut words[start..start + slice.words.len()], &slice.words);
+                    }
+                });
+                let Some(c) = cap.as_mut() else { return };
+                match frontier.frontier().iter().min() {
+                    // Track the input so that a probe downstream sees each round complete.
+                    Some(t) if c.time() < t => c.downgrade(t),
+                    Some(_) => {}
+                    None => {
+                        let f = filter.borrow();
+                        let words = f.bits().words();
+                        let range = owned_range(me, peers, words.len());
+                        let mut session = output.session(c);
+                        for to in gather.receivers(peers).filter(|&w| w != me) {
+                            for start in range.clone().step_by(CHUNK_WORDS) {
+                                let end = (start + CHUNK_WORDS).min(range.end);
+                                session.give(Slice { to: to as u32, offset: start as u64, words: words[start..end].to_vec() });
+                            }
+                        }
+                        drop(session);
+                        cap = None;
+                    }
+                }
+            }
+        })
+    }
+
+    fn bloom_collect(self, filter: Rc<RefCell<BloomFilter>>) -> Self {
+        self.unary::<timely::container::CapacityContainerBuilder<Vec<Slice>>, _, _, _>(Exchange::new(|s: &Slice| s.to as u64), "BloomCollect", move |_cap, _info| {
+            move |input, _output| {
+                input.for_each(|_time, data| {
+                    let mut f = filter.borrow_mut();
+                    let words = f.bits_mut().words_mut();
+                    for slice in data.drain(..) {
+                        let start = slice.offset as usize;
+                        words[start..start + slice.words.len()].copy_from_slice(&slice.words);
+                    }
+                });
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owned_ranges_cover_the_words_exactly() {
+        for peers in 1..7 {
+            for words in [0, 1, 5, 64, 1000] {
+                let mut next = 0;
+                for o in 0..peers {
+                    let r = owned_range(o, peers, words);
+                    assert_eq!(r.start, next);
+                    next = r.end;
+                }
+                assert_eq!(next, words);
+            }
+        }
+    }
+}

@@ -1,0 +1,137 @@
+//! Flag groups shared by the job commands, and their validation into library settings: no code
+//! below the CLI looks at raw flags.
+
+use anyhow::{bail, Context};
+use bloomflow::cluster::ClusterConfig;
+use bloomflow::jobs::build::Sizing;
+use bloomflow::params;
+use bloomflow::records::{KeyField, RecordFormat};
+use bloomflow::scan::ScanOptions;
+use bloomflow::splits::{DEFAULT_MAX_RECORD, DEFAULT_SPLIT_SIZE};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// timely's cluster flags.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Cluster")]
+pub struct ClusterArgs {
+    /// Worker threads per process.
+    #[arg(short = 'w', long, default_value_t = 1, value_name = "N")]
+    pub workers: usize,
+    /// Number of processes in the job.
+    #[arg(short = 'n', long, default_value_t = 1, value_name = "N")]
+    pub processes: usize,
+    /// This process's index, 0-based.
+    #[arg(short = 'p', long, default_value_t = 0, value_name = "I")]
+    pub process: usize,
+    /// File of `host:port` lines, one per process, in process order (default: localhost:2101...).
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// Seconds to wait for every peer process before failing.
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    pub connect_timeout: u64,
+    /// Never draw a progress bar (one is drawn only when stderr is a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl ClusterArgs {
+    pub fn config(&self) -> anyhow::Result<ClusterConfig> {
+        if self.connect_timeout == 0 {
+            bail!("invalid --connect-timeout: must be at least 1 second");
+        }
+        Ok(ClusterConfig::new(
+            self.workers,
+            self.processes,
+            self.process,
+            self.hostfile.as_ref(),
+            Duration::from_secs(self.connect_timeout),
+        )?)
+    }
+}
+
+/// How the delimited input is read.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Input")]
+pub struct InputArgs {
+    /// Field delimiter: one byte; `\t` or `tab` for TSV.
+    #[arg(short = 'd', long, default_value = ",", value_name = "C")]
+    pub delimiter: String,
+    /// The inputs have no header line (then key fields are 1-based indexes).
+    #[arg(long)]
+    pub no_header: bool,
+    /// Fail on the first malformed record instead of counting and skipping it.
+    #[arg(long)]
+    pub strict: bool,
+    /// Bytes per split; splits are dealt to workers round-robin.
+    #[arg(long, default_value_t = DEFAULT_SPLIT_SIZE, value_name = "BYTES")]
+    pub split_size: u64,
+    /// Longest record accepted, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_RECORD, value_name = "BYTES")]
+    pub max_record_bytes: usize,
+}
+
+impl InputArgs {
+    pub fn format(&self) -> anyhow::Result<RecordFormat> {
+        Ok(RecordFormat { delimiter: parse_delimiter(&self.delimiter)?, has_header: !self.no_header })
+    }
+
+    /// Scan settings for a key given as `--key`-style text.
+    pub fn scan(&self, key: &str, flag: &str) -> anyhow::Result<ScanOptions> {
+        let format = self.format()?;
+        if self.split_size == 0 {
+            bail!("invalid --split-size: must be at least 1 byte");
+        }
+        if self.max_record_bytes == 0 {
+            bail!("invalid --max-record-bytes: must be at least 1 byte");
+        }
+        let key = KeyField::parse(key, format.has_header).with_context(|| format!("invalid {flag}"))?;
+        Ok(ScanOptions { format, key, split_size: self.split_size, max_record: self.max_record_bytes, strict: self.strict })
+    }
+}
+
+fn parse_delimiter(text: &str) -> anyhow::Result<u8> {
+    match text {
+        "\\t" | "tab" | "\t" => Ok(b'\t'),
+        _ if text.len() == 1 && text.as_bytes()[0] != b'"' && text.as_bytes()[0] != b'\n' && text.as_bytes()[0] != b'\r' => Ok(text.as_bytes()[0]),
+        _ => bail!("invalid --delimiter {text:?}: expected one byte such as , or ; or \\t (not a quote or line end)"),
+    }
+}
+
+/// How the filter is sized.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Filter size")]
+pub struct SizingArgs {
+    /// Number of distinct keys expected (without it, an upper bound is estimated from the inputs).
+    #[arg(long, value_name = "N", conflicts_with_all = ["bits", "hashes"])]
+    pub expected_items: Option<u64>,
+    /// Target false-positive rate, strictly between 0 and 1.
+    #[arg(long, default_value_t = 0.01, value_name = "P", allow_negative_numbers = true)]
+    pub fpp: f64,
+    /// Explicit number of bits m (with --hashes).
+    #[arg(long, value_name = "M", requires = "hashes")]
+    pub bits: Option<u64>,
+    /// Explicit number of hash functions k, 1 to 32 (with --bits).
+    #[arg(long, value_name = "K", requires = "bits")]
+    pub hashes: Option<u32>,
+    /// Hash seed; filters built with different seeds cannot be merged.
+    #[arg(long, default_value_t = 0, value_name = "S")]
+    pub seed: u32,
+}
+
+impl SizingArgs {
+    pub fn sizing(&self) -> anyhow::Result<Sizing> {
+        params::validate_fpp(self.fpp).context("invalid --fpp")?;
+        Ok(match (self.expected_items, self.bits, self.hashes) {
+            (Some(items), _, _) => {
+                params::validate_items(items).context("invalid --expected-items")?;
+                Sizing::Expected { items, fpp: self.fpp }
+            }
+            (None, Some(bits), Some(hashes)) => {
+                params::validate_bits_hashes(bits, hashes).context("invalid --bits/--hashes")?;
+                Sizing::Explicit { bits, hashes }
+            }
+            _ => Sizing::Estimate { fpp: self.fpp },
+        })
+    }
+}

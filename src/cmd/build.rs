@@ -1,0 +1,70 @@
+//! `bloomflow build INPUT... --key FIELD -o FILE`: the distributed filter build.
+
+use super::args::{ClusterArgs, InputArgs, SizingArgs};
+use anyhow::Context;
+use bloomflow::jobs::build::{self, BuildConfig, BuildStats};
+use bloomflow::limits::human_bytes;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Input files, directories (their files, in sorted order) or `-` for standard input.
+    #[arg(required = true, value_name = "INPUT")]
+    inputs: Vec<PathBuf>,
+    /// The key field: a column name from the header, or a 1-based index.
+    #[arg(short, long, value_name = "FIELD")]
+    key: String,
+    /// Where to write the filter (.bloom); written by process 0 only.
+    #[arg(short, long, value_name = "FILE")]
+    output: PathBuf,
+    /// Also write the statistics as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    #[command(flatten)]
+    input: InputArgs,
+    #[command(flatten)]
+    sizing: SizingArgs,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let config = BuildConfig {
+        inputs: args.inputs,
+        scan: args.input.scan(&args.key, "--key")?,
+        sizing: args.sizing.sizing()?,
+        seed: args.sizing.seed,
+        output: Some(args.output),
+        cluster: args.cluster.config()?,
+        progress: !args.cluster.no_progress,
+    };
+    let Some(stats) = build::run(config)? else { return Ok(()) };
+    print_summary(&stats);
+    if let Some(path) = args.stats_json {
+        let json = serde_json::to_vec_pretty(&stats)?;
+        std::fs::write(&path, json).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn print_summary(s: &BuildStats) {
+    println!("bloomflow build: wrote {}", s.output.as_deref().unwrap_or("(nothing)"));
+    println!("  workers            {} process(es) x {} worker(s)", s.processes, s.workers_per_process);
+    println!("  records            {}", s.records);
+    println!("  bytes              {} ({})", s.bytes, human_bytes(s.bytes));
+    println!("  malformed records  {}{}", s.malformed, if s.malformed > 0 { " (skipped)" } else { "" });
+    for e in &s.malformed_examples {
+        println!("    {e}");
+    }
+    println!("  keys inserted      {}", s.keys_inserted);
+    println!("  elapsed            {:.3} s", s.elapsed_secs);
+    println!("  throughput         {:.1} MB/s", s.mb_per_sec);
+    println!("  bits (m)           {} ({})", s.bits, human_bytes(s.bits.div_ceil(8)));
+    println!("  hashes (k)         {}", s.hashes);
+    println!("  fill ratio         {:.6}", s.fill_ratio);
+    println!("  estimated fpp      {:.6}", s.estimated_fpp);
+    println!("  sizing             {}", s.sizing);
+    if s.malformed > 0 {
+        eprintln!("bloomflow: warning: {} malformed record(s) skipped (use --strict to fail instead)", s.malformed);
+    }
+}

@@ -1,0 +1,247 @@
+//! The build job: every worker of every process reads its own splits into a partial filter, the
+//! partials are OR-merged by the all-reduce, and worker 0 writes the global filter.
+
+use super::global_filter;
+use crate::allreduce::Gather;
+use crate::cluster::{ClusterConfig, ConnectWatchdog};
+use crate::error::{Error, Result};
+use crate::filter::BloomFilter;
+use crate::format::native;
+use crate::params;
+use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
+use crate::scan::{ScanOptions, ScanStats, Source};
+use crate::spec::FilterSpec;
+use crate::splits::{Input, SplitReader, Split};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// How the filter is sized.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sizing {
+    /// n expected items at false-positive rate p.
+    Expected { items: u64, fpp: f64 },
+    /// Explicit m bits and k hashes.
+    Explicit { bits: u64, hashes: u32 },
+    /// n estimated from the inputs' sizes and a sample of their record lengths, at rate p.
+    Estimate { fpp: f64 },
+}
+
+/// Everything the build job needs, validated by the CLI.
+#[derive(Clone, Debug)]
+pub struct BuildConfig {
+    pub inputs: Vec<PathBuf>,
+    pub scan: ScanOptions,
+    pub sizing: Sizing,
+    pub seed: u32,
+    /// Where worker 0 writes the filter; `None` builds and reports only.
+    pub output: Option<PathBuf>,
+    pub cluster: ClusterConfig,
+    pub progress: bool,
+}
+
+/// The filter's identity and what it was sized for, decided identically on every process.
+#[derive(Clone, Debug)]
+pub struct SizedSpec {
+    pub spec: FilterSpec,
+    pub expected_items: u64,
+    pub target_fpp: f64,
+    /// How the size was chosen, in words, for the summary.
+    pub note: String,
+}
+
+/// The job's statistics, printed and written with `--stats-json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct BuildStats {
+    pub output: Option<String>,
+    pub processes: usize,
+    pub workers_per_process: usize,
+    pub records: u64,
+    pub bytes: u64,
+    pub malformed: u64,
+    pub malformed_examples: Vec<String>,
+    pub keys_inserted: u64,
+    pub elapsed_secs: f64,
+    pub mb_per_sec: f64,
+    pub bits: u64,
+    pub hashes: u32,
+    pub seed: u32,
+    pub bits_set: u64,
+    pub fill_ratio: f64,
+    pub estimated_fpp: f64,
+    pub target_fpp: f64,
+    pub expected_items: u64,
+    pub sizing: String,
+    pub per_worker: Vec<WorkerReport>,
+}
+
+/// Sizes the filter from the user's choice; an estimate reads a sample of the inputs.
+pub fn size_filter(sizing: &Sizing, source: &Source, seed: u32) -> Result<SizedSpec> {
+    match *sizing {
+        Sizing::Expected { items, fpp } => Ok(SizedSpec {
+            spec: FilterSpec::native_for(items, fpp, seed)?,
+            expected_items: items,
+            target_fpp: fpp,
+            note: format!("sized for {items} expected items at false-positive rate {fpp}"),
+        }),
+        Sizing::Explicit { bits, hashes } => Ok(SizedSpec {
+            spec: FilterSpec::native(bits, hashes, seed)?,
+            expected_items: 0,
+            target_fpp: 0.0,
+            note: format!("explicit size: {bits} bits, {hashes} hashes"),
+        }),
+        Sizing::Estimate { fpp } => {
+            let (items, note) = estimate_items(source)?;
+            Ok(SizedSpec {
+                spec: FilterSpec::native_for(items, fpp, seed)?,
+                expected_items: items,
+                target_fpp: fpp,
+                note: format!("{note}; sized for it at false-positive rate {fpp} (give --expected-items to size exactly)"),
+            })
+        }
+    }
+}
+
+/// Sample bytes read from the start of each of the first few inputs.
+const SAMPLE_BYTES: u64 = 1 << 20;
+const SAMPLE_FILES: usize = 16;
+/// Margin over the sampled mean, since later records may be shorter than the sample's.
+const ESTIMATE_MARGIN: f64 = 1.25;
+
+/// An upper estimate of the number of keys: the input bytes over the mean record length of a
+/// sample, plus a margin. Every process computes the same figure from the same files.
+fn estimate_items(source: &Source) -> Result<(u64, String)> {
+    if source.inputs.iter().any(|i| *i == Input::Stdin) {
+        return Err(Error::invalid(
+            "expected items",
+            "the size of standard input is unknown: give --expected-items N (or --bits and --hashes)",
+        ));
+    }
+    let total = source.total_bytes();
+    let (mut records, mut bytes) = (0u64, 0u64);
+    for input in source.inputs.iter().take(SAMPLE_FILES) {
+        let Input::File { path, len } = input else { continue };
+        let split = Split { index: 0, input: 0, start: 0, end: SAMPLE_BYTES.min(*len) };
+        let mut reader = SplitReader::open(path, &split, source.options.max_record)?;
+        let mut first = source.options.format.has_header;
+        while let Some((_, rec)) = reader.next_record()? {
+            if std::mem::take(&mut first) {
+                continue;
+            }
+            records += 1;
+            bytes += rec.len() as u64;
+        }
+    }
+    let mean = if records == 0 { 1.0 } else { bytes as f64 / records as f64 };
+    let items = ((total as f64 / mean * ESTIMATE_MARGIN).ceil() as u64).max(1);
+    Ok((
+        items,
+        format!("estimated at most {items} keys from {total} input bytes at a sampled mean of {mean:.1} bytes per record (+25%)"),
+    ))
+}
+
+/// Checks before any work that the output's directory exists and can be written, so that a job
+/// over terabytes does not fail at its last step.
+pub fn check_writable(output: &Path) -> Result<()> {
+    if output.is_dir() {
+        return Err(Error::io(output, std::io::Error::other("is a directory; expected a file path for the filter")));
+    }
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let probe = dir.join(format!(".bloomflow-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(|e| Error::io(output, e))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// Runs the build job on this process. Returns the statistics on process 0, `None` elsewhere.
+pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
+    let started = Instant::now();
+    let source = Arc::new(Source::plan(&config.inputs, config.scan.clone())?);
+    let sized = size_filter(&config.sizing, &source, config.seed)?;
+    crate::limits::check_allocation(sized.spec.bits / 8 * 2, "the filter (a partial per worker plus the merge)")?;
+    if let (Some(out), 0) = (&config.output, config.cluster.process) {
+        check_writable(out)?;
+    }
+    let cluster = &config.cluster;
+    let peers = cluster.peers();
+    let my_workers = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;
+    let counter = Arc::new(AtomicU64::new(0));
+    let progress = Progress::start(config.progress, "build", source.bytes_of(my_workers, peers), Arc::clone(&counter));
+    let abort = Arc::new(AtomicBool::new(false));
+    let watchdog = ConnectWatchdog::start(cluster);
+    let connected = watchdog.flag();
+    let output = config.output.clone();
+    let job_sized = sized.clone();
+
+    let guards = timely::execute(cluster.timely_config(), move |worker| {
+        connected.store(true, Ordering::SeqCst);
+        let empty = BloomFilter::new(job_sized.spec).sized_for(job_sized.expected_items, job_sized.target_fpp);
+        let (mut filter, reports) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter);
+        if let Some(failure) = first_failure(&reports) {
+            return Err(Error::Job(failure));
+        }
+        if worker.index() != 0 {
+            return Ok(None);
+        }
+        filter.set_items_inserted(reports.iter().map(|r| r.keys).sum());
+        if let Some(path) = &output {
+            native::write_plain(path, &filter)?;
+        }
+        Ok(Some((filter.bits_set(), filter.estimated_fpp(), reports)))
+    })
+    .map_err(|e| Error::Job(format!("could not start the workers: {e}")))?;
+
+    let mut result = None;
+    let mut failure = None;
+    for outcome in guards.join() {
+        match outcome {
+            Ok(Ok(Some(r))) => result = Some(r),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Err(panic) => failure = failure.or(Some(Error::Job(format!("a worker failed: {panic}")))),
+        }
+    }
+    progress.finish();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let Some((bits_set, estimated_fpp, per_worker)) = result else { return Ok(None) };
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut scan = ScanStats::default();
+    for r in &per_worker {
+        scan.absorb(&r.scan);
+    }
+    let spec = sized.spec;
+    Ok(Some(BuildStats {
+        output: config.output.as_ref().map(|p| p.display().to_string()),
+        processes: cluster.processes,
+        workers_per_process: cluster.workers,
+        records: scan.records,
+        bytes: scan.bytes,
+        malformed: scan.malformed,
+        malformed_examples: scan.malformed_examples,
+        keys_inserted: per_worker.iter().map(|r| r.keys).sum(),
+        elapsed_secs: elapsed,
+        mb_per_sec: mb_per_sec(scan.bytes, elapsed),
+        bits: spec.bits,
+        hashes: spec.hashes,
+        seed: spec.seed,
+        bits_set,
+        fill_ratio: bits_set as f64 / spec.bits as f64,
+        estimated_fpp,
+        target_fpp: sized.target_fpp,
+        expected_items: sized.expected_items,
+        sizing: sized.note,
+        per_worker,
+    }))
+}
+
+/// The expected false-positive rate at the sized-for item count, for messages.
+pub fn planned_fpp(s: &SizedSpec) -> Option<f64> {
+    (s.expected_items > 0).then(|| params::expected_fpp(s.spec.bits, s.spec.hashes, s.expected_items))
+}

@@ -1,0 +1,112 @@
+//! The distributed jobs: each runs on every worker of every process through `timely::execute`.
+
+pub mod build;
+
+use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, Slice};
+use crate::filter::BloomFilter;
+use crate::report::WorkerReport;
+use crate::scan::Source;
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::{Input, Probe};
+use timely::worker::Worker;
+
+/// How long an idle worker parks before looking again (it is woken earlier by any message).
+const PARK: Option<Duration> = Some(Duration::from_millis(50));
+
+/// Runs inside a timely worker: reads this worker's splits of `source` into its partial filter
+/// (`empty` sized as every other worker's), then takes part in the all-reduce. Returns the filter,
+/// which holds the global filter on the receivers of `gather`, and every worker's report, which
+/// every worker receives.
+pub(crate) fn global_filter(
+    worker: &mut Worker,
+    source: &Source,
+    empty: BloomFilter,
+    gather: Gather,
+    abort: &AtomicBool,
+    progress: &AtomicU64,
+) -> (BloomFilter, Vec<WorkerReport>) {
+    let (me, peers) = (worker.index(), worker.peers());
+    let filter = Rc::new(RefCell::new(empty));
+    let reports = Rc::new(RefCell::new(Vec::new()));
+    let probe = ProbeHandle::new();
+    let (mut slices_in, mut reports_in) = worker.dataflow::<u64, _, _>(|scope| {
+        let (slices_in, slices) = scope.new_input::<Vec<Slice>>();
+        slices
+            .bloom_merge(Rc::clone(&filter), gather)
+            .bloom_collect(Rc::clone(&filter))
+            .probe_with(&probe);
+        let (reports_in, sent) = scope.new_input::<Vec<(u32, WorkerReport)>>();
+        sent.collect_reports(Rc::clone(&reports)).probe_with(&probe);
+        (slices_in, reports_in)
+    });
+
+    let started = Instant::now();
+    let mut report = WorkerReport { worker: me, ..Default::default() };
+    {
+        let mut partial = filter.borrow_mut();
+        let mut keys = 0u64;
+        let scanned = source.scan_worker(me, peers, abort, progress, |key, _record| {
+            partial.insert(key);
+            keys += 1;
+            Ok(())
+        });
+        report.keys = keys;
+        match scanned {
+            Ok(scan) => report.scan = scan,
+            Err(err) => {
+                report.error = Some(err.to_string());
+                abort.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+    report.elapsed_secs = started.elapsed().as_secs_f64();
+    for to in 0..peers {
+        reports_in.send((to as u32, report.clone()));
+    }
+    drop(reports_in);
+
+    // Reduce-scatter in rounds of at most one chunk per owner, so that at most one chunk per
+    // peer is in flight from this worker whatever the filter's size.
+    let rounds = scatter_rounds(filter.borrow().bits().words().len(), peers);
+    for round in 0..rounds {
+        let batch = scatter_round(&filter.borrow(), me, peers, round);
+        for slice in batch {
+            slices_in.send(slice);
+        }
+        slices_in.advance_to(round as u64 + 1);
+        worker.step_or_park_while(PARK, || probe.less_than(slices_in.time()));
+    }
+    drop(slices_in);
+    worker.step_or_park_while(PARK, || !probe.done());
+
+    let mut reports = reports.take();
+    reports.sort_by_key(|r| r.worker);
+    // The finished dataflow may still hold its handles on the filter: move it out, leaving a
+    // one-bit placeholder, rather than copy it.
+    let placeholder = BloomFilter::new(crate::spec::FilterSpec::native(1, 1, 0).expect("valid"));
+    let filter = std::mem::replace(&mut *filter.borrow_mut(), placeholder);
+    (filter, reports)
+}
+
+/// Delivers each report to the worker it is addressed to.
+trait CollectReports<'scope> {
+    fn collect_reports(self, into: Rc<RefCell<Vec<WorkerReport>>>) -> Self;
+}
+
+impl<'scope> CollectReports<'scope> for timely::dataflow::Stream<'scope, u64, Vec<(u32, WorkerReport)>> {
+    fn collect_reports(self, into: Rc<RefCell<Vec<WorkerReport>>>) -> Self {
+        self.unary::<timely::container::CapacityContainerBuilder<Vec<(u32, WorkerReport)>>, _, _, _>(Exchange::new(|(to, _): &(u32, WorkerReport)| *to as u64), "CollectReports", move |_cap, _info| {
+            move |input, _output| {
+                input.for_each(|_time, data| {
+                    into.borrow_mut().extend(data.drain(..).map(|(_, r)| r));
+                });
+            }
+        })
+    }
+}

@@ -1,0 +1,255 @@
+//! Delimited records: how a line of CSV/TSV becomes its key bytes.
+//!
+//! RFC 4180 quoting: a field that starts with `"` runs to the matching closing quote, `""` inside it
+//! stands for one `"`, and the key is the field's unquoted content, so `"42"` and `42` are the same
+//! key. Lines end with LF or CRLF. The hot path (a line without quotes) is a few `memchr` calls and
+//! never allocates; a quoted key is unescaped into a buffer the caller reuses.
+
+use crate::error::{Error, Result};
+
+/// The shape of the input: delimiter and whether the first line of each file is a header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordFormat {
+    pub delimiter: u8,
+    pub has_header: bool,
+}
+
+/// Which field holds the key, as the user named it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyField {
+    /// A column name from the header.
+    Name(String),
+    /// A 1-based field index.
+    Index(usize),
+}
+
+impl KeyField {
+    /// Reads `--key FIELD`: a positive integer is an index, anything else a name.
+    pub fn parse(text: &str, has_header: bool) -> Result<KeyField> {
+        match text.parse::<usize>() {
+            Ok(0) => Err(Error::invalid("key", "field indexes are 1-based; 0 is not a field")),
+            Ok(i) => Ok(KeyField::Index(i)),
+            Err(_) if has_header => Ok(KeyField::Name(text.to_string())),
+            Err(_) => Err(Error::invalid(
+                "key",
+                format!("{text:?} is not a 1-based field index (with --no-header the key must be a number)"),
+            )),
+        }
+    }
+
+    /// The 0-based index of this field given a header line (for names).
+    pub fn resolve(&self, header: Option<&[u8]>, delimiter: u8, file: &str) -> Result<usize> {
+        match (self, header) {
+            (KeyField::Index(i), _) => Ok(i - 1),
+            (KeyField::Name(name), Some(line)) => {
+                let mut scratch = Vec::new();
+                let fields = split_fields(trim_line_end(line), delimiter, &mut scratch)
+                    .map_err(|reason| Error::Malformed { path: file.to_string(), line: 1, reason })?;
+                fields.iter().position(|f| f == name.as_bytes()).ok_or_else(|| {
+                    let names: Vec<String> = fields.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
+                    Error::invalid("key", format!("{file}: no column named {name:?} in the header (columns: {})", names.join(", ")))
+                })
+            }
+            (KeyField::Name(name), None) => Err(Error::invalid(
+                "key",
+                format!("{file}: key column {name:?} needs a header, but the file is empty"),
+            )),
+        }
+    }
+}
+
+/// Drops a trailing LF and a CR before it.
+#[inline]
+pub fn trim_line_end(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// Why a line yields no key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyError {
+    /// The line has fewer fields than the key's index: a malformed record.
+    MissingField { fields: usize },
+    /// A quote is opened and never closed on this line: either broken input or a quoted field
+    /// with an embedded newline, which cannot be split safely.
+    UnclosedQuote,
+    /// Text after a closing quote and before the delimiter.
+    StrayQuote,
+}
+
+impl KeyError {
+    /// A sentence for error messages.
+    pub fn describe(&self, key_index: usize) -> String {
+        match self {
+            KeyError::MissingField { fields } => format!(
+                "record has {fields} field(s), but the key is field {}",
+                key_index + 1
+            ),
+            KeyError::UnclosedQuote => "unclosed quote: a quoted field runs past the end of the line \
+                 (quoted fields with embedded newlines cannot be split; bloomflow does not support them)"
+                .into(),
+            KeyError::StrayQuote => "characters after a closing quote (expected a delimiter or the end of the line)".into(),
+        }
+    }
+
+    /// True for errors that make the rest of the input untrustworthy, so that they always stop
+    /// the job rather than being counted.
+    pub fn is_fatal(&self) -> bool {
+        matches!(self, KeyError::UnclosedQuote)
+    }
+}
+
+/// Finds the key (field `index`, 0-based) of `line` (terminator already trimmed). Returns the
+/// key bytes, borrowed from `line` or unescaped into `scratch`.
+#[inline]
+pub fn extract_key<'a>(line: &'a [u8], delimiter: u8, index: usize, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], KeyError> {
+    if memchr::memchr(b'"', line).is_none() {
+        return unquoted_field(line, delimiter, index);
+    }
+    quoted_field(line, delimiter, index, scratch)
+}
+
+/// The fast path: no quotes anywhere in the line.
+#[inline]
+fn unquoted_field(line: &[u8], delimiter: u8, index: usize) -> Result<&[u8], KeyError> {
+    let mut start = 0;
+    let mut seen = 0;
+    for end in memchr::memchr_iter(delimiter, line) {
+        if seen == index {
+            return Ok(&line[start..end]);
+        }
+        seen += 1;
+        start = end + 1;
+    }
+    if seen == index {
+        Ok(&line[start..])
+    } else {
+        Err(KeyError::MissingField { fields: seen + 1 })
+    }
+}
+
+/// The RFC 4180 path, taken only by lines that contain a quote.
+fn quoted_field<'a>(line: &'a [u8], delimiter: u8, index: usize, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], KeyError> {
+    let mut pos = 0;
+    let mut field = 0;
+    loop {
+        let is_key = field == index;
+        let next = if line.get(pos) == Some(&b'"') {
+            let (after, content) = parse_quoted(line, pos, delimiter, is_key.then_some(&mut *scratch))?;
+            if is_key {
+                return Ok(match content {
+                    Some(range) => &line[range],
+                    None => scratch.as_slice(),
+                });
+            }
+            after
+        } else {
+            let end = memchr::memchr(delimiter, &line[pos..]).map_or(line.len(), |i| pos + i);
+            if is_key {
+                return Ok(&line[pos..end]);
+            }
+            end
+        };
+        if next >= line.len() {
+            return Err(KeyError::MissingField { fields: field + 1 });
+        }
+        pos = next + 1;
+        field += 1;
+    }
+}
+
+/// Parses the quoted field opening at `line[open]`. Returns the index just past it (a delimiter
+/// or the line's end) and, when the content has no escaped quotes, its range in `line`; otherwise
+/// the unescaped content is written to `out` (when given) and the range is `None`.
+fn parse_quoted(
+    line: &[u8],
+    open: usize,
+    delimiter: u8,
+    mut out: Option<&mut Vec<u8>>,
+) -> Result<(usize, Option<std::ops::Range<usize>>), KeyError> {
+    let mut pos = open + 1;
+    let mut escaped = false;
+    if let Some(o) = out.as_deref_mut() {
+        o.clear();
+    }
+    loop {
+        let rel = memchr::memchr(b'"', &line[pos..]).ok_or(KeyError::UnclosedQuote)?;
+        let quote = pos + rel;
+        if let Some(o) = out.as_deref_mut() {
+            o.extend_from_slice(&line[pos..quote]);
+        }
+        if line.get(quote + 1) == Some(&b'"') {
+            escaped = true;
+            if let Some(o) = out.as_deref_mut() {
+                o.push(b'"');
+            }
+            pos = quote + 2;
+            continue;
+        }
+        let after = quote + 1;
+        if after < line.len() && line[after] != delimiter {
+            return Err(KeyError::StrayQuote);
+        }
+        let range = (!escaped).then_some(open + 1..quote);
+        return Ok((after, range));
+    }
+}
+
+/// Splits a whole line into unquoted fields (for headers; not the hot path).
+pub fn split_fields(line: &[u8], delimiter: u8, scratch: &mut Vec<u8>) -> Result<Vec<Vec<u8>>, String> {
+    let mut fields = Vec::new();
+    let mut index = 0;
+    loop {
+        match extract_key(line, delimiter, index, scratch) {
+            Ok(f) => fields.push(f.to_vec()),
+            Err(KeyError::MissingField { .. }) => return Ok(fields),
+            Err(e) => return Err(e.describe(index)),
+        }
+        index += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(line: &str, index: usize) -> Result<String, KeyError> {
+        let mut scratch = Vec::new();
+        extract_key(line.as_bytes(), b',', index, &mut scratch).map(|k| String::from_utf8(k.to_vec()).unwrap())
+    }
+
+    #[test]
+    fn plain_fields() {
+        assert_eq!(key("a,b,c", 0).unwrap(), "a");
+        assert_eq!(key("a,b,c", 2).unwrap(), "c");
+        assert_eq!(key("a,,c", 1).unwrap(), "");
+        assert_eq!(key("", 0).unwrap(), "");
+        assert_eq!(key("a,b", 2), Err(KeyError::MissingField { fields: 2 }));
+    }
+
+    #[test]
+    fn quoted_fields() {
+        assert_eq!(key(r#""a,1",b"#, 0).unwrap(), "a,1");
+        assert_eq!(key(r#""a,1",b"#, 1).unwrap(), "b");
+        assert_eq!(key(r#"x,"say ""hi""",z"#, 1).unwrap(), r#"say "hi""#);
+        assert_eq!(key(r#"x,"say ""hi""",z"#, 2).unwrap(), "z");
+        assert_eq!(key(r#""","#, 0).unwrap(), "");
+        assert_eq!(key(r#""42""#, 0).unwrap(), "42");
+        assert_eq!(key(r#"x,"open"#, 1), Err(KeyError::UnclosedQuote));
+        assert_eq!(key(r#""a"b,c"#, 1), Err(KeyError::StrayQuote));
+        assert_eq!(key(r#""a",b"#, 2), Err(KeyError::MissingField { fields: 2 }));
+        // A quote inside an unquoted field is kept as it is (lenient, as most readers are).
+        assert_eq!(key(r#"ab"c,d"#, 1).unwrap(), "d");
+    }
+
+    #[test]
+    fn key_field_by_name_and_index() {
+        let header = b"id,name,segment\r\n";
+        assert_eq!(KeyField::parse("name", true).unwrap().resolve(Some(header), b',', "f").unwrap(), 1);
+        assert_eq!(KeyField::parse("3", true).unwrap().resolve(Some(header), b',', "f").unwrap(), 2);
+        let err = KeyField::parse("nope", true).unwrap().resolve(Some(header), b',', "f").unwrap_err();
+        assert!(err.to_string().contains("no column named \"nope\""), "{err}");
+        assert!(KeyField::parse("0", true).is_err());
+        assert!(KeyField::parse("name", false).is_err());
+    }
+}

@@ -1,0 +1,79 @@
+//! What a job tells its user: per-worker reports that travel through the dataflow, the final
+//! statistics (printed and written as JSON), and a progress bar on a terminal.
+
+use crate::scan::ScanStats;
+use serde::{Deserialize, Serialize};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One worker's account of its part of a job, broadcast so that every worker knows the totals
+/// and whether any worker failed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerReport {
+    pub worker: usize,
+    pub scan: ScanStats,
+    /// Keys inserted into the partial filter (build side) or records kept (probe side).
+    pub keys: u64,
+    pub elapsed_secs: f64,
+    /// Set when this worker failed; the job then fails everywhere and writes nothing.
+    pub error: Option<String>,
+}
+
+/// The first failure among the reports, naming the worker.
+pub fn first_failure(reports: &[WorkerReport]) -> Option<String> {
+    reports.iter().find_map(|r| r.error.clone())
+}
+
+/// Megabytes (10^6 bytes) per second.
+pub fn mb_per_sec(bytes: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        bytes as f64 / 1e6 / secs
+    } else {
+        0.0
+    }
+}
+
+/// A progress bar on stderr (bytes read of total, rate) while a job runs, only when stderr is a
+/// terminal; it reads a counter the workers bump.
+pub struct Progress {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Starts drawing if `enabled` and stderr is a terminal.
+    pub fn start(enabled: bool, label: &str, total: u64, counter: Arc<AtomicU64>) -> Progress {
+        let stop = Arc::new(AtomicBool::new(false));
+        if !enabled || !std::io::stderr().is_terminal() {
+            return Progress { stop, thread: None };
+        }
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{msg} [{bar:40}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
+            )
+            .expect("valid template")
+            .progress_chars("=> "),
+        );
+        bar.set_message(label.to_string());
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                bar.set_position(counter.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            bar.finish_and_clear();
+        });
+        Progress { stop, thread: Some(thread) }
+    }
+
+    /// Removes the bar.
+    pub fn finish(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}

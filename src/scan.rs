@@ -1,0 +1,243 @@
+//! Scanning a worker's share of the input: plans the splits of a set of inputs once per process
+//! (identically on every process), then lets each worker read its own splits and hands every
+//! record's key and raw bytes to the job. This is the per-record hot path of both jobs: one
+//! buffer per split, no allocation per record.
+
+use crate::error::{Error, Result};
+use crate::records::{extract_key, trim_line_end, KeyError, KeyField, RecordFormat};
+use crate::splits::{self, line_number, Input, Split, SplitReader};
+use serde::{Deserialize, Serialize};
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// How many malformed records are described in the report (the rest are only counted).
+pub const MALFORMED_EXAMPLES: usize = 5;
+
+/// Settings of a scan.
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    pub format: RecordFormat,
+    pub key: KeyField,
+    pub split_size: u64,
+    pub max_record: usize,
+    /// A malformed record is an error instead of being counted.
+    pub strict: bool,
+}
+
+/// The inputs of one side of a job, cut into splits.
+#[derive(Debug)]
+pub struct Source {
+    pub inputs: Vec<Input>,
+    pub splits: Vec<Split>,
+    /// The key's 0-based field index per input (`None` for standard input with a named key,
+    /// resolved from its header when it is read).
+    key_index: Vec<Option<usize>>,
+    /// The first header line found among the file inputs, with its terminator.
+    pub header: Option<Vec<u8>>,
+    pub options: ScanOptions,
+}
+
+/// What a worker's scan saw.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScanStats {
+    /// Records read (header lines and blank lines not counted).
+    pub records: u64,
+    /// Bytes read, terminators and headers included.
+    pub bytes: u64,
+    /// Records without a usable key, skipped.
+    pub malformed: u64,
+    /// Descriptions (`file:line: reason`) of the first few malformed records.
+    pub malformed_examples: Vec<String>,
+}
+
+impl ScanStats {
+    /// Adds another worker's figures.
+    pub fn absorb(&mut self, other: &ScanStats) {
+        self.records += other.records;
+        self.bytes += other.bytes;
+        self.malformed += other.malformed;
+        for e in &other.malformed_examples {
+            if self.malformed_examples.len() < MALFORMED_EXAMPLES {
+                self.malformed_examples.push(e.clone());
+            }
+        }
+    }
+}
+
+impl Source {
+    /// Resolves the inputs, plans splits and finds the key's field index in every file.
+    pub fn plan(paths: &[PathBuf], options: ScanOptions) -> Result<Source> {
+        let inputs = splits::resolve_inputs(paths)?;
+        let splits = splits::plan_splits(&inputs, options.split_size)?;
+        let mut key_index = Vec::with_capacity(inputs.len());
+        let mut header = None;
+        for input in &inputs {
+            let index = match input {
+                Input::Stdin => match options.key {
+                    KeyField::Index(i) => Some(i - 1),
+                    KeyField::Name(_) => None,
+                },
+                Input::File { path, len } => {
+                    let first = if options.format.has_header && *len > 0 {
+                        Some(first_line(path, options.max_record)?)
+                    } else {
+                        None
+                    };
+                    if header.is_none() {
+                        header = first.clone();
+                    }
+                    match (&options.key, &first) {
+                        (KeyField::Name(_), None) => None, // an empty file: nothing to read
+                        _ => Some(options.key.resolve(first.as_deref(), options.format.delimiter, &input.name())?),
+                    }
+                }
+            };
+            key_index.push(index);
+        }
+        Ok(Source { inputs, splits, key_index, header, options })
+    }
+
+    /// The splits global worker `me` of `peers` reads.
+    pub fn splits_of(&self, me: usize, peers: usize) -> impl Iterator<Item = &Split> {
+        self.splits.iter().filter(move |s| s.worker(peers) == me)
+    }
+
+    /// Bytes the splits of workers `workers` cover (standard input counts as 0: unknown).
+    pub fn bytes_of(&self, workers: std::ops::Range<usize>, peers: usize) -> u64 {
+        self.splits
+            .iter()
+            .filter(|s| workers.contains(&s.worker(peers)))
+            .map(|s| if s.end == u64::MAX { 0 } else { s.end - s.start })
+            .sum()
+    }
+
+    /// Total bytes of the file inputs.
+    pub fn total_bytes(&self) -> u64 {
+        self.inputs.iter().filter_map(|i| i.len()).sum()
+    }
+
+    /// Reads the splits of worker `me` and calls `on_record(key, raw_record)` for every record
+    /// with a key (`raw_record` includes its line terminator). Stops early, without error, once
+    /// `abort` is set by another worker's failure. `progress` gets the bytes read, in steps.
+    pub fn scan_worker(
+        &self,
+        me: usize,
+        peers: usize,
+        abort: &AtomicBool,
+        progress: &AtomicU64,
+        mut on_record: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<ScanStats> {
+        let mut stats = ScanStats::default();
+        for split in self.splits_of(me, peers) {
+            if abort.load(Ordering::Relaxed) {
+                break;
+            }
+            match &self.inputs[split.input] {
+                Input::File { path, .. } => {
+                    let reader = SplitReader::open(path, split, self.options.max_record)?;
+                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut stats, &mut on_record)?;
+                }
+                Input::Stdin => {
+                    let reader = SplitReader::new(std::io::stdin().lock(), 0, u64::MAX, self.options.max_record, "<stdin>".into());
+                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut stats, &mut on_record)?;
+                }
+            }
+        }
+        Ok(stats)
+    }
+
+    /// The per-record loop over one split.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_split<R: Read>(
+        &self,
+        mut reader: SplitReader<R>,
+        split: &Split,
+        mut key_index: Option<usize>,
+        abort: &AtomicBool,
+        progress: &AtomicU64,
+        stats: &mut ScanStats,
+        on_record: &mut impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let input = &self.inputs[split.input];
+        let opts = &self.options;
+        let mut scratch = Vec::new();
+        // Exact line numbers are known only for a split read from the start of its input.
+        let mut line = 0u64;
+        let mut unreported = 0u64;
+        let start = split.start;
+        let line_of = |offset: u64, line: u64| -> u64 {
+            match input {
+                Input::File { path, .. } if start > 0 => line_number(path, offset).unwrap_or(0),
+                _ => line,
+            }
+        };
+        let mut skip_header = opts.format.has_header && split.start == 0;
+        while let Some((offset, record)) = reader.next_record().map_err(|e| locate(e, &input.name(), line + 1))? {
+            line += 1;
+            stats.bytes += record.len() as u64;
+            unreported += record.len() as u64;
+            if unreported >= 1 << 22 {
+                progress.fetch_add(unreported, Ordering::Relaxed);
+                unreported = 0;
+                if abort.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+            }
+            let text = trim_line_end(record);
+            if skip_header {
+                skip_header = false;
+                if key_index.is_none() {
+                    key_index = Some(opts.key.resolve(Some(text), opts.format.delimiter, &input.name())?);
+                }
+                continue;
+            }
+            if text.is_empty() {
+                continue;
+            }
+            stats.records += 1;
+            let index = key_index.expect("key index is resolved before the first record");
+            match extract_key(text, opts.format.delimiter, index, &mut scratch) {
+                Ok(key) => on_record(key, record)?,
+                Err(err) => {
+                    // Finding a line number may mean counting newlines from the file's start:
+                    // done only for the records that are described.
+                    let described = opts.strict || err.is_fatal() || stats.malformed_examples.len() < MALFORMED_EXAMPLES;
+                    let line = if described { line_of(offset, line) } else { 0 };
+                    self.malformed(err, index, input, line, stats)?
+                }
+            }
+        }
+        progress.fetch_add(unreported, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Counts a malformed record, or fails for `--strict` and for errors that make the rest of
+    /// the input untrustworthy.
+    fn malformed(&self, err: KeyError, index: usize, input: &Input, line: u64, stats: &mut ScanStats) -> Result<()> {
+        let reason = err.describe(index);
+        if self.options.strict || err.is_fatal() {
+            return Err(Error::Malformed { path: input.name(), line, reason });
+        }
+        stats.malformed += 1;
+        if stats.malformed_examples.len() < MALFORMED_EXAMPLES {
+            stats.malformed_examples.push(format!("{}:{line}: {reason}", input.name()));
+        }
+        Ok(())
+    }
+}
+
+/// Gives a reader error without a line (a record over the length limit) its line number.
+fn locate(err: Error, name: &str, line: u64) -> Error {
+    match err {
+        Error::Malformed { reason, line: 0, .. } => Error::Malformed { path: name.to_string(), line, reason },
+        other => other,
+    }
+}
+
+/// The first line of a file, with its terminator, read without reading the rest.
+fn first_line(path: &std::path::Path, max_record: usize) -> Result<Vec<u8>> {
+    let split = Split { index: 0, input: 0, start: 0, end: 1 };
+    let mut reader = SplitReader::open(path, &split, max_record)?;
+    Ok(reader.next_record()?.map(|(_, l)| l.to_vec()).unwrap_or_default())
+}

@@ -1,0 +1,361 @@
+//! Splits, by Hadoop's TextInputFormat rules: every input file is cut into byte ranges; a record
+//! belongs to the split holding its first byte. A split reader therefore skips a partial first line
+//! (unless it starts at offset 0) and reads past its end to finish its last line. Split i goes to
+//! global worker i mod peers, so the assignment is the same on every process.
+
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// Default split size: 64 MiB, as HDFS blocks.
+pub const DEFAULT_SPLIT_SIZE: u64 = 64 << 20;
+/// Default limit on one record's length.
+pub const DEFAULT_MAX_RECORD: usize = 64 << 20;
+
+/// One input: a regular file, or standard input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    File { path: PathBuf, len: u64 },
+    Stdin,
+}
+
+impl Input {
+    /// The name used in messages.
+    pub fn name(&self) -> String {
+        match self {
+            Input::File { path, .. } => path.display().to_string(),
+            Input::Stdin => "<stdin>".into(),
+        }
+    }
+
+    /// The size in bytes, when known.
+    pub fn len(&self) -> Option<u64> {
+        match self {
+            Input::File { len, .. } => Some(*len),
+            Input::Stdin => None,
+        }
+    }
+}
+
+/// Expands the user's input arguments: files as they are, directories into their regular files
+/// in sorted order (hidden files and `_`-prefixed ones such as `_SUCCESS` skipped, as Hadoop
+/// does), `-` as standard input.
+pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
+    if args.is_empty() {
+        return Err(Error::invalid("input", "no input given"));
+    }
+    let mut inputs = Vec::new();
+    for arg in args {
+        if arg.as_os_str() == "-" {
+            if inputs.contains(&Input::Stdin) {
+                return Err(Error::invalid("input", "standard input (-) given twice"));
+            }
+            inputs.push(Input::Stdin);
+            continue;
+        }
+        let meta = std::fs::metadata(arg).map_err(|e| Error::io(arg, e))?;
+        if meta.is_dir() {
+            let mut files = Vec::new();
+            for entry in std::fs::read_dir(arg).map_err(|e| Error::io(arg, e))? {
+                let entry = entry.map_err(|e| Error::io(arg, e))?;
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with('.') || name.starts_with('_') {
+                    continue;
+                }
+                let path = entry.path();
+                let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+                if meta.is_file() {
+                    files.push(Input::File { path, len: meta.len() });
+                }
+            }
+            files.sort_by(|a, b| a.name().cmp(&b.name()));
+            if files.is_empty() {
+                return Err(Error::invalid("input", format!("{}: directory holds no input files", arg.display())));
+            }
+            inputs.extend(files);
+        } else {
+            // Checked now so that a missing permission fails before the job starts.
+            File::open(arg).map_err(|e| Error::io(arg, e))?;
+            inputs.push(Input::File { path: arg.clone(), len: meta.len() });
+        }
+    }
+    Ok(inputs)
+}
+
+/// A byte range of one input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Split {
+    /// Position in the job's split list: decides the worker.
+    pub index: usize,
+    /// Index into the job's inputs.
+    pub input: usize,
+    pub start: u64,
+    /// Exclusive; `u64::MAX` for standard input (read to its end).
+    pub end: u64,
+}
+
+impl Split {
+    /// The global worker that reads this split.
+    pub fn worker(&self, peers: usize) -> usize {
+        self.index % peers
+    }
+}
+
+/// Cuts every input into splits of at most `split_size` bytes. An empty file has no split;
+/// standard input is one split.
+pub fn plan_splits(inputs: &[Input], split_size: u64) -> Result<Vec<Split>> {
+    if split_size == 0 {
+        return Err(Error::invalid("split size", "must be at least 1 byte"));
+    }
+    let mut splits = Vec::new();
+    for (input_index, input) in inputs.iter().enumerate() {
+        match input.len() {
+            None => splits.push(Split { index: splits.len(), input: input_index, start: 0, end: u64::MAX }),
+            Some(len) => {
+                let mut start = 0;
+                while start < len {
+                    let end = start.saturating_add(split_size).min(len);
+                    splits.push(Split { index: splits.len(), input: input_index, start, end });
+                    start = end;
+                }
+            }
+        }
+    }
+    Ok(splits)
+}
+
+/// Reads the records (lines) of one split with large reads and no per-line allocation.
+pub struct SplitReader<R> {
+    source: R,
+    buf: Vec<u8>,
+    /// Unconsumed bytes are buf[pos..filled].
+    pos: usize,
+    filled: usize,
+    /// File offset of buf[pos].
+    offset: u64,
+    end: u64,
+    eof: bool,
+    max_record: usize,
+    name: String,
+}
+
+const READ_SIZE: usize = 1 << 20;
+
+impl SplitReader<File> {
+    /// Opens `split` of a file input, positioned at the first record that starts in it.
+    pub fn open(path: &Path, split: &Split, max_record: usize) -> Result<Self> {
+        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let seek_to = split.start.saturating_sub(1);
+        file.seek(SeekFrom::Start(seek_to)).map_err(|e| Error::io(path, e))?;
+        let mut reader = SplitReader::new(file, seek_to, split.end, max_record, path.display().to_string());
+        if split.start > 0 {
+            // The record holding byte start-1 belongs to an earlier split; skip through its
+            // newline. If byte start-1 is itself a newline, this skips just that byte.
+            reader.skip_line()?;
+        }
+        Ok(reader)
+    }
+}
+
+impl<R: Read> SplitReader<R> {
+    /// A reader over `source`, whose first byte is at file offset `offset`, for records starting
+    /// before `end`.
+    pub fn new(source: R, offset: u64, end: u64, max_record: usize, name: String) -> Self {
+        SplitReader {
+            source,
+            buf: vec![0; READ_SIZE],
+            pos: 0,
+            filled: 0,
+            offset,
+            end,
+            eof: false,
+            max_record,
+            name,
+        }
+    }
+
+    /// Moves unconsumed bytes to the front and reads more; grows the buffer for long lines.
+    fn refill(&mut self) -> Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.filled, 0);
+            self.filled -= self.pos;
+            self.pos = 0;
+        }
+        if self.filled == self.buf.len() {
+            if self.buf.len() > self.max_record {
+                return Err(Error::Malformed {
+                    path: self.name.clone(),
+                    line: 0,
+                    reason: format!(
+                        "a record at byte offset {} is longer than the limit of {} bytes (--max-record-bytes)",
+                        self.offset, self.max_record
+                    ),
+                });
+            }
+            let grown = (self.buf.len() * 2).min(self.max_record + 1);
+            self.buf.resize(grown.max(self.buf.len() + 1), 0);
+        }
+        loop {
+            match self.source.read(&mut self.buf[self.filled..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(self.filled > self.pos);
+                }
+                Ok(n) => {
+                    self.filled += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(&self.name, e)),
+            }
+        }
+    }
+
+    /// Discards bytes through the next newline.
+    fn skip_line(&mut self) -> Result<()> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..self.filled]) {
+                self.offset += (i + 1) as u64;
+                self.pos += i + 1;
+                return Ok(());
+            }
+            self.offset += (self.filled - self.pos) as u64;
+            self.pos = self.filled;
+            if !self.refill()? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// The next record that starts in this split, with its terminator (LF or CRLF, absent on a
+    /// last line without one), and its file offset. `None` once past the split.
+    #[inline]
+    pub fn next_record(&mut self) -> Result<Option<(u64, &[u8])>> {
+        if self.offset >= self.end {
+            return Ok(None);
+        }
+        let mut searched = 0;
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos + searched..self.filled]) {
+                let start = self.pos;
+                let len = searched + i + 1;
+                return Ok(Some(self.consume(start, len)));
+            }
+            searched = self.filled - self.pos;
+            if !self.refill()? {
+                if self.filled == self.pos {
+                    return Ok(None);
+                }
+                // A last line without a newline.
+                let (start, len) = (self.pos, self.filled - self.pos);
+                return Ok(Some(self.consume(start, len)));
+            }
+        }
+    }
+
+    #[inline]
+    fn consume(&mut self, start: usize, len: usize) -> (u64, &[u8]) {
+        let offset = self.offset;
+        self.pos = start + len;
+        self.offset += len as u64;
+        (offset, &self.buf[start..start + len])
+    }
+
+    /// Bytes consumed so far, as a file offset.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+}
+
+/// The 1-based line number of the record at `offset` in `path`, for error messages (counts the
+/// newlines before it; only ever called for the few records that are reported).
+pub fn line_number(path: &Path, offset: u64) -> Option<u64> {
+    let mut file = File::open(path).ok()?;
+    let mut left = offset;
+    let mut buf = vec![0u8; READ_SIZE];
+    let mut lines = 1u64;
+    while left > 0 {
+        let want = (left as usize).min(buf.len());
+        let n = file.read(&mut buf[..want]).ok()?;
+        if n == 0 {
+            break;
+        }
+        lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        left -= n as u64;
+    }
+    Some(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every record of `data` read through splits of `size` bytes, with the records' offsets.
+    fn read_all(data: &[u8], size: u64) -> Vec<(u64, Vec<u8>)> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, data).unwrap();
+        let inputs = resolve_inputs(&[path.clone()]).unwrap();
+        let mut out = Vec::new();
+        for split in plan_splits(&inputs, size).unwrap() {
+            let mut r = SplitReader::open(&path, &split, 1 << 20).unwrap();
+            while let Some((off, rec)) = r.next_record().unwrap() {
+                assert!(off >= split.start && off < split.end);
+                out.push((off, rec.to_vec()));
+            }
+        }
+        out
+    }
+
+    fn whole(data: &[u8]) -> Vec<(u64, Vec<u8>)> {
+        read_all(data, u64::MAX)
+    }
+
+    #[test]
+    fn every_split_size_reads_each_record_exactly_once() {
+        let data = b"a,1\nbb,22\r\n\nccc,333\r\nlast-no-newline";
+        let expected = whole(data);
+        assert_eq!(expected.len(), 5);
+        assert_eq!(expected[4].1, b"last-no-newline");
+        for size in 1..=data.len() as u64 + 1 {
+            assert_eq!(read_all(data, size), expected, "split size {size}");
+        }
+    }
+
+    #[test]
+    fn empty_file_has_no_splits() {
+        assert!(read_all(b"", 10).is_empty());
+    }
+
+    #[test]
+    fn a_line_longer_than_a_split() {
+        let mut data = vec![b'x'; 5000];
+        data.extend(b"\ny\n");
+        let recs = read_all(&data, 7);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[0].1.len(), 5001);
+        assert_eq!(recs[1], (5001, b"y\n".to_vec()));
+    }
+
+    #[test]
+    fn records_longer_than_the_limit_are_an_error() {
+        let data = vec![b'x'; 3 << 20];
+        let mut r = SplitReader::new(&data[..], 0, u64::MAX, 1 << 20, "big".into());
+        let err = r.next_record().unwrap_err().to_string();
+        assert!(err.contains("longer than the limit"), "{err}");
+    }
+
+    #[test]
+    fn lines_are_counted_for_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, b"a\nb\nc\n").unwrap();
+        assert_eq!(line_number(&path, 0), Some(1));
+        assert_eq!(line_number(&path, 4), Some(3));
+    }
+}
