@@ -27,3 +27,4 @@ pub mod cluster;
 pub mod scan;
 pub mod jobs;
 pub mod report;
+pub mod gen;

@@ -2,6 +2,7 @@
 
 mod args;
 mod build;
+mod gen;
 mod info;
 mod merge;
 mod query;
@@ -22,6 +23,8 @@ pub struct Cli {
 enum Command {
     /// Build a Bloom filter over a key field of delimited inputs, across workers and processes.
     Build(build::Args),
+    /// Generate benchmark data.
+    Gen(gen::Args),
     /// Show a filter file's kind, format, parameters and fill statistics.
     Info(info::Args),
     /// Ask a filter whether keys may be present (`maybe`) or are definitely absent (`no`).
@@ -34,6 +37,7 @@ enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Build(args) => build::run(args),
+        Command::Gen(args) => gen::run(args),
         Command::Info(args) => info::run(args),
         Command::Query(args) => query::run(args),
         Command::Merge(args) => merge::run(args),

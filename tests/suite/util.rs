@@ -87,3 +87,50 @@ pub fn key(ns: u64, i: u64) -> Vec<u8> {
     k.truncate(target.max(prefix));
     k
 }
+
+/// A hostfile of `n` free loopback ports in `dir`.
+pub fn hostfile(dir: &Path, n: usize) -> PathBuf {
+    let sockets: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
+    let lines: Vec<String> = sockets.iter().map(|s| format!("127.0.0.1:{}\n", s.local_addr().unwrap().port())).collect();
+    let path = dir.join(format!("hosts-{}", lines[0].trim().replace([':', '.'], "_")));
+    std::fs::write(&path, lines.concat()).unwrap();
+    path
+}
+
+/// Runs `bloomflow ARGS -n N -p I -w W --hostfile H` for every process on loopback, kills them
+/// all if they have not finished within `timeout`, and returns each process's output.
+pub fn run_cluster(dir: &Path, processes: usize, workers: usize, args: &[&str], timeout: std::time::Duration) -> Vec<Output> {
+    let hosts = hostfile(dir, processes);
+    let mut children: Vec<_> = (0..processes)
+        .map(|p| {
+            bin()
+                .args(args)
+                .args(["-n", &processes.to_string(), "-p", &p.to_string(), "-w", &workers.to_string()])
+                .arg("--hostfile")
+                .arg(&hosts)
+                .arg("--connect-timeout")
+                .arg("20")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        if children.iter_mut().all(|c| c.try_wait().unwrap().is_some()) {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            for c in &mut children {
+                let _ = c.kill();
+            }
+            let outs: Vec<_> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+            let errs: Vec<_> = outs.iter().map(|o| String::from_utf8_lossy(&o.stderr).to_string()).collect();
+            panic!("cluster did not finish within {timeout:?}; stderr: {errs:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
+}

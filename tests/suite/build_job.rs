@@ -1,0 +1,296 @@
+//! The build job: splits, records, keys, sizing, worker and process counts.
+
+use crate::util::*;
+use bloomflow::records::{KeyField, RecordFormat};
+use bloomflow::scan::{ScanOptions, Source};
+use rand::{Rng, SeedableRng};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::time::Duration;
+
+/// Keys every worker of `peers` reads from `inputs`, gathered across workers, in read order.
+fn scanned_keys(inputs: &[std::path::PathBuf], options: ScanOptions, peers: usize) -> Vec<Vec<u8>> {
+    let source = Source::plan(inputs, options).unwrap();
+    let mut keys = Vec::new();
+    for me in 0..peers {
+        source
+            .scan_worker(me, peers, &AtomicBool::new(false), &AtomicU64::new(0), |k, _| {
+                keys.push(k.to_vec());
+                Ok(())
+            })
+            .unwrap();
+    }
+    keys
+}
+
+fn options(split_size: u64, has_header: bool, key: KeyField) -> ScanOptions {
+    ScanOptions {
+        format: RecordFormat { delimiter: b',', has_header },
+        key,
+        split_size,
+        max_record: 1 << 20,
+        strict: true,
+    }
+}
+
+/// A random CSV: a header, quoted and unquoted keys, CRLF and LF, blank lines, maybe no final
+/// newline. Returns the text and its keys in order.
+fn random_csv(rng: &mut impl Rng) -> (String, Vec<Vec<u8>>) {
+    let mut text = String::from("id,key,note\n");
+    let mut keys = Vec::new();
+    for i in 0..rng.gen_range(0..60) {
+        let key: String = (0..rng.gen_range(0..12)).map(|_| rng.gen_range(b'a'..=b'z') as char).collect();
+        let (field, value) = match rng.gen_range(0..4) {
+            0 => (format!("\"{key}\""), key.clone()),
+            1 => (format!("\"{key},x\"\"y\""), format!("{key},x\"y")),
+            _ => (key.clone(), key.clone()),
+        };
+        keys.push(value.into_bytes());
+        let end = if rng.gen_bool(0.3) { "\r\n" } else { "\n" };
+        let note = "n".repeat(rng.gen_range(0..40));
+        text.push_str(&format!("{i},{field},{note}{end}"));
+        if rng.gen_bool(0.05) {
+            text.push('\n');
+        }
+    }
+    if rng.gen_bool(0.5) && text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    (text, keys)
+}
+
+#[test]
+fn every_record_is_read_once_whatever_the_split_size_and_worker_count() {
+    let dir = tempdir();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+    for case in 0..40 {
+        let files: Vec<_> = (0..rng.gen_range(1..4))
+            .map(|f| {
+                let (text, keys) = random_csv(&mut rng);
+                let path = dir.path().join(format!("c{case}-{f}.csv"));
+                std::fs::write(&path, text).unwrap();
+                (path, keys)
+            })
+            .collect();
+        let paths: Vec<_> = files.iter().map(|(p, _)| p.clone()).collect();
+        let mut expected: Vec<Vec<u8>> = files.iter().flat_map(|(_, k)| k.clone()).collect();
+        expected.sort();
+        for split in [1, 2, 7, 64, 1 << 20] {
+            for peers in [1, 2, 3] {
+                let mut got = scanned_keys(&paths, options(split, true, KeyField::Name("key".into())), peers);
+                got.sort();
+                assert_eq!(got, expected, "case {case}, split size {split}, {peers} workers");
+            }
+        }
+    }
+}
+
+#[test]
+fn key_by_index_without_header_and_tsv() {
+    let dir = tempdir();
+    let path = dir.path().join("t.tsv");
+    std::fs::write(&path, "a\t1\nb\t2\r\nc\t3").unwrap();
+    let mut opts = options(3, false, KeyField::Index(2));
+    opts.format.delimiter = b'\t';
+    assert_eq!(scanned_keys(&[path], opts, 2).len(), 3);
+}
+
+fn build(dir: &Path, input: &str, extra: &[&str]) -> (String, std::process::Output) {
+    let out = path_str(dir, &format!("{}.bloom", extra.join("_").replace(['-', '/', ' '], "")));
+    let mut args = vec!["build", input, "-o", &out, "--no-progress"];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    (out, o)
+}
+
+/// A CSV of `rows` records with keys `k<i>` in column `key`.
+fn write_csv(dir: &Path, name: &str, rows: usize) -> String {
+    let mut text = String::from("id,key,payload\n");
+    for i in 0..rows {
+        text.push_str(&format!("{i},k{i},{}\n", "p".repeat(i % 17)));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn filters_are_byte_identical_for_1_2_and_3_workers_and_any_split_size() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 5000);
+    let reference = build(dir.path(), &input, &["-k", "key", "--expected-items", "5000"]);
+    ok(&reference.1);
+    let reference_bytes = std::fs::read(&reference.0).unwrap();
+    for (w, split) in [("1", "1000"), ("2", "1000"), ("3", "1000"), ("2", "1"), ("3", "77")] {
+        let (out, o) = build(dir.path(), &input, &["-k", "key", "--expected-items", "5000", "-w", w, "--split-size", split]);
+        let summary = ok(&o);
+        assert!(summary.contains("records            5000"), "{summary}");
+        assert_eq!(std::fs::read(&out).unwrap(), reference_bytes, "-w {w} --split-size {split}");
+    }
+    // Every inserted key answers maybe.
+    let keys: String = (0..5000).map(|i| format!("k{i}\n")).collect();
+    let answers = ok(&run_with_stdin(&["query", &reference.0], keys.as_bytes()));
+    assert_eq!(answers.lines().filter(|l| l.ends_with("\tmaybe")).count(), 5000);
+}
+
+#[test]
+fn filters_are_byte_identical_across_processes_on_loopback() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 20_000);
+    let (reference, o) = build(dir.path(), &input, &["-k", "2", "--bits", "300000", "--hashes", "5"]);
+    ok(&o);
+    for (processes, workers) in [(2, 1), (2, 2)] {
+        let out = path_str(dir.path(), &format!("c{processes}x{workers}.bloom"));
+        let args = ["build", &input, "-k", "2", "--bits", "300000", "--hashes", "5", "-o", &out, "--split-size", "5000", "--no-progress"];
+        let outs = run_cluster(dir.path(), processes, workers, &args, Duration::from_secs(60));
+        let summary = ok(&outs[0]);
+        assert!(summary.contains(&format!("{processes} process(es) x {workers} worker(s)")), "{summary}");
+        assert!(summary.contains("records            20000"), "{summary}");
+        for o in &outs[1..] {
+            ok(o);
+        }
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "{processes} x {workers}");
+    }
+}
+
+#[test]
+fn a_missing_peer_fails_after_the_connect_timeout() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 10);
+    let hosts = hostfile(dir.path(), 2);
+    let out = path_str(dir.path(), "never.bloom");
+    let started = std::time::Instant::now();
+    let o = run(&[
+        "build", &input, "-k", "key", "-o", &out, "-n", "2", "-p", "0",
+        "--hostfile", &hosts.to_string_lossy(), "--connect-timeout", "2",
+    ]);
+    fails_with(&o, &["could not connect to all peers", "--connect-timeout"]);
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(!Path::new(&out).exists());
+}
+
+#[test]
+fn malformed_records_are_counted_or_fail_under_strict() {
+    let dir = tempdir();
+    let path = dir.path().join("m.csv");
+    std::fs::write(&path, "id,key\n1,a\n2\n3,c\n4\n").unwrap();
+    let input = path.to_string_lossy().into_owned();
+    let (out, o) = build(dir.path(), &input, &["-k", "key", "--expected-items", "10"]);
+    let summary = ok(&o);
+    assert!(summary.contains("malformed records  2 (skipped)"), "{summary}");
+    assert!(summary.contains("m.csv:3: record has 1 field(s), but the key is field 2"), "{summary}");
+    assert!(summary.contains("m.csv:5:"), "{summary}");
+    assert!(summary.contains("keys inserted      2"), "{summary}");
+    assert!(Path::new(&out).exists());
+    let (out, o) = build(dir.path(), &input, &["-k", "key", "--expected-items", "10", "--strict"]);
+    fails_with(&o, &["m.csv:3", "the key is field 2"]);
+    assert!(!Path::new(&out).exists());
+}
+
+#[test]
+fn line_numbers_are_right_in_later_splits() {
+    let dir = tempdir();
+    let mut text = String::from("id,key\n");
+    for i in 0..1000 {
+        text.push_str(&format!("{i},k{i}\n"));
+    }
+    text.push_str("broken\n");
+    let path = dir.path().join("late.csv");
+    std::fs::write(&path, text).unwrap();
+    let (_, o) = build(dir.path(), &path.to_string_lossy(), &["-k", "key", "--expected-items", "10", "--split-size", "100", "-w", "2", "--strict"]);
+    fails_with(&o, &["late.csv:1002"]);
+}
+
+#[test]
+fn an_unclosed_quote_is_an_error_naming_file_and_line() {
+    let dir = tempdir();
+    let path = dir.path().join("q.csv");
+    std::fs::write(&path, "id,key\n1,\"multi\nline\",x\n").unwrap();
+    let (out, o) = build(dir.path(), &path.to_string_lossy(), &["-k", "key", "--expected-items", "10"]);
+    fails_with(&o, &["q.csv:2", "unclosed quote"]);
+    assert!(!Path::new(&out).exists());
+}
+
+#[test]
+fn directories_stdin_and_empty_files() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    write_csv(&data, "b.csv", 30);
+    write_csv(&data, "a.csv", 20);
+    std::fs::write(data.join("empty.csv"), "").unwrap();
+    std::fs::write(data.join("_SUCCESS"), "{}").unwrap();
+    let (out, o) = build(dir.path(), &data.to_string_lossy(), &["-k", "key", "--expected-items", "100"]);
+    assert!(ok(&o).contains("records            50"));
+    let answers = ok(&run(&["query", &out, "k0", "k29"]));
+    assert_eq!(answers, "k0\tmaybe\nk29\tmaybe\n");
+
+    let stdin_out = path_str(dir.path(), "stdin.bloom");
+    let o = run_with_stdin(
+        &["build", "-", "-k", "key", "-o", &stdin_out, "--expected-items", "100"],
+        b"id,key\n1,x\n2,y\n",
+    );
+    assert!(ok(&o).contains("records            2"));
+    assert_eq!(ok(&run(&["query", &stdin_out, "x", "y"])), "x\tmaybe\ny\tmaybe\n");
+    // Standard input cannot be sized by estimate.
+    let o = run_with_stdin(&["build", "-", "-k", "key", "-o", &stdin_out], b"id,key\n1,x\n");
+    fails_with(&o, &["--expected-items"]);
+}
+
+#[test]
+fn estimated_sizing_is_an_upper_bound_and_says_so() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 10_000);
+    let (out, o) = build(dir.path(), &input, &["-k", "key", "--fpp", "0.01"]);
+    let summary = ok(&o);
+    assert!(summary.contains("estimated at most"), "{summary}");
+    let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &out, "--json"]))).unwrap();
+    let n = info["expected_items"].as_u64().unwrap();
+    assert!((10_000..20_000).contains(&n), "{n}");
+    assert!(info["estimated_fpp"].as_f64().unwrap() < 0.01);
+}
+
+#[test]
+fn stats_json_holds_the_summary() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 100);
+    let stats = path_str(dir.path(), "stats.json");
+    let (_, o) = build(dir.path(), &input, &["-k", "key", "--expected-items", "100", "-w", "2", "--stats-json", &stats]);
+    ok(&o);
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    assert_eq!(json["records"], 100);
+    assert_eq!(json["keys_inserted"], 100);
+    assert_eq!(json["per_worker"].as_array().unwrap().len(), 2);
+    assert_eq!(json["hashes"], 7);
+    assert!(json["fill_ratio"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_flags_are_refused() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 10);
+    let out = path_str(dir.path(), "x.bloom");
+    for (flags, needle) in [
+        (vec!["--fpp", "0"], "--fpp"),
+        (vec!["--fpp", "1"], "--fpp"),
+        (vec!["--fpp", "-1"], "--fpp"),
+        (vec!["--fpp", "NaN"], "--fpp"),
+        (vec!["--expected-items", "0"], "--expected-items"),
+        (vec!["--bits", "100", "--hashes", "0"], "hashes"),
+        (vec!["--bits", "0", "--hashes", "3"], "bits"),
+        (vec!["-d", "ab"], "--delimiter"),
+        (vec!["--split-size", "0"], "--split-size"),
+        (vec!["-k", "0"], "1-based"),
+    ] {
+        let mut args = vec!["build", &input, "-o", &out];
+        if !flags.contains(&"-k") {
+            args.extend(["-k", "key"]);
+        }
+        args.extend(flags.iter().copied());
+        fails_with(&run(&args), &[needle]);
+        assert!(!Path::new(&out).exists());
+    }
+}
