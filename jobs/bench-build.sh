@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Build throughput on the PEERS.md probe.csv keyed on customer_id, with -w 1 and -w 2 in the same
+# run (their ratio is the scaling figure), beside `wc -l` as the scan limit. Medians of RUNS runs.
+#
+#   jobs/bench-build.sh [PROBE_ROWS]      (default 20000000: the 1.5 GB file)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+rows=${1:-20000000}
+runs=${RUNS:-3}
+cd "$here/.."
+cargo build --release --quiet
+bin=$PWD/target/release/bloomflow
+data=${BENCH_DATA:-$here/bench-data}/rows-$rows
+if [ ! -f "$data/probe.csv" ]; then
+  "$bin" gen semijoin-bench --build-rows 1000000 --probe-rows "$rows" -o "$data" -w 2
+fi
+probe=$data/probe.csv
+bytes=$(stat -c %s "$probe")
+cat "$probe" > /dev/null   # warm the page cache
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+time_cmd() { # prints the median wall seconds of "$@"
+  for _ in $(seq "$runs"); do
+    local s e
+    s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N)
+    echo "$e - $s" | bc -l
+  done | median
+}
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+wc_s=$(time_cmd wc -l "$probe")
+w1_s=$(time_cmd "$bin" build "$probe" -k customer_id --expected-items 20000000 -o "$out/w1.bloom" -w 1 --no-progress)
+w2_s=$(time_cmd "$bin" build "$probe" -k customer_id --expected-items 20000000 -o "$out/w2.bloom" -w 2 --no-progress)
+p2_s=$(time_cmd "$here/local-cluster.sh" 2 1 -- build "$probe" -k customer_id --expected-items 20000000 -o "$out/p2.bloom" --no-progress)
+cmp -s "$out/w1.bloom" "$out/w2.bloom" && cmp -s "$out/w1.bloom" "$out/p2.bloom" || { echo "filters differ!" >&2; exit 1; }
+
+mbs() { echo "$bytes / $1 / 1000000" | bc -l; }
+printf '\nbuild on %s (%d bytes, %d rows), median of %d runs\n\n' "$probe" "$bytes" "$rows" "$runs"
+printf '| run | wall s | MB/s | vs wc -l |\n|---|---:|---:|---:|\n'
+for pair in "wc -l:$wc_s" "build -w 1:$w1_s" "build -w 2:$w2_s" "build 2 processes x 1:$p2_s"; do
+  name=${pair%%:*} s=${pair##*:}
+  printf '| %s | %.3f | %.0f | %.2fx |\n' "$name" "$s" "$(mbs "$s")" "$(echo "$s / $wc_s" | bc -l)"
+done
+printf '\nscaling -w 2 vs -w 1: %.2fx faster; 2 processes x 1 vs 1 x 2: %.2fx the time\n' \
+  "$(echo "$w1_s / $w2_s" | bc -l)" "$(echo "$p2_s / $w2_s" | bc -l)"
+echo "filters byte-identical across -w 1, -w 2 and 2 processes: yes"
