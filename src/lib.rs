@@ -28,3 +28,4 @@ pub mod scan;
 pub mod jobs;
 pub mod report;
 pub mod gen;
+pub mod output;

@@ -6,6 +6,7 @@ mod gen;
 mod info;
 mod merge;
 mod query;
+mod semijoin;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -31,6 +32,8 @@ enum Command {
     Query(query::Args),
     /// OR compatible filters into one file.
     Merge(merge::Args),
+    /// Keep the probe records whose key may be on the build side (Bloom join pruning).
+    Semijoin(semijoin::Args),
 }
 
 /// Runs the chosen subcommand.
@@ -41,6 +44,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(args) => info::run(args),
         Command::Query(args) => query::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Semijoin(args) => semijoin::run(args),
     }?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,7 @@
 //! The build job: every worker of every process reads its own splits into a partial filter, the
 //! partials are OR-merged by the all-reduce, and worker 0 writes the global filter.
 
-use super::global_filter;
+use super::{all_reports, global_filter};
 use crate::allreduce::Gather;
 use crate::cluster::{ClusterConfig, ConnectWatchdog};
 use crate::error::{Error, Result};
@@ -181,7 +181,8 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let guards = timely::execute(cluster.timely_config(), move |worker| {
         connected.store(true, Ordering::SeqCst);
         let empty = BloomFilter::new(job_sized.spec).sized_for(job_sized.expected_items, job_sized.target_fpp);
-        let (mut filter, reports) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter);
+        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter);
+        let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
         if let Some(failure) = first_failure(&reports) {
             return Err(Error::Job(failure));
         }

@@ -1,6 +1,7 @@
 //! The distributed jobs: each runs on every worker of every process through `timely::execute`.
 
 pub mod build;
+pub mod semijoin;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, Slice};
 use crate::filter::BloomFilter;
@@ -15,14 +16,16 @@ use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
 use timely::dataflow::operators::{Input, Probe};
 use timely::worker::Worker;
+use timely::ExchangeData;
 
 /// How long an idle worker parks before looking again (it is woken earlier by any message).
-const PARK: Option<Duration> = Some(Duration::from_millis(50));
+pub(crate) const PARK: Option<Duration> = Some(Duration::from_millis(50));
 
 /// Runs inside a timely worker: reads this worker's splits of `source` into its partial filter
-/// (`empty` sized as every other worker's), then takes part in the all-reduce. Returns the filter,
-/// which holds the global filter on the receivers of `gather`, and every worker's report, which
-/// every worker receives.
+/// (`empty` sized as every other worker's), then takes part in the all-reduce, even when its own
+/// scan failed, so that no peer waits forever. Returns the filter, which holds the global filter
+/// on the receivers of `gather`, and this worker's report; exchange reports with [`all_reports`]
+/// to learn whether the job as a whole succeeded.
 pub(crate) fn global_filter(
     worker: &mut Worker,
     source: &Source,
@@ -30,20 +33,17 @@ pub(crate) fn global_filter(
     gather: Gather,
     abort: &AtomicBool,
     progress: &AtomicU64,
-) -> (BloomFilter, Vec<WorkerReport>) {
+) -> (BloomFilter, WorkerReport) {
     let (me, peers) = (worker.index(), worker.peers());
     let filter = Rc::new(RefCell::new(empty));
-    let reports = Rc::new(RefCell::new(Vec::new()));
     let probe = ProbeHandle::new();
-    let (mut slices_in, mut reports_in) = worker.dataflow::<u64, _, _>(|scope| {
+    let mut slices_in = worker.dataflow::<u64, _, _>(|scope| {
         let (slices_in, slices) = scope.new_input::<Vec<Slice>>();
         slices
             .bloom_merge(Rc::clone(&filter), gather)
             .bloom_collect(Rc::clone(&filter))
             .probe_with(&probe);
-        let (reports_in, sent) = scope.new_input::<Vec<(u32, WorkerReport)>>();
-        sent.collect_reports(Rc::clone(&reports)).probe_with(&probe);
-        (slices_in, reports_in)
+        slices_in
     });
 
     let started = Instant::now();
@@ -66,10 +66,6 @@ pub(crate) fn global_filter(
         }
     }
     report.elapsed_secs = started.elapsed().as_secs_f64();
-    for to in 0..peers {
-        reports_in.send((to as u32, report.clone()));
-    }
-    drop(reports_in);
 
     // Reduce-scatter in rounds of at most one chunk per owner, so that at most one chunk per
     // peer is in flight from this worker whatever the filter's size.
@@ -85,28 +81,51 @@ pub(crate) fn global_filter(
     drop(slices_in);
     worker.step_or_park_while(PARK, || !probe.done());
 
-    let mut reports = reports.take();
-    reports.sort_by_key(|r| r.worker);
     // The finished dataflow may still hold its handles on the filter: move it out, leaving a
     // one-bit placeholder, rather than copy it.
     let placeholder = BloomFilter::new(crate::spec::FilterSpec::native(1, 1, 0).expect("valid"));
     let filter = std::mem::replace(&mut *filter.borrow_mut(), placeholder);
-    (filter, reports)
+    (filter, report)
 }
 
-/// Delivers each report to the worker it is addressed to.
-trait CollectReports<'scope> {
-    fn collect_reports(self, into: Rc<RefCell<Vec<WorkerReport>>>) -> Self;
+/// Sends `report` to every worker and returns every worker's report, in worker order: how each
+/// worker learns the job's totals and whether any worker failed.
+pub(crate) fn all_reports<R: ExchangeData + Clone>(worker: &mut Worker, report: R) -> Vec<(usize, R)> {
+    let (me, peers) = (worker.index(), worker.peers());
+    let received = Rc::new(RefCell::new(Vec::new()));
+    let probe = ProbeHandle::new();
+    let mut input = worker.dataflow::<u64, _, _>(|scope| {
+        let (input, sent) = scope.new_input::<Vec<(u32, u32, R)>>();
+        sent.collect_reports(Rc::clone(&received)).probe_with(&probe);
+        input
+    });
+    for to in 0..peers {
+        input.send((to as u32, me as u32, report.clone()));
+    }
+    drop(input);
+    worker.step_or_park_while(PARK, || !probe.done());
+    let mut reports = received.take();
+    reports.sort_by_key(|(from, _)| *from);
+    reports
 }
 
-impl<'scope> CollectReports<'scope> for timely::dataflow::Stream<'scope, u64, Vec<(u32, WorkerReport)>> {
-    fn collect_reports(self, into: Rc<RefCell<Vec<WorkerReport>>>) -> Self {
-        self.unary::<timely::container::CapacityContainerBuilder<Vec<(u32, WorkerReport)>>, _, _, _>(Exchange::new(|(to, _): &(u32, WorkerReport)| *to as u64), "CollectReports", move |_cap, _info| {
-            move |input, _output| {
-                input.for_each(|_time, data| {
-                    into.borrow_mut().extend(data.drain(..).map(|(_, r)| r));
-                });
-            }
-        })
+/// Delivers each `(to, from, report)` to worker `to`.
+trait CollectReports<'scope, R> {
+    fn collect_reports(self, into: Rc<RefCell<Vec<(usize, R)>>>) -> Self;
+}
+
+impl<'scope, R: ExchangeData + Clone> CollectReports<'scope, R> for timely::dataflow::Stream<'scope, u64, Vec<(u32, u32, R)>> {
+    fn collect_reports(self, into: Rc<RefCell<Vec<(usize, R)>>>) -> Self {
+        self.unary::<timely::container::CapacityContainerBuilder<Vec<(u32, u32, R)>>, _, _, _>(
+            Exchange::new(|(to, _, _): &(u32, u32, R)| *to as u64),
+            "CollectReports",
+            move |_cap, _info| {
+                move |input, _output| {
+                    input.for_each(|_time, data| {
+                        into.borrow_mut().extend(data.drain(..).map(|(_, from, r)| (from as usize, r)));
+                    });
+                }
+            },
+        )
     }
 }

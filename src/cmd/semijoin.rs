@@ -1,0 +1,94 @@
+//! `bloomflow semijoin`: keep the probe records whose key may be on the build side.
+
+use super::args::{ClusterArgs, InputArgs, SizingArgs};
+use bloomflow::jobs::semijoin::{self, FilterSource, SemijoinConfig, SemijoinStats};
+use bloomflow::limits::human_bytes;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+#[command(group = clap::ArgGroup::new("side").required(true).args(["build", "filter"]))]
+pub struct Args {
+    /// Build-side inputs (files, directories or `-`): the keys to keep.
+    #[arg(long, num_args = 1.., value_name = "INPUT", requires = "build_key")]
+    build: Vec<PathBuf>,
+    /// The build side's key field (name or 1-based index).
+    #[arg(long, value_name = "FIELD")]
+    build_key: Option<String>,
+    /// A prebuilt filter to prune with, instead of building one.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key"])]
+    filter: Option<PathBuf>,
+    /// Probe-side inputs: the records to prune.
+    #[arg(long, required = true, num_args = 1.., value_name = "INPUT")]
+    probe: Vec<PathBuf>,
+    /// The probe side's key field (name or 1-based index).
+    #[arg(long, value_name = "FIELD")]
+    probe_key: String,
+    /// Output directory: part-WWWWW per worker, then _SUCCESS.
+    #[arg(short, long, value_name = "DIR")]
+    output: PathBuf,
+    /// Remove the Bloom step's false positives with an exact join (needs --build).
+    #[arg(long)]
+    exact: bool,
+    /// Replace an existing output directory.
+    #[arg(long)]
+    overwrite: bool,
+    #[command(flatten)]
+    input: InputArgs,
+    #[command(flatten)]
+    sizing: SizingArgs,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let filter = match (&args.filter, &args.build_key) {
+        (Some(path), _) => FilterSource::File(path.clone()),
+        (None, Some(key)) => FilterSource::Build {
+            inputs: args.build.clone(),
+            scan: args.input.scan(key, "--build-key")?,
+            sizing: args.sizing.sizing()?,
+            seed: args.sizing.seed,
+        },
+        (None, None) => anyhow::bail!("--build needs --build-key"),
+    };
+    let config = SemijoinConfig {
+        filter,
+        probe_inputs: args.probe.clone(),
+        probe_scan: args.input.scan(&args.probe_key, "--probe-key")?,
+        output: args.output.clone(),
+        exact: args.exact,
+        overwrite: args.overwrite,
+        cluster: args.cluster.config()?,
+        progress: !args.cluster.no_progress,
+    };
+    if let Some(stats) = semijoin::run(config)? {
+        print_summary(&stats);
+    }
+    Ok(())
+}
+
+pub fn print_summary(s: &SemijoinStats) {
+    println!("bloomflow semijoin: wrote {} (part files and _SUCCESS)", s.output);
+    println!("  workers             {} process(es) x {} worker(s)", s.processes, s.workers_per_process);
+    println!("  filter              {}", s.filter);
+    if let (Some(records), Some(keys)) = (s.build_records, s.build_keys) {
+        println!("  build records       {records} ({keys} keys inserted, {} malformed)", s.build_malformed.unwrap_or(0));
+    }
+    println!("  filter size         m = {} bits ({}), k = {}", s.bits, human_bytes(s.bits.div_ceil(8)), s.hashes);
+    println!("  fill ratio          {:.6}", s.fill_ratio);
+    println!("  estimated fpp       {:.6}", s.estimated_fpp);
+    println!("  probe records       {} ({}, {} malformed)", s.probe_records, human_bytes(s.probe_bytes), s.probe_malformed);
+    for e in &s.malformed_examples {
+        println!("    {e}");
+    }
+    println!("  bloom survivors     {} ({:.2}% pruned)", s.bloom_survivors, s.fraction_pruned * 100.0);
+    if let (Some(fp), Some(saved)) = (s.false_positives_removed, s.network_bytes_saved_by_bloom) {
+        println!("  false positives     {fp} removed by the exact join");
+        println!("  network saved       {} of key exchange kept off the network by the Bloom step", human_bytes(saved));
+    }
+    println!("  records out         {}", s.records_out);
+    println!("  elapsed             {:.3} s ({:.1} MB/s)", s.elapsed_secs, s.mb_per_sec);
+    for w in &s.warnings {
+        eprintln!("bloomflow: warning: {w}");
+    }
+}

@@ -1,0 +1,428 @@
+//! The semi-join job: the global filter is built by the all-reduce and left on every worker (or
+//! read from a file), then every worker scans its own probe splits and keeps the records whose key
+//! the filter answers "maybe". Probe records never cross the network. With `--exact`, the
+//! survivors' keys and the build keys are exchanged by key and joined with differential-dataflow's
+//! `semijoin`, and only true matches are written.
+
+use super::build::{size_filter, SizedSpec, Sizing};
+use super::{all_reports, global_filter, PARK};
+use crate::allreduce::Gather;
+use crate::cluster::{ClusterConfig, ConnectWatchdog};
+use crate::error::{Error, Result};
+use crate::filter::BloomFilter;
+use crate::format;
+use crate::output::{self, part_name, TaskFile};
+use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
+use crate::scan::{ScanOptions, ScanStats, Source};
+use differential_dataflow::input::Input as _;
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::Probe;
+use timely::worker::Worker;
+
+/// Where the global filter comes from.
+#[derive(Clone, Debug)]
+pub enum FilterSource {
+    /// Built from the build side's inputs by the distributed build.
+    Build { inputs: Vec<PathBuf>, scan: ScanOptions, sizing: Sizing, seed: u32 },
+    /// Read from a filter file (every process reads it).
+    File(PathBuf),
+}
+
+/// Everything the semi-join needs, validated by the CLI.
+#[derive(Clone, Debug)]
+pub struct SemijoinConfig {
+    pub filter: FilterSource,
+    pub probe_inputs: Vec<PathBuf>,
+    pub probe_scan: ScanOptions,
+    pub output: PathBuf,
+    pub exact: bool,
+    pub overwrite: bool,
+    pub cluster: ClusterConfig,
+    pub progress: bool,
+}
+
+/// One worker's account of its probe splits.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProbeReport {
+    pub worker: usize,
+    pub scan: ScanStats,
+    /// Records the filter answered "maybe" for.
+    pub bloom_survivors: u64,
+    /// Records written to the part file.
+    pub records_out: u64,
+    /// What the records the filter dropped would have cost an exact join's key exchange:
+    /// their key bytes plus 12 bytes of worker and sequence number each.
+    pub pruned_exchange_bytes: u64,
+    pub elapsed_secs: f64,
+    pub error: Option<String>,
+}
+
+/// The job's statistics, printed and written to `_SUCCESS`.
+#[derive(Clone, Debug, Serialize)]
+pub struct SemijoinStats {
+    pub output: String,
+    pub processes: usize,
+    pub workers_per_process: usize,
+    pub filter: String,
+    pub build_records: Option<u64>,
+    pub build_keys: Option<u64>,
+    pub build_malformed: Option<u64>,
+    pub bits: u64,
+    pub hashes: u32,
+    pub seed: u32,
+    pub fill_ratio: f64,
+    pub estimated_fpp: f64,
+    pub probe_records: u64,
+    pub probe_bytes: u64,
+    pub probe_malformed: u64,
+    pub malformed_examples: Vec<String>,
+    pub bloom_survivors: u64,
+    pub records_out: u64,
+    /// Fraction of probe records the filter dropped.
+    pub fraction_pruned: f64,
+    pub exact: bool,
+    /// Bloom survivors the exact join removed (`--exact` only).
+    pub false_positives_removed: Option<u64>,
+    /// Exchange bytes the Bloom step kept off the network (`--exact` only).
+    pub network_bytes_saved_by_bloom: Option<u64>,
+    pub elapsed_secs: f64,
+    pub mb_per_sec: f64,
+    pub warnings: Vec<String>,
+    pub per_worker_build: Vec<WorkerReport>,
+    pub per_worker_probe: Vec<ProbeReport>,
+}
+
+/// The filter side, planned on every process before the workers start.
+enum PlannedFilter {
+    Build { source: Source, sized: SizedSpec },
+    File { path: PathBuf, filter: Arc<BloomFilter> },
+}
+
+/// Runs the semi-join on this process. Returns the statistics on process 0, `None` elsewhere.
+pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
+    let started = Instant::now();
+    let cluster = config.cluster.clone();
+    if config.exact && matches!(config.filter, FilterSource::File(_)) {
+        return Err(Error::invalid("--exact", "needs the build side (--build): a filter file holds no keys to join with"));
+    }
+    let planned = match &config.filter {
+        FilterSource::Build { inputs, scan, sizing, seed } => {
+            let source = Source::plan(inputs, scan.clone())?;
+            let sized = size_filter(sizing, &source, *seed)?;
+            crate::limits::check_allocation(sized.spec.bits / 8 * cluster.workers as u64, "the global filter on every worker")?;
+            PlannedFilter::Build { source, sized }
+        }
+        FilterSource::File(path) => {
+            let filter = format::load(path)?.into_plain();
+            PlannedFilter::File { path: path.clone(), filter: Arc::new(filter) }
+        }
+    };
+    let probe = Source::plan(&config.probe_inputs, config.probe_scan.clone())?;
+    output::prepare(&config.output, config.overwrite, cluster.process)?;
+
+    let peers = cluster.peers();
+    let mine = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;
+    let build_bytes = match &planned {
+        PlannedFilter::Build { source, .. } => source.bytes_of(mine.clone(), peers) * if config.exact { 2 } else { 1 },
+        PlannedFilter::File { .. } => 0,
+    };
+    let counter = Arc::new(AtomicU64::new(0));
+    let progress = Progress::start(config.progress, "semijoin", build_bytes + probe.bytes_of(mine, peers), Arc::clone(&counter));
+    let abort = Arc::new(AtomicBool::new(false));
+    let watchdog = ConnectWatchdog::start(&cluster);
+    let connected = watchdog.flag();
+    let job = Arc::new(Job { planned, probe, dir: config.output.clone(), exact: config.exact, cluster: cluster.clone(), started });
+
+    let guards = timely::execute(cluster.timely_config(), move |worker| {
+        connected.store(true, Ordering::SeqCst);
+        job.run_worker(worker, &abort, &counter)
+    })
+    .map_err(|e| Error::Job(format!("could not start the workers: {e}")))?;
+
+    let mut stats = None;
+    let mut failure = None;
+    for outcome in guards.join() {
+        match outcome {
+            Ok(Ok(Some(s))) => stats = Some(s),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Err(panic) => failure = failure.or(Some(Error::Job(format!("a worker failed: {panic}")))),
+        }
+    }
+    progress.finish();
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(stats),
+    }
+}
+
+/// The planned job, shared by the workers of this process.
+struct Job {
+    planned: PlannedFilter,
+    probe: Source,
+    dir: PathBuf,
+    exact: bool,
+    cluster: ClusterConfig,
+    started: Instant,
+}
+
+impl Job {
+    fn run_worker(&self, worker: &mut Worker, abort: &AtomicBool, counter: &AtomicU64) -> Result<Option<SemijoinStats>> {
+        let me = worker.index();
+        // 1. The global filter on every worker.
+        let (filter, build_reports) = match &self.planned {
+            PlannedFilter::Build { source, sized } => {
+                let empty = BloomFilter::new(sized.spec).sized_for(sized.expected_items, sized.target_fpp);
+                let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter);
+                let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
+                if let Some(failure) = first_failure(&reports) {
+                    return Err(Error::Job(failure));
+                }
+                (Arc::new(filter), reports)
+            }
+            PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
+        };
+
+        // 2. This worker's probe splits, pruned by the filter, into its part file.
+        let started = Instant::now();
+        let mut report = ProbeReport { worker: me, ..Default::default() };
+        let outcome = if self.exact {
+            self.probe_exact(worker, &filter, abort, counter, &mut report)
+        } else {
+            self.probe_bloom(me, worker.peers(), &filter, abort, counter, &mut report)
+        };
+        if let Err(e) = outcome {
+            report.error = Some(e.to_string());
+            abort.store(true, Ordering::Relaxed);
+        }
+        report.elapsed_secs = started.elapsed().as_secs_f64();
+
+        // 3. Commit: `_SUCCESS` only once every worker has committed its part.
+        let reports: Vec<ProbeReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
+        if let Some(failure) = reports.iter().find_map(|r| r.error.clone()) {
+            output::abort_task(&self.dir, me);
+            return Err(Error::Job(failure));
+        }
+        if me != 0 {
+            return Ok(None);
+        }
+        let stats = self.stats(&filter, build_reports, reports);
+        let json = serde_json::to_vec_pretty(&stats).expect("statistics serialise");
+        output::write_success(&self.dir, &json)?;
+        Ok(Some(stats))
+    }
+
+    /// Opens this worker's part file with the probe header in it.
+    fn open_part(&self, me: usize) -> Result<TaskFile> {
+        let mut part = TaskFile::create(&self.dir, &part_name(me))?;
+        if let Some(header) = &self.probe.header {
+            write_line(&mut part, header)?;
+        }
+        Ok(part)
+    }
+
+    /// The Bloom step alone: survivors go straight to the part file.
+    fn probe_bloom(&self, me: usize, peers: usize, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<()> {
+        let mut part = self.open_part(me)?;
+        let (mut kept, mut pruned_bytes) = (0u64, 0u64);
+        report.scan = self.probe.scan_worker(me, peers, abort, counter, |key, record| {
+            if filter.contains(key) {
+                kept += 1;
+                write_line(&mut part, record)
+            } else {
+                pruned_bytes += key.len() as u64 + 12;
+                Ok(())
+            }
+        })?;
+        part.commit(&self.dir)?;
+        report.bloom_survivors = kept;
+        report.records_out = kept;
+        report.pruned_exchange_bytes = pruned_bytes;
+        Ok(())
+    }
+
+    /// The Bloom step, then the exact join of the survivors' keys with the build keys. The
+    /// survivors wait in a temporary file; only (key, worker, sequence) tuples and build keys are
+    /// exchanged, and each worker then writes the survivors that matched, in input order.
+    fn probe_exact(&self, worker: &mut Worker, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<()> {
+        let (me, peers) = (worker.index(), worker.peers());
+        let PlannedFilter::Build { source: build, .. } = &self.planned else {
+            unreachable!("--exact is refused without a build side")
+        };
+        let matched = Rc::new(RefCell::new(Vec::<u64>::new()));
+        let probe_handle = ProbeHandle::new();
+        let (mut survivors_in, mut build_in) = worker.dataflow::<u64, _, _>(|scope| {
+            let (survivors_in, survivors) = scope.new_collection::<(Vec<u8>, (u32, u64)), isize>();
+            let (build_in, build_keys) = scope.new_collection::<Vec<u8>, isize>();
+            let sink = Rc::clone(&matched);
+            survivors
+                .semijoin(build_keys.distinct())
+                .inner
+                .unary::<timely::container::CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                    Exchange::new(|((_, (w, _)), _, _): &((Vec<u8>, (u32, u64)), u64, isize)| *w as u64),
+                    "CollectMatches",
+                    move |_cap, _info| {
+                        move |input, _output| {
+                            input.for_each(|_time, data| {
+                                let mut m = sink.borrow_mut();
+                                for ((_, (_, seq)), _, diff) in data.drain(..) {
+                                    for _ in 0..diff.max(0) {
+                                        m.push(seq);
+                                    }
+                                }
+                            });
+                        }
+                    },
+                )
+                .probe_with(&probe_handle);
+            (survivors_in, build_in)
+        });
+
+        // Scan errors are kept until the exchange is done: every worker must close its inputs,
+        // or its peers would wait for them forever.
+        let mut survivors_file = TaskFile::create(&self.dir, &format!("bloom-{me:05}"));
+        let (mut seq, mut pruned_bytes) = (0u64, 0u64);
+        let scanned = match survivors_file.as_mut() {
+            Err(_) => Ok(ScanStats::default()),
+            Ok(file) => self.probe.scan_worker(me, peers, abort, counter, |key, record| {
+                if filter.contains(key) {
+                    survivors_in.insert((key.to_vec(), (me as u32, seq)));
+                    seq += 1;
+                    write_line(file, record)
+                } else {
+                    pruned_bytes += key.len() as u64 + 12;
+                    Ok(())
+                }
+            }),
+        };
+        let build_scanned = build.scan_worker(me, peers, abort, counter, |key, _| {
+            build_in.insert(key.to_vec());
+            Ok(())
+        });
+        survivors_in.close();
+        build_in.close();
+        worker.step_or_park_while(PARK, || !probe_handle.done());
+
+        report.scan = scanned?;
+        build_scanned?;
+        report.bloom_survivors = seq;
+        report.pruned_exchange_bytes = pruned_bytes;
+        let survivors_path = survivors_file?.finish()?;
+        let mut matched = matched.take();
+        matched.sort_unstable();
+        let mut part = self.open_part(me)?;
+        report.records_out = copy_matched_lines(&survivors_path, &matched, &mut part)?;
+        part.commit(&self.dir)?;
+        let _ = std::fs::remove_file(&survivors_path);
+        Ok(())
+    }
+
+    fn stats(&self, filter: &BloomFilter, build: Vec<WorkerReport>, probe: Vec<ProbeReport>) -> SemijoinStats {
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let mut scan = ScanStats::default();
+        for r in &probe {
+            scan.absorb(&r.scan);
+        }
+        let mut build_scan = ScanStats::default();
+        for r in &build {
+            build_scan.absorb(&r.scan);
+        }
+        let built = matches!(self.planned, PlannedFilter::Build { .. });
+        let survivors: u64 = probe.iter().map(|r| r.bloom_survivors).sum();
+        let out: u64 = probe.iter().map(|r| r.records_out).sum();
+        let fraction_pruned = if scan.records > 0 { 1.0 - survivors as f64 / scan.records as f64 } else { 0.0 };
+        let spec = filter.spec();
+        let estimated_fpp = filter.estimated_fpp();
+        let mut warnings = Vec::new();
+        if estimated_fpp > 0.5 {
+            warnings.push(format!(
+                "the filter's estimated false-positive rate is {estimated_fpp:.3}: it is too small for its keys \
+                 (give a larger --expected-items, or --bits)"
+            ));
+        }
+        if scan.records > 0 && fraction_pruned < 0.1 {
+            warnings.push(format!(
+                "the filter dropped only {:.1}% of probe records: the join is not selective, or the filter is too small",
+                fraction_pruned * 100.0
+            ));
+        }
+        let build_bytes = if built { build_scan.bytes } else { 0 };
+        SemijoinStats {
+            output: self.dir.display().to_string(),
+            processes: self.cluster.processes,
+            workers_per_process: self.cluster.workers,
+            filter: match &self.planned {
+                PlannedFilter::Build { sized, .. } => format!("built from the build side; {}", sized.note),
+                PlannedFilter::File { path, .. } => format!("read from {}", path.display()),
+            },
+            build_records: built.then_some(build_scan.records),
+            build_keys: built.then(|| build.iter().map(|r| r.keys).sum()),
+            build_malformed: built.then_some(build_scan.malformed),
+            bits: spec.bits,
+            hashes: spec.hashes,
+            seed: spec.seed,
+            fill_ratio: filter.fill_ratio(),
+            estimated_fpp,
+            probe_records: scan.records,
+            probe_bytes: scan.bytes,
+            probe_malformed: scan.malformed,
+            malformed_examples: scan.malformed_examples,
+            bloom_survivors: survivors,
+            records_out: out,
+            fraction_pruned,
+            exact: self.exact,
+            false_positives_removed: self.exact.then(|| survivors - out),
+            network_bytes_saved_by_bloom: self.exact.then(|| probe.iter().map(|r| r.pruned_exchange_bytes).sum()),
+            elapsed_secs: elapsed,
+            mb_per_sec: mb_per_sec(scan.bytes + build_bytes, elapsed),
+            warnings,
+            per_worker_build: build,
+            per_worker_probe: probe,
+        }
+    }
+}
+
+/// Writes a record as it was, adding a newline to a last line that lacked one (so that records
+/// from several inputs never run together).
+#[inline]
+fn write_line(part: &mut TaskFile, record: &[u8]) -> Result<()> {
+    part.write(record)?;
+    if !record.ends_with(b"\n") {
+        part.write(b"\n")?;
+    }
+    Ok(())
+}
+
+/// Copies the lines of `path` whose 0-based index is in `matched` (sorted) to `part`.
+fn copy_matched_lines(path: &Path, matched: &[u64], part: &mut TaskFile) -> Result<u64> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut line = Vec::new();
+    let mut wanted = matched.iter().peekable();
+    let mut written = 0;
+    for index in 0u64.. {
+        if wanted.peek().is_none() {
+            break;
+        }
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(|e| Error::io(path, e))? == 0 {
+            break;
+        }
+        if wanted.peek() == Some(&&index) {
+            wanted.next();
+            part.write(&line)?;
+            written += 1;
+        }
+    }
+    Ok(written)
+}

@@ -1,0 +1,118 @@
+//! Hadoop-style job output: a directory with one `part-WWWWW` per worker, each written under
+//! `DIR/_temporary/` and moved into place when the worker's task succeeds, then `_SUCCESS` (the
+//! job's statistics as JSON) written last, by worker 0, only once every worker has succeeded.
+//! A directory without `_SUCCESS` is the output of a failed or unfinished job.
+
+use crate::atomic::AtomicFile;
+use crate::error::{Error, Result};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+pub const TEMPORARY: &str = "_temporary";
+pub const SUCCESS: &str = "_SUCCESS";
+
+/// The name of worker `w`'s part file.
+pub fn part_name(worker: usize) -> String {
+    format!("part-{worker:05}")
+}
+
+/// Checks the output directory before a job starts: an existing one is refused unless
+/// `overwrite`, in which case process 0 removes it (every process checks, so that all of them
+/// refuse at once rather than waiting for a peer that already gave up).
+pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<()> {
+    if dir.exists() || dir.is_symlink() {
+        if !overwrite {
+            return Err(Error::Job(format!(
+                "output directory {} already exists (use --overwrite to replace it)",
+                dir.display()
+            )));
+        }
+        if process == 0 {
+            if !dir.is_dir() {
+                return Err(Error::io(dir, std::io::Error::other("exists and is not a directory")));
+            }
+            std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+    }
+    // The parent must exist and be writable: checked now rather than after the work is done.
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    // Missing parents are created, as Hadoop does.
+    std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+    let meta = std::fs::metadata(&parent).map_err(|e| Error::io(&parent, e))?;
+    if meta.permissions().readonly() {
+        return Err(Error::io(dir, std::io::Error::other(format!("parent directory {} is read-only", parent.display()))));
+    }
+    Ok(())
+}
+
+/// A file of the job's temporary area, e.g. a part file being written.
+pub struct TaskFile {
+    temp: PathBuf,
+    writer: Option<BufWriter<File>>,
+}
+
+impl TaskFile {
+    /// Creates `DIR/_temporary/NAME` (and the directories above it).
+    pub fn create(dir: &Path, name: &str) -> Result<TaskFile> {
+        let temp_dir = dir.join(TEMPORARY);
+        std::fs::create_dir_all(&temp_dir).map_err(|e| Error::io(&temp_dir, e))?;
+        let temp = temp_dir.join(name);
+        let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
+        Ok(TaskFile { temp, writer: Some(BufWriter::with_capacity(1 << 20, file)) })
+    }
+
+    /// The path while being written.
+    pub fn path(&self) -> &Path {
+        &self.temp
+    }
+
+    /// Appends bytes.
+    #[inline]
+    pub fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        let w = self.writer.as_mut().expect("open until committed");
+        w.write_all(bytes).map_err(|e| Error::io(&self.temp, e))
+    }
+
+    /// Flushes and syncs, leaving the file in the temporary area (for a later read).
+    pub fn finish(mut self) -> Result<PathBuf> {
+        let w = self.writer.take().expect("open until committed");
+        let file = w.into_inner().map_err(|e| Error::io(&self.temp, e.into_error()))?;
+        file.sync_all().map_err(|e| Error::io(&self.temp, e))?;
+        Ok(std::mem::take(&mut self.temp))
+    }
+
+    /// Flushes, syncs and moves the file to `DIR/NAME`: the task's commit.
+    pub fn commit(self, dir: &Path) -> Result<PathBuf> {
+        let name = self.temp.file_name().expect("task files have names").to_owned();
+        let temp = self.finish()?;
+        let target = dir.join(name);
+        std::fs::rename(&temp, &target).map_err(|e| Error::io(&target, e))?;
+        Ok(target)
+    }
+}
+
+impl Drop for TaskFile {
+    fn drop(&mut self) {
+        if self.writer.take().is_some() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Writes `DIR/_SUCCESS` with `json`, after removing the (by then empty) temporary area.
+pub fn write_success(dir: &Path, json: &[u8]) -> Result<()> {
+    let _ = std::fs::remove_dir_all(dir.join(TEMPORARY));
+    let mut f = AtomicFile::create(&dir.join(SUCCESS))?;
+    f.write_all(json).map_err(|e| Error::io(dir.join(SUCCESS), e))?;
+    f.commit()
+}
+
+/// Removes what worker `worker` wrote, after a failed job.
+pub fn abort_task(dir: &Path, worker: usize) {
+    let _ = std::fs::remove_file(dir.join(part_name(worker)));
+    let _ = std::fs::remove_file(dir.join(TEMPORARY).join(part_name(worker)));
+}
