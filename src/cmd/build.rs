@@ -47,7 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_summary(s: &BuildStats) {
+pub fn print_summary(s: &BuildStats) {
     println!("bloomflow build: wrote {}", s.output.as_deref().unwrap_or("(nothing)"));
     println!("  workers            {} process(es) x {} worker(s)", s.processes, s.workers_per_process);
     println!("  records            {}", s.records);

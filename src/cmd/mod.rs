@@ -2,6 +2,7 @@
 
 mod args;
 mod build;
+mod demo;
 mod gen;
 mod info;
 mod merge;
@@ -24,6 +25,8 @@ pub struct Cli {
 enum Command {
     /// Build a Bloom filter over a key field of delimited inputs, across workers and processes.
     Build(build::Args),
+    /// Run build, semi-join and exact semi-join on the bundled sample data, into ./bloomflow-demo/.
+    Demo(demo::Args),
     /// Generate benchmark data.
     Gen(gen::Args),
     /// Show a filter file's kind, format, parameters and fill statistics.
@@ -40,6 +43,7 @@ enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Build(args) => build::run(args),
+        Command::Demo(args) => demo::run(args),
         Command::Gen(args) => gen::run(args),
         Command::Info(args) => info::run(args),
         Command::Query(args) => query::run(args),

@@ -6,3 +6,4 @@ mod build_job;
 mod cli_filter;
 mod filter_props;
 mod format_native;
+mod semijoin_job;

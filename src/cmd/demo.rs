@@ -1,0 +1,116 @@
+//! `bloomflow demo`: the whole pipeline (build, semi-join, exact semi-join) on the sample data
+//! bundled in the binary, written under `./bloomflow-demo/`, with the commands to do the same on
+//! one's own data.
+
+use bloomflow::cluster::ClusterConfig;
+use bloomflow::jobs::build::{self, BuildConfig, Sizing};
+use bloomflow::jobs::semijoin::{self, FilterSource, SemijoinConfig};
+use bloomflow::records::{KeyField, RecordFormat};
+use bloomflow::scan::ScanOptions;
+use bloomflow::splits::DEFAULT_MAX_RECORD;
+use std::path::{Path, PathBuf};
+
+const CUSTOMERS: &[u8] = include_bytes!("../../data/customers.csv");
+const EVENTS: &[u8] = include_bytes!("../../data/events.csv");
+/// Small splits, so that the few-MB sample is shared among the workers as a large input would be.
+const DEMO_SPLIT: u64 = 256 << 10;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Where to write the sample data and the results.
+    #[arg(long, default_value = "bloomflow-demo", value_name = "DIR")]
+    dir: PathBuf,
+    /// Worker threads.
+    #[arg(short = 'w', long, default_value_t = 2, value_name = "N")]
+    workers: usize,
+}
+
+fn scan(key: &str) -> ScanOptions {
+    ScanOptions {
+        format: RecordFormat { delimiter: b',', has_header: true },
+        key: KeyField::Name(key.into()),
+        split_size: DEMO_SPLIT,
+        max_record: DEFAULT_MAX_RECORD,
+        strict: false,
+    }
+}
+
+fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    std::fs::write(path, bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+}
+
+pub fn run(args: Args) -> anyhow::Result<()> {
+    if args.workers == 0 {
+        anyhow::bail!("invalid --workers: must be at least 1");
+    }
+    let dir = &args.dir;
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", data.display()))?;
+    let (customers, events) = (data.join("customers.csv"), data.join("events.csv"));
+    write(&customers, CUSTOMERS)?;
+    write(&events, EVENTS)?;
+    let cluster = ClusterConfig::local(args.workers);
+    let w = args.workers;
+    println!("== bloomflow demo: {} customers (build side), {} events (probe side), {w} workers\n",
+        CUSTOMERS.iter().filter(|&&b| b == b'\n').count() - 1,
+        EVENTS.iter().filter(|&&b| b == b'\n').count() - 1);
+
+    println!("== 1. build a filter over customers.csv's customer_id\n");
+    let filter = dir.join("customers.bloom");
+    let stats = build::run(BuildConfig {
+        inputs: vec![customers.clone()],
+        scan: scan("customer_id"),
+        sizing: Sizing::Expected { items: 3000, fpp: 0.01 },
+        seed: 0,
+        output: Some(filter.clone()),
+        cluster: cluster.clone(),
+        progress: false,
+    })?
+    .expect("a single process is process 0");
+    super::build::print_summary(&stats);
+
+    println!("\n== 2. prune events.csv with it (Bloom semi-join: no probe record crosses the network)\n");
+    let pruned = dir.join("pruned");
+    let stats = semijoin::run(SemijoinConfig {
+        filter: FilterSource::File(filter.clone()),
+        probe_inputs: vec![events.clone()],
+        probe_scan: scan("customer_id"),
+        output: pruned.clone(),
+        exact: false,
+        overwrite: true,
+        cluster: cluster.clone(),
+        progress: false,
+    })?
+    .expect("a single process is process 0");
+    super::semijoin::print_summary(&stats);
+
+    println!("\n== 3. the same join made exact: differential-dataflow removes the false positives\n");
+    let exact = dir.join("exact");
+    let stats = semijoin::run(SemijoinConfig {
+        filter: FilterSource::Build {
+            inputs: vec![customers.clone()],
+            scan: scan("customer_id"),
+            sizing: Sizing::Expected { items: 3000, fpp: 0.01 },
+            seed: 0,
+        },
+        probe_inputs: vec![events.clone()],
+        probe_scan: scan("customer_id"),
+        output: exact.clone(),
+        exact: true,
+        overwrite: true,
+        cluster,
+        progress: false,
+    })?
+    .expect("a single process is process 0");
+    super::semijoin::print_summary(&stats);
+
+    let (c, e, f) = (customers.display(), events.display(), filter.display());
+    println!("\n== done. Results are in {}/: the filter, pruned/ and exact/ (part files and _SUCCESS).", dir.display());
+    println!("\nThe same on your own data:\n");
+    println!("  bloomflow build {c} -k customer_id --expected-items 3000 -o {f} -w {w}");
+    println!("  bloomflow query {f} 3 4");
+    println!("  bloomflow semijoin --filter {f} --probe {e} --probe-key customer_id -o {} --overwrite -w {w}", pruned.display());
+    println!("  bloomflow semijoin --build {c} --build-key customer_id --probe {e} --probe-key customer_id --exact -o {} --overwrite -w {w}", exact.display());
+    println!("  jobs/local-cluster.sh 2 1 -- build {c} -k customer_id -o {f}     # as 2 processes");
+    Ok(())
+}

@@ -1,0 +1,224 @@
+//! The semi-join job: no false negatives ever, exact output equal to the true semi-join, the same
+//! output for any worker or process count, Hadoop-style output directories.
+
+use crate::util::*;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+/// A random build/probe pair and the true semi-join, as a multiset of probe lines.
+struct Dataset {
+    build: String,
+    probe: String,
+    expected: BTreeMap<Vec<u8>, usize>,
+}
+
+fn random_key(rng: &mut impl Rng) -> String {
+    const ALPHABET: [&str; 8] = ["a", "b", "7", "é", "日本", "ß", ",", "\""];
+    (0..rng.gen_range(1..5)).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())]).collect()
+}
+
+/// A field holding `key`: quoted when it must be, sometimes when it need not be.
+fn field(key: &str, rng: &mut impl Rng) -> String {
+    if key.contains([',', '"']) || rng.gen_bool(0.2) {
+        format!("\"{}\"", key.replace('"', "\"\""))
+    } else {
+        key.to_string()
+    }
+}
+
+fn dataset(seed: u64) -> Dataset {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let universe: Vec<String> = (0..rng.gen_range(1..40)).map(|_| random_key(&mut rng)).collect();
+    let build_rows = if seed % 7 == 0 { 0 } else { rng.gen_range(0..60) };
+    let probe_rows = if seed % 5 == 0 { 0 } else { rng.gen_range(0..300) };
+    let mut build = String::from("name,id\r\n");
+    let mut build_keys = HashSet::new();
+    for i in 0..build_rows {
+        let key = &universe[rng.gen_range(0..universe.len()) / 2]; // only the first half: others are absent
+        build_keys.insert(key.clone());
+        build.push_str(&format!("b{i},{}\n", field(key, &mut rng)));
+    }
+    let mut probe = String::from("event,key,note\n");
+    let mut expected = BTreeMap::new();
+    for i in 0..probe_rows {
+        let key = &universe[rng.gen_range(0..universe.len())];
+        let end = if rng.gen_bool(0.3) { "\r\n" } else { "\n" };
+        let line = format!("{i},{},\"n, {i}\"{end}", field(key, &mut rng));
+        if build_keys.contains(key) {
+            *expected.entry(line.clone().into_bytes()).or_insert(0) += 1;
+        }
+        probe.push_str(&line);
+    }
+    Dataset { build, probe, expected }
+}
+
+/// The records of every part file as a multiset, checking each part's header and that records
+/// keep their input order (event numbers increase within a part).
+fn read_output(dir: &Path, header: &str) -> BTreeMap<Vec<u8>, usize> {
+    assert!(dir.join("_SUCCESS").exists(), "no _SUCCESS in {}", dir.display());
+    assert!(!dir.join("_temporary").exists());
+    let mut lines = BTreeMap::new();
+    let mut parts: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("part-")).collect();
+    parts.sort();
+    assert!(!parts.is_empty());
+    for part in parts {
+        let bytes = std::fs::read(&part).unwrap();
+        assert!(bytes.starts_with(header.as_bytes()), "{} lacks the header", part.display());
+        let mut last = -1i64;
+        for line in bytes[header.len()..].split_inclusive(|&b| b == b'\n') {
+            let event: i64 = String::from_utf8_lossy(line).split(',').next().unwrap().parse().unwrap();
+            assert!(event > last, "records out of input order in {}", part.display());
+            last = event;
+            *lines.entry(line.to_vec()).or_insert(0) += 1;
+        }
+    }
+    lines
+}
+
+fn contains_multiset(big: &BTreeMap<Vec<u8>, usize>, small: &BTreeMap<Vec<u8>, usize>) -> bool {
+    small.iter().all(|(k, n)| big.get(k).copied().unwrap_or(0) >= *n)
+}
+
+fn semijoin_args<'a>(build: &'a str, probe: &'a str, out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["semijoin", "--build", build, "--build-key", "id", "--probe", probe, "--probe-key", "key", "-o", out, "--no-progress", "--split-size", "700", "--expected-items", "64"];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn random_datasets_have_no_false_negatives_and_exact_is_the_true_semijoin() {
+    let dir = tempdir();
+    for seed in 0..25 {
+        let d = dataset(seed);
+        let build = path_str(dir.path(), &format!("b{seed}.csv"));
+        let probe = path_str(dir.path(), &format!("p{seed}.csv"));
+        std::fs::write(&build, &d.build).unwrap();
+        std::fs::write(&probe, &d.probe).unwrap();
+        let mut bloom_outputs = Vec::new();
+        for w in ["1", "2", "3"] {
+            let out = path_str(dir.path(), &format!("o{seed}-{w}"));
+            ok(&run(&semijoin_args(&build, &probe, &out, &["-w", w])));
+            let got = read_output(Path::new(&out), "event,key,note\n");
+            assert!(contains_multiset(&got, &d.expected), "seed {seed} -w {w}: a true match is missing");
+            bloom_outputs.push(got);
+
+            let exact = path_str(dir.path(), &format!("e{seed}-{w}"));
+            ok(&run(&semijoin_args(&build, &probe, &exact, &["-w", w, "--exact"])));
+            assert_eq!(read_output(Path::new(&exact), "event,key,note\n"), d.expected, "seed {seed} -w {w} --exact");
+        }
+        assert!(bloom_outputs.windows(2).all(|p| p[0] == p[1]), "seed {seed}: output differs across worker counts");
+    }
+}
+
+#[test]
+fn a_two_process_cluster_gives_the_same_output() {
+    let dir = tempdir();
+    let d = dataset(1234);
+    let build = path_str(dir.path(), "b.csv");
+    let probe = path_str(dir.path(), "p.csv");
+    std::fs::write(&build, &d.build).unwrap();
+    std::fs::write(&probe, &d.probe).unwrap();
+    let single = path_str(dir.path(), "single");
+    ok(&run(&semijoin_args(&build, &probe, &single, &[])));
+    for (workers, exact) in [(1, false), (2, false), (1, true)] {
+        let out = path_str(dir.path(), &format!("cluster-{workers}-{exact}"));
+        let mut args = semijoin_args(&build, &probe, &out, &[]);
+        if exact {
+            args.push("--exact");
+        }
+        let outs = run_cluster(dir.path(), 2, workers, &args, Duration::from_secs(60));
+        for o in &outs {
+            ok(o);
+        }
+        let got = read_output(Path::new(&out), "event,key,note\n");
+        let parts = std::fs::read_dir(&out).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count();
+        assert_eq!(parts, 2 * workers);
+        if exact {
+            assert_eq!(got, d.expected);
+        } else {
+            assert_eq!(got, read_output(Path::new(&single), "event,key,note\n"));
+        }
+    }
+}
+
+#[test]
+fn an_existing_output_directory_is_refused_unless_overwrite() {
+    let dir = tempdir();
+    let d = dataset(3);
+    let (build, probe) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&build, &d.build).unwrap();
+    std::fs::write(&probe, &d.probe).unwrap();
+    let out = path_str(dir.path(), "out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(Path::new(&out).join("precious"), "keep").unwrap();
+    fails_with(&run(&semijoin_args(&build, &probe, &out, &[])), &["out", "already exists", "--overwrite"]);
+    assert!(Path::new(&out).join("precious").exists());
+    ok(&run(&semijoin_args(&build, &probe, &out, &["--overwrite"])));
+    assert!(!Path::new(&out).join("precious").exists());
+    assert_eq!(read_output(Path::new(&out), "event,key,note\n").len() >= d.expected.len(), true);
+}
+
+#[test]
+fn a_failed_job_leaves_no_success_marker_and_no_parts() {
+    let dir = tempdir();
+    let build = path_str(dir.path(), "b.csv");
+    std::fs::write(&build, "name,id\nx,1\n").unwrap();
+    let probe = path_str(dir.path(), "p.csv");
+    std::fs::write(&probe, "event,key,note\n1,1,a\n2,\"broken,b\n3,1,c\n").unwrap();
+    for extra in [vec!["-w", "2"], vec!["--exact"]] {
+        let out = path_str(dir.path(), "out");
+        let mut args = semijoin_args(&build, &probe, &out, &extra);
+        args.push("--overwrite");
+        fails_with(&run(&args), &["p.csv:3", "unclosed quote"]);
+        assert!(!Path::new(&out).join("_SUCCESS").exists());
+        let parts = std::fs::read_dir(&out).map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count()).unwrap_or(0);
+        assert_eq!(parts, 0, "{extra:?}");
+    }
+}
+
+#[test]
+fn a_prebuilt_filter_prunes_like_a_built_one() {
+    let dir = tempdir();
+    let d = dataset(11);
+    let (build, probe) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&build, &d.build).unwrap();
+    std::fs::write(&probe, &d.probe).unwrap();
+    let filter = path_str(dir.path(), "f.bloom");
+    ok(&run(&["build", &build, "-k", "id", "-o", &filter, "--expected-items", "64", "--no-progress"]));
+    let with_file = path_str(dir.path(), "file");
+    ok(&run(&["semijoin", "--filter", &filter, "--probe", &probe, "--probe-key", "key", "-o", &with_file, "-w", "2", "--no-progress"]));
+    let built = path_str(dir.path(), "built");
+    ok(&run(&semijoin_args(&build, &probe, &built, &["-w", "2"])));
+    assert_eq!(read_output(Path::new(&with_file), "event,key,note\n"), read_output(Path::new(&built), "event,key,note\n"));
+    let refused = path_str(dir.path(), "refused");
+    fails_with(
+        &run(&["semijoin", "--filter", &filter, "--probe", &probe, "--probe-key", "key", "-o", &refused, "--exact"]),
+        &["--exact", "--build"],
+    );
+}
+
+#[test]
+fn success_marker_holds_the_statistics_and_warns_when_nothing_is_pruned() {
+    let dir = tempdir();
+    let build = path_str(dir.path(), "b.csv");
+    std::fs::write(&build, "name,id\na,1\nb,2\n").unwrap();
+    let probe = path_str(dir.path(), "p.csv");
+    std::fs::write(&probe, "event,key,note\n1,1,x\n2,2,y\n3,1,z").unwrap(); // no final newline
+    let out = path_str(dir.path(), "out");
+    let o = run(&semijoin_args(&build, &probe, &out, &["--exact", "-w", "2"]));
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("dropped only 0.0% of probe records"), "{stderr}");
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
+    assert_eq!(stats["probe_records"], 3);
+    assert_eq!(stats["records_out"], 3);
+    assert_eq!(stats["build_records"], 2);
+    assert_eq!(stats["false_positives_removed"], 0);
+    assert_eq!(stats["per_worker_probe"].as_array().unwrap().len(), 2);
+    assert_eq!(stats["warnings"].as_array().unwrap().len(), 1);
+    // The last record gained the newline it lacked.
+    let all = read_output(Path::new(&out), "event,key,note\n");
+    assert!(all.contains_key(b"3,1,z\n".as_slice()));
+}
