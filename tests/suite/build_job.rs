@@ -294,3 +294,26 @@ fn bad_flags_are_refused() {
         assert!(!Path::new(&out).exists());
     }
 }
+
+#[test]
+fn many_small_files_in_a_directory() {
+    let dir = tempdir();
+    let data = dir.path().join("many");
+    std::fs::create_dir(&data).unwrap();
+    let mut all = String::new();
+    for f in 0..150 {
+        let mut text = String::from("id,key\n");
+        for i in 0..(f % 7) {
+            text.push_str(&format!("{i},f{f}-{i}\n"));
+        }
+        all.push_str(&text[7..]);
+        std::fs::write(data.join(format!("part-{f:05}")), text).unwrap();
+    }
+    let single = dir.path().join("single.csv");
+    std::fs::write(&single, format!("id,key\n{all}")).unwrap();
+    let (a, o) = build(dir.path(), &data.to_string_lossy(), &["-k", "key", "--bits", "5000", "--hashes", "4", "-w", "3"]);
+    assert!(ok(&o).contains(&format!("records            {}", all.lines().count())));
+    let (b, o) = build(dir.path(), &single.to_string_lossy(), &["-k", "key", "--bits", "5000", "--hashes", "4"]);
+    ok(&o);
+    assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+}
