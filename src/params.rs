@@ -27,6 +27,21 @@ pub fn optimal_params(n: u64, p: f64) -> Result<(u64, u32)> {
     Ok((m, optimal_hashes(m, n)))
 }
 
+/// Spark's `BloomFilter.create(n, p)` sizing: requested bits `(long)(−n·ln p/(ln 2)²)` (truncated,
+/// not rounded up) and k = max(1, Math.round(requested/n · ln 2)). The filter then has
+/// ⌈requested/64⌉ words, and positions are taken modulo that many bits.
+pub fn spark_params(n: u64, p: f64) -> Result<(u64, u32)> {
+    validate_items(n)?;
+    validate_fpp(p)?;
+    let requested = (-(n as f64) * p.ln() / (LN_2 * LN_2)) as i64;
+    if requested <= 0 {
+        return Err(Error::invalid("expected items", format!("{n} items at rate {p} give Spark no bits")));
+    }
+    // Java's Math.round(x) is floor(x + 0.5).
+    let k = (requested as f64 / n as f64 * LN_2 + 0.5).floor().max(1.0);
+    Ok((requested as u64, k.min(u32::MAX as f64) as u32))
+}
+
 /// k = round((m/n)·ln 2), clamped to [1, 32].
 pub fn optimal_hashes(m: u64, n: u64) -> u32 {
     let k = (m as f64 / n.max(1) as f64 * LN_2).round();
@@ -96,6 +111,8 @@ mod tests {
         // 1M items at 1%: 9,585,059 bits and 7 hashes (9.59 bits per key).
         assert_eq!(optimal_params(1_000_000, 0.01).unwrap(), (9_585_059, 7));
         assert_eq!(optimal_params(1000, 0.03).unwrap(), (7_299, 5));
+        // Spark truncates: BloomFilter.create(1000, 0.03) asks for 7298 bits (spark_params.tsv).
+        assert_eq!(spark_params(1000, 0.03).unwrap(), (7_298, 5));
     }
 
     #[test]

@@ -58,6 +58,45 @@ impl KeyField {
     }
 }
 
+/// How key text becomes the bytes that are hashed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KeyType {
+    /// The key's exact bytes (Spark's `putString`/`putBinary`, Hadoop's `Key(bytes)`).
+    #[default]
+    Bytes,
+    /// A signed 64-bit decimal, hashed as Spark's `putLong` (its 8 little-endian bytes).
+    Long,
+}
+
+/// What a key must be before it is hashed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyRules {
+    pub key_type: KeyType,
+    /// Hadoop refuses empty keys.
+    pub reject_empty: bool,
+}
+
+impl KeyRules {
+    /// The bytes to hash for `key`: the key itself, or a long's 8 little-endian bytes in `buf`.
+    #[inline]
+    pub fn encode<'a>(&self, key: &'a [u8], buf: &'a mut [u8; 8]) -> Result<&'a [u8], KeyError> {
+        if self.reject_empty && key.is_empty() {
+            return Err(KeyError::Empty);
+        }
+        match self.key_type {
+            KeyType::Bytes => Ok(key),
+            KeyType::Long => {
+                let value = std::str::from_utf8(key)
+                    .ok()
+                    .and_then(|s| s.parse::<i64>().ok())
+                    .ok_or_else(|| KeyError::NotALong(String::from_utf8_lossy(key).into_owned()))?;
+                *buf = value.to_le_bytes();
+                Ok(&buf[..])
+            }
+        }
+    }
+}
+
 /// Drops a trailing LF and a CR before it.
 #[inline]
 pub fn trim_line_end(line: &[u8]) -> &[u8] {
@@ -75,6 +114,10 @@ pub enum KeyError {
     UnclosedQuote,
     /// Text after a closing quote and before the delimiter.
     StrayQuote,
+    /// `--key-type long` and the key is not a signed 64-bit decimal integer.
+    NotALong(String),
+    /// An empty key, which Hadoop filters refuse.
+    Empty,
 }
 
 impl KeyError {
@@ -89,6 +132,8 @@ impl KeyError {
                  (quoted fields with embedded newlines cannot be split; bloomflow does not support them)"
                 .into(),
             KeyError::StrayQuote => "characters after a closing quote (expected a delimiter or the end of the line)".into(),
+            KeyError::NotALong(key) => format!("key {key:?} is not a signed 64-bit decimal integer (--key-type long)"),
+            KeyError::Empty => "empty key: Hadoop filters refuse empty keys (key length must be > 0)".into(),
         }
     }
 

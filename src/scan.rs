@@ -4,7 +4,7 @@
 //! buffer per split, no allocation per record.
 
 use crate::error::{Error, Result};
-use crate::records::{extract_key, trim_line_end, KeyError, KeyField, RecordFormat};
+use crate::records::{extract_key, trim_line_end, KeyError, KeyField, KeyRules, RecordFormat};
 use crate::splits::{self, line_number, Input, Split, SplitReader};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
@@ -23,6 +23,8 @@ pub struct ScanOptions {
     pub max_record: usize,
     /// A malformed record is an error instead of being counted.
     pub strict: bool,
+    /// How keys are encoded before hashing.
+    pub key_rules: KeyRules,
 }
 
 /// The inputs of one side of a job, cut into splits.
@@ -162,6 +164,7 @@ impl Source {
         let input = &self.inputs[split.input];
         let opts = &self.options;
         let mut scratch = Vec::new();
+        let mut long_buf = [0u8; 8];
         // Exact line numbers are known only for a split read from the start of its input.
         let mut line = 0u64;
         let mut unreported = 0u64;
@@ -197,7 +200,9 @@ impl Source {
             }
             stats.records += 1;
             let index = key_index.expect("key index is resolved before the first record");
-            match extract_key(text, opts.format.delimiter, index, &mut scratch) {
+            let key = extract_key(text, opts.format.delimiter, index, &mut scratch)
+                .and_then(|key| opts.key_rules.encode(key, &mut long_buf));
+            match key {
                 Ok(key) => on_record(key, record)?,
                 Err(err) => {
                     // Finding a line number may mean counting newlines from the file's start:

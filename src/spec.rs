@@ -2,7 +2,7 @@
 //! Two filters can be combined only when their identities are equal.
 
 use crate::error::{Error, Result};
-use crate::hashing::{NativePositions, Scheme};
+use crate::hashing::{Positions, Scheme};
 use crate::params;
 use serde::{Deserialize, Serialize};
 
@@ -34,16 +34,27 @@ pub struct FilterSpec {
 }
 
 impl FilterSpec {
+    /// A standard-layout spec of any scheme, validated against that scheme's limits.
+    pub fn new(scheme: Scheme, seed: u32, bits: u64, hashes: u32) -> Result<Self> {
+        if bits == 0 || bits > scheme.max_bits() {
+            return Err(Error::invalid("bits", format!("{bits} is not between 1 and {} ({scheme} filters)", scheme.max_bits())));
+        }
+        if hashes == 0 || hashes > scheme.max_hashes() {
+            return Err(Error::invalid("hashes", format!("{hashes} is not between 1 and {} ({scheme} filters)", scheme.max_hashes())));
+        }
+        if matches!(scheme, Scheme::SparkV1 | Scheme::SparkV2) && bits % 64 != 0 {
+            return Err(Error::invalid("bits", format!("{bits} is not a whole number of 64-bit words, as Spark filters are")));
+        }
+        if matches!(scheme, Scheme::SparkV1 | Scheme::Hadoop(_)) && seed != 0 {
+            return Err(Error::invalid("seed", format!("{scheme} filters have no seed (got {seed})")));
+        }
+        Ok(FilterSpec { scheme, layout: Layout::Standard, seed, bits, hashes })
+    }
+
     /// A native, standard-layout spec with explicit m and k, validated.
     pub fn native(bits: u64, hashes: u32, seed: u32) -> Result<Self> {
         params::validate_bits_hashes(bits, hashes)?;
-        Ok(FilterSpec {
-            scheme: Scheme::Native,
-            layout: Layout::Standard,
-            seed,
-            bits,
-            hashes,
-        })
+        Self::new(Scheme::Native, seed, bits, hashes)
     }
 
     /// A native spec sized for `n` expected items at false-positive rate `p`.
@@ -52,12 +63,33 @@ impl FilterSpec {
         Self::native(m, k, seed)
     }
 
+    /// A spec of `scheme` sized for `n` items at rate `p`: Spark's own formulas for Spark (so the
+    /// same (n, p) gives the same filter as `BloomFilter.create(n, p)`), Bloom's for the others.
+    pub fn sized_for(scheme: Scheme, n: u64, p: f64, seed: u32) -> Result<Self> {
+        match scheme {
+            Scheme::SparkV1 | Scheme::SparkV2 => {
+                let (requested, k) = params::spark_params(n, p)?;
+                Self::new(scheme, seed, requested.div_ceil(64) * 64, k)
+            }
+            _ => {
+                let (m, k) = params::optimal_params(n, p)?;
+                Self::new(scheme, seed, m, k)
+            }
+        }
+    }
+
+    /// A spec of `scheme` with explicit m and k (Spark rounds m up to whole 64-bit words).
+    pub fn with_size(scheme: Scheme, bits: u64, hashes: u32, seed: u32) -> Result<Self> {
+        match scheme {
+            Scheme::SparkV1 | Scheme::SparkV2 => Self::new(scheme, seed, bits.div_ceil(64) * 64, hashes),
+            _ => Self::new(scheme, seed, bits, hashes),
+        }
+    }
+
     /// The k positions of `key`.
     #[inline]
-    pub fn positions(&self, key: &[u8]) -> NativePositions {
-        match self.scheme {
-            Scheme::Native => NativePositions::new(key, self.seed, self.bits, self.hashes),
-        }
+    pub fn positions<'k>(&self, key: &'k [u8]) -> Positions<'k> {
+        self.scheme.positions(key, self.seed, self.bits, self.hashes)
     }
 
     /// Refuses `other` with an error naming the first part of the identity that differs.

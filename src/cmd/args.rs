@@ -5,7 +5,8 @@ use anyhow::{bail, Context};
 use bloomflow::cluster::ClusterConfig;
 use bloomflow::jobs::build::Sizing;
 use bloomflow::params;
-use bloomflow::records::{KeyField, RecordFormat};
+use bloomflow::hashing::{HadoopHash, Scheme};
+use bloomflow::records::{KeyField, KeyRules, KeyType, RecordFormat};
 use bloomflow::scan::ScanOptions;
 use bloomflow::splits::{DEFAULT_MAX_RECORD, DEFAULT_SPLIT_SIZE};
 use std::path::PathBuf;
@@ -86,7 +87,14 @@ impl InputArgs {
             bail!("invalid --max-record-bytes: must be at least 1 byte");
         }
         let key = KeyField::parse(key, format.has_header).with_context(|| format!("invalid {flag}"))?;
-        Ok(ScanOptions { format, key, split_size: self.split_size, max_record: self.max_record_bytes, strict: self.strict })
+        Ok(ScanOptions {
+            format,
+            key,
+            split_size: self.split_size,
+            max_record: self.max_record_bytes,
+            strict: self.strict,
+            key_rules: KeyRules::default(),
+        })
     }
 }
 
@@ -98,9 +106,34 @@ fn parse_delimiter(text: &str) -> anyhow::Result<u8> {
     }
 }
 
-/// How the filter is sized.
+/// A filter file format, and with it a hashing scheme.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FormatArg {
+    /// bloomflow's `.bloom` (Jenkins lookup2, any size).
+    Native,
+    /// Hadoop's `org.apache.hadoop.util.bloom.BloomFilter` Writable.
+    Hadoop,
+    /// Spark's `org.apache.spark.util.sketch.BloomFilter`.
+    Spark,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashArg {
+    Jenkins,
+    Murmur,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyTypeArg {
+    /// The key's bytes.
+    Bytes,
+    /// A signed 64-bit decimal, hashed as Spark's putLong.
+    Long,
+}
+
+/// How the filter is sized, and in which format and scheme.
 #[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Filter size")]
+#[command(next_help_heading = "Filter")]
 pub struct SizingArgs {
     /// Number of distinct keys expected (without it, an upper bound is estimated from the inputs).
     #[arg(long, value_name = "N", conflicts_with_all = ["bits", "hashes"])]
@@ -111,12 +144,24 @@ pub struct SizingArgs {
     /// Explicit number of bits m (with --hashes).
     #[arg(long, value_name = "M", requires = "hashes")]
     pub bits: Option<u64>,
-    /// Explicit number of hash functions k, 1 to 32 (with --bits).
+    /// Explicit number of hash functions k (with --bits): 1 to 32 for native filters.
     #[arg(long, value_name = "K", requires = "bits")]
     pub hashes: Option<u32>,
-    /// Hash seed; filters built with different seeds cannot be merged.
-    #[arg(long, default_value_t = 0, value_name = "S")]
-    pub seed: u32,
+    /// Hash seed (native and Spark V2); filters built with different seeds cannot be merged.
+    #[arg(long, default_value_t = 0, value_name = "S", allow_negative_numbers = true)]
+    pub seed: i64,
+    /// File format of the filter, which also decides its hashing scheme.
+    #[arg(long, value_enum, default_value_t = FormatArg::Native)]
+    pub format: FormatArg,
+    /// Hadoop's hash function (with --format hadoop).
+    #[arg(long, value_enum)]
+    pub hash: Option<HashArg>,
+    /// Spark filter version (with --format spark): 2 is Spark 4.1+'s default, 1 earlier Sparks'.
+    #[arg(long, value_name = "1|2", value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub spark_version: Option<u8>,
+    /// How keys are hashed (long: with --format spark, as putLong).
+    #[arg(long, value_enum, default_value_t = KeyTypeArg::Bytes)]
+    pub key_type: KeyTypeArg,
 }
 
 impl SizingArgs {
@@ -127,11 +172,47 @@ impl SizingArgs {
                 params::validate_items(items).context("invalid --expected-items")?;
                 Sizing::Expected { items, fpp: self.fpp }
             }
-            (None, Some(bits), Some(hashes)) => {
-                params::validate_bits_hashes(bits, hashes).context("invalid --bits/--hashes")?;
-                Sizing::Explicit { bits, hashes }
-            }
+            (None, Some(bits), Some(hashes)) => Sizing::Explicit { bits, hashes },
             _ => Sizing::Estimate { fpp: self.fpp },
         })
+    }
+
+    /// The hashing scheme the format and its options name.
+    pub fn scheme(&self) -> anyhow::Result<Scheme> {
+        if self.hash.is_some() && self.format != FormatArg::Hadoop {
+            bail!("--hash is for --format hadoop");
+        }
+        if self.spark_version.is_some() && self.format != FormatArg::Spark {
+            bail!("--spark-version is for --format spark");
+        }
+        if self.key_type == KeyTypeArg::Long && self.format != FormatArg::Spark {
+            bail!("--key-type long is for --format spark (Spark's putLong)");
+        }
+        Ok(match self.format {
+            FormatArg::Native => Scheme::Native,
+            FormatArg::Hadoop => Scheme::Hadoop(match self.hash.unwrap_or(HashArg::Jenkins) {
+                HashArg::Jenkins => HadoopHash::Jenkins,
+                HashArg::Murmur => HadoopHash::Murmur,
+            }),
+            FormatArg::Spark if self.spark_version == Some(1) => Scheme::SparkV1,
+            FormatArg::Spark => Scheme::SparkV2,
+        })
+    }
+
+    /// The seed as the filter stores it: Spark's is a Java int, so negative seeds are accepted.
+    pub fn seed(&self) -> anyhow::Result<u32> {
+        if self.seed < i32::MIN as i64 || self.seed > u32::MAX as i64 {
+            bail!("invalid --seed {}: must fit in 32 bits", self.seed);
+        }
+        Ok(self.seed as u32)
+    }
+
+    /// The key rules of a filter of `scheme`.
+    pub fn key_rules(&self, scheme: Scheme) -> KeyRules {
+        let key_type = match self.key_type {
+            KeyTypeArg::Bytes => KeyType::Bytes,
+            KeyTypeArg::Long => KeyType::Long,
+        };
+        KeyRules { key_type, reject_empty: scheme.refuses_empty_keys() }
     }
 }

@@ -29,11 +29,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let scheme = args.sizing.scheme()?;
+    let mut scan = args.input.scan(&args.key, "--key")?;
+    scan.key_rules = args.sizing.key_rules(scheme);
     let config = BuildConfig {
         inputs: args.inputs,
-        scan: args.input.scan(&args.key, "--key")?,
+        scan,
         sizing: args.sizing.sizing()?,
-        seed: args.sizing.seed,
+        scheme,
+        seed: args.sizing.seed()?,
         output: Some(args.output),
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,

@@ -3,6 +3,7 @@
 //! one's own data.
 
 use bloomflow::cluster::ClusterConfig;
+use bloomflow::hashing::Scheme;
 use bloomflow::jobs::build::{self, BuildConfig, Sizing};
 use bloomflow::jobs::semijoin::{self, FilterSource, SemijoinConfig};
 use bloomflow::records::{KeyField, RecordFormat};
@@ -32,6 +33,7 @@ fn scan(key: &str) -> ScanOptions {
         split_size: DEMO_SPLIT,
         max_record: DEFAULT_MAX_RECORD,
         strict: false,
+        key_rules: Default::default(),
     }
 }
 
@@ -61,6 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         inputs: vec![customers.clone()],
         scan: scan("customer_id"),
         sizing: Sizing::Expected { items: 3000, fpp: 0.01 },
+        scheme: Scheme::Native,
         seed: 0,
         output: Some(filter.clone()),
         cluster: cluster.clone(),
@@ -91,6 +94,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             inputs: vec![customers.clone()],
             scan: scan("customer_id"),
             sizing: Sizing::Expected { items: 3000, fpp: 0.01 },
+            scheme: Scheme::Native,
             seed: 0,
         },
         probe_inputs: vec![events.clone()],

@@ -1,6 +1,7 @@
 //! `bloomflow info FILE [--json]`.
 
 use bloomflow::format::{self, StoredFilter};
+use bloomflow::hashing::Scheme;
 use bloomflow::params;
 use serde::Serialize;
 use std::io::Write;
@@ -8,7 +9,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The filter file (native .bloom).
+    /// The filter file: native .bloom, Hadoop or Spark (detected).
     file: PathBuf,
     /// Print one JSON object instead of aligned text.
     #[arg(long)]
@@ -37,7 +38,7 @@ struct Info {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let stored = format::load(&args.file)?;
+    let (stored, file_format) = format::load_any(&args.file)?;
     let bytes = std::fs::metadata(&args.file)?.len();
     let kind = stored.kind();
     let f = match stored {
@@ -49,7 +50,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let info = Info {
         file: args.file.display().to_string(),
         kind,
-        format: "native v1".into(),
+        format: match (file_format, spec.scheme) {
+            (format::FileFormat::Spark, Scheme::SparkV1) => "spark v1".into(),
+            (format::FileFormat::Spark, _) => "spark v2".into(),
+            (other, _) => other.to_string(),
+        },
         scheme: spec.scheme.to_string(),
         layout: spec.layout.to_string(),
         seed: spec.seed,

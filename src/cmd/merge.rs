@@ -2,7 +2,7 @@
 //! for counting filters). Nothing is written unless every input is compatible.
 
 use anyhow::{bail, Context};
-use bloomflow::format::{self, native, StoredFilter};
+use bloomflow::format::{self, StoredFilter};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -34,6 +34,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ),
         }
     }
-    native::write_stored(&args.output, &merged)?;
+    format::write(&args.output, &merged)?;
     Ok(())
 }

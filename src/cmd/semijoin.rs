@@ -41,20 +41,22 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
+    let scheme = args.sizing.scheme()?;
     let filter = match (&args.filter, &args.build_key) {
         (Some(path), _) => FilterSource::File(path.clone()),
-        (None, Some(key)) => FilterSource::Build {
-            inputs: args.build.clone(),
-            scan: args.input.scan(key, "--build-key")?,
-            sizing: args.sizing.sizing()?,
-            seed: args.sizing.seed,
-        },
+        (None, Some(key)) => {
+            let mut scan = args.input.scan(key, "--build-key")?;
+            scan.key_rules = args.sizing.key_rules(scheme);
+            FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, seed: args.sizing.seed()? }
+        }
         (None, None) => anyhow::bail!("--build needs --build-key"),
     };
+    let mut probe_scan = args.input.scan(&args.probe_key, "--probe-key")?;
+    probe_scan.key_rules = args.sizing.key_rules(scheme);
     let config = SemijoinConfig {
         filter,
         probe_inputs: args.probe.clone(),
-        probe_scan: args.input.scan(&args.probe_key, "--probe-key")?,
+        probe_scan,
         output: args.output.clone(),
         exact: args.exact,
         overwrite: args.overwrite,

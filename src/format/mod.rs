@@ -1,10 +1,17 @@
-//! Filter files: reading any supported format into a filter, and writing one.
+//! Filter files: bloomflow's native `.bloom`, Hadoop's `BloomFilter` Writable and Spark's
+//! `BloomFilter.writeTo` layouts. Reading detects the format; writing picks it from the filter's
+//! scheme, so a filter always goes back to the system whose hashing it uses.
 
+mod foreign;
+pub mod hadoop;
 pub mod native;
+pub mod spark;
 
 use crate::counting::CountingBloomFilter;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
+use crate::hashing::Scheme;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// A filter as stored in a file: plain or counting.
@@ -32,7 +39,77 @@ impl StoredFilter {
     }
 }
 
+/// The layout a filter file was found in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileFormat {
+    Native,
+    Hadoop,
+    HadoopLegacy,
+    Spark,
+}
+
+impl std::fmt::Display for FileFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileFormat::Native => "native v1",
+            FileFormat::Hadoop => "hadoop writable",
+            FileFormat::HadoopLegacy => "hadoop writable (legacy, unversioned)",
+            FileFormat::Spark => "spark",
+        })
+    }
+}
+
 /// Reads a filter file of any supported format.
 pub fn load(path: &Path) -> Result<StoredFilter> {
-    native::read(path)
+    load_any(path).map(|(f, _)| f)
+}
+
+/// Reads a filter file and says which format it was in.
+pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
+    let (mut file, len) = native::open_regular(path)?;
+    let mut prefix = vec![0u8; len.min(16) as usize];
+    file.read_exact(&mut prefix).map_err(|e| Error::io(path, e))?;
+    if native::is_native(&prefix) {
+        return native::read(path).map(|f| (f, FileFormat::Native));
+    }
+    if prefix.len() < 4 {
+        return Err(Error::bad_file(path, format!("file is {len} bytes, too short to be a filter file")));
+    }
+    let first = foreign::be_i32(&prefix, 0);
+    let legacy_len = (prefix.len() >= 8 && foreign::be_i32(&prefix, 4) > 0)
+        .then(|| hadoop::LEGACY_HEADER_LEN + (foreign::be_i32(&prefix, 4) as u64).div_ceil(8));
+    // Spark files start with 1 or 2, as a legacy Hadoop file with k = 1 or 2 does: the lengths
+    // the two headers imply tell them apart.
+    let (format, header_len) = match first {
+        -1 => (FileFormat::Hadoop, hadoop::HEADER_LEN),
+        1 | 2 if spark::implied_len(&prefix) == Some(len) => (FileFormat::Spark, spark::header_len(first)),
+        n if n > 0 && legacy_len == Some(len) => (FileFormat::HadoopLegacy, hadoop::LEGACY_HEADER_LEN),
+        1 | 2 => (FileFormat::Spark, spark::header_len(first)),
+        n if n > 0 => (FileFormat::HadoopLegacy, hadoop::LEGACY_HEADER_LEN),
+        _ => return Err(Error::bad_file(path, "not a filter file: no bloomflow magic, and not a Hadoop or Spark header")),
+    };
+    file.seek(SeekFrom::Start(header_len.min(len))).map_err(|e| Error::io(path, e))?;
+    let mut input = std::io::BufReader::with_capacity(1 << 20, file);
+    let filter = match format {
+        FileFormat::Spark => spark::read(path, &mut input, &prefix, len)?,
+        _ => hadoop::read(path, &mut input, &prefix, len, format == FileFormat::HadoopLegacy)?,
+    };
+    Ok((StoredFilter::Plain(filter), format))
+}
+
+/// Writes a filter in the format its scheme belongs to (atomically: temporary name, rename).
+pub fn write(path: &Path, filter: &StoredFilter) -> Result<()> {
+    match filter {
+        StoredFilter::Plain(f) => write_plain(path, f),
+        StoredFilter::Counting(c) => native::write_counting(path, c),
+    }
+}
+
+/// Writes a plain filter in the format its scheme belongs to.
+pub fn write_plain(path: &Path, f: &BloomFilter) -> Result<()> {
+    match f.spec().scheme {
+        Scheme::Native => native::write_plain(path, f),
+        Scheme::Hadoop(_) => hadoop::write(path, f),
+        Scheme::SparkV1 | Scheme::SparkV2 => spark::write(path, f),
+    }
 }

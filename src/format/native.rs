@@ -19,7 +19,6 @@ use crate::bits::{words_for_bits, BitArray};
 use crate::counting::{words_for_counters, CountingBloomFilter};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
-use crate::params;
 use crate::spec::FilterSpec;
 use bincode::Options;
 use serde::{Deserialize, Serialize};
@@ -190,8 +189,8 @@ pub fn read(path: &Path) -> Result<StoredFilter> {
     let header: NativeHeader = header_codec()
         .deserialize(&header_bytes)
         .map_err(|e| bad(format!("corrupt header: {e}")))?;
-    params::validate_bits_hashes(header.spec.bits, header.spec.hashes)
-        .map_err(|e| bad(format!("corrupt header: {e}")))?;
+    let spec = header.spec;
+    FilterSpec::new(spec.scheme, spec.seed, spec.bits, spec.hashes).map_err(|e| bad(format!("corrupt header: {e}")))?;
     let words = header.body_words();
     let expected_len = PREFIX_LEN + header_len as u64 + words * 8 + CHECKSUM_LEN;
     if expected_len != len {

@@ -6,10 +6,11 @@ use crate::allreduce::Gather;
 use crate::cluster::{ClusterConfig, ConnectWatchdog};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
-use crate::format::native;
+use crate::format;
 use crate::params;
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
+use crate::hashing::Scheme;
 use crate::spec::FilterSpec;
 use crate::splits::{Input, SplitReader, Split};
 use serde::Serialize;
@@ -35,6 +36,8 @@ pub struct BuildConfig {
     pub inputs: Vec<PathBuf>,
     pub scan: ScanOptions,
     pub sizing: Sizing,
+    /// The hashing scheme, which also decides the output's file format.
+    pub scheme: Scheme,
     pub seed: u32,
     /// Where worker 0 writes the filter; `None` builds and reports only.
     pub output: Option<PathBuf>,
@@ -78,16 +81,16 @@ pub struct BuildStats {
 }
 
 /// Sizes the filter from the user's choice; an estimate reads a sample of the inputs.
-pub fn size_filter(sizing: &Sizing, source: &Source, seed: u32) -> Result<SizedSpec> {
+pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, seed: u32) -> Result<SizedSpec> {
     match *sizing {
         Sizing::Expected { items, fpp } => Ok(SizedSpec {
-            spec: FilterSpec::native_for(items, fpp, seed)?,
+            spec: FilterSpec::sized_for(scheme, items, fpp, seed)?,
             expected_items: items,
             target_fpp: fpp,
             note: format!("sized for {items} expected items at false-positive rate {fpp}"),
         }),
         Sizing::Explicit { bits, hashes } => Ok(SizedSpec {
-            spec: FilterSpec::native(bits, hashes, seed)?,
+            spec: FilterSpec::with_size(scheme, bits, hashes, seed)?,
             expected_items: 0,
             target_fpp: 0.0,
             note: format!("explicit size: {bits} bits, {hashes} hashes"),
@@ -95,7 +98,7 @@ pub fn size_filter(sizing: &Sizing, source: &Source, seed: u32) -> Result<SizedS
         Sizing::Estimate { fpp } => {
             let (items, note) = estimate_items(source)?;
             Ok(SizedSpec {
-                spec: FilterSpec::native_for(items, fpp, seed)?,
+                spec: FilterSpec::sized_for(scheme, items, fpp, seed)?,
                 expected_items: items,
                 target_fpp: fpp,
                 note: format!("{note}; sized for it at false-positive rate {fpp} (give --expected-items to size exactly)"),
@@ -162,7 +165,7 @@ pub fn check_writable(output: &Path) -> Result<()> {
 pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let started = Instant::now();
     let source = Arc::new(Source::plan(&config.inputs, config.scan.clone())?);
-    let sized = size_filter(&config.sizing, &source, config.seed)?;
+    let sized = size_filter(&config.sizing, &source, config.scheme, config.seed)?;
     crate::limits::check_allocation(sized.spec.bits / 8 * 2, "the filter (a partial per worker plus the merge)")?;
     if let (Some(out), 0) = (&config.output, config.cluster.process) {
         check_writable(out)?;
@@ -191,7 +194,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         }
         filter.set_items_inserted(reports.iter().map(|r| r.keys).sum());
         if let Some(path) = &output {
-            native::write_plain(path, &filter)?;
+            format::write_plain(path, &filter)?;
         }
         Ok(Some((filter.bits_set(), filter.estimated_fpp(), reports)))
     })

@@ -11,6 +11,7 @@ use crate::cluster::{ClusterConfig, ConnectWatchdog};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::format;
+use crate::hashing::Scheme;
 use crate::output::{self, part_name, TaskFile};
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
@@ -33,7 +34,7 @@ use timely::worker::Worker;
 #[derive(Clone, Debug)]
 pub enum FilterSource {
     /// Built from the build side's inputs by the distributed build.
-    Build { inputs: Vec<PathBuf>, scan: ScanOptions, sizing: Sizing, seed: u32 },
+    Build { inputs: Vec<PathBuf>, scan: ScanOptions, sizing: Sizing, scheme: Scheme, seed: u32 },
     /// Read from a filter file (every process reads it).
     File(PathBuf),
 }
@@ -116,9 +117,9 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         return Err(Error::invalid("--exact", "needs the build side (--build): a filter file holds no keys to join with"));
     }
     let planned = match &config.filter {
-        FilterSource::Build { inputs, scan, sizing, seed } => {
+        FilterSource::Build { inputs, scan, sizing, scheme, seed } => {
             let source = Source::plan(inputs, scan.clone())?;
-            let sized = size_filter(sizing, &source, *seed)?;
+            let sized = size_filter(sizing, &source, *scheme, *seed)?;
             crate::limits::check_allocation(sized.spec.bits / 8 * cluster.workers as u64, "the global filter on every worker")?;
             PlannedFilter::Build { source, sized }
         }
@@ -127,7 +128,13 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
             PlannedFilter::File { path: path.clone(), filter: Arc::new(filter) }
         }
     };
-    let probe = Source::plan(&config.probe_inputs, config.probe_scan.clone())?;
+    // A probe key the filter's scheme cannot hold (an empty key, for Hadoop) cannot match.
+    let mut probe_scan = config.probe_scan.clone();
+    probe_scan.key_rules.reject_empty = match &planned {
+        PlannedFilter::Build { sized, .. } => sized.spec.scheme.refuses_empty_keys(),
+        PlannedFilter::File { filter, .. } => filter.spec().scheme.refuses_empty_keys(),
+    };
+    let probe = Source::plan(&config.probe_inputs, probe_scan)?;
     output::prepare(&config.output, config.overwrite, cluster.process)?;
 
     let peers = cluster.peers();

@@ -30,6 +30,7 @@ fn options(split_size: u64, has_header: bool, key: KeyField) -> ScanOptions {
         split_size,
         max_record: 1 << 20,
         strict: true,
+        key_rules: Default::default(),
     }
 }
 

@@ -6,4 +6,5 @@ mod build_job;
 mod cli_filter;
 mod filter_props;
 mod format_native;
+mod interop;
 mod semijoin_job;

@@ -1,6 +1,5 @@
-//! Hashing schemes: how a key's bytes become k bit positions.
-//!
-//! The native scheme is the one every `.bloom` file depends on, so it is pinned by golden tests:
+//! bloomflow's native hashing scheme, the one every native `.bloom` file depends on, pinned by
+//! golden tests:
 //!
 //! 1. `a = lookup2(key, seed)` and `b = lookup2(key, seed ^ 0x9E3779B9)` (Bob Jenkins' lookup2, as in
 //!    the `jenkins_hash` crate): 64 bits of entropy, so a billion keys do not hit the floor that
@@ -11,25 +10,8 @@
 //! 4. `mulshift(x, m) = (x as u128 * m as u128) >> 64`, which maps x uniformly into [0, m) without a
 //!    division (Lemire 2019) and works for any m up to 2^64.
 
-use serde::{Deserialize, Serialize};
-
 /// Second lookup2 seed offset: the 32-bit golden ratio, so that the two hashes are independent.
 pub const SECOND_SEED_XOR: u32 = 0x9E37_79B9;
-
-/// The hashing scheme of a filter: part of its identity, since it decides which bits a key sets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Scheme {
-    /// bloomflow's own: Jenkins lookup2 twice, enhanced double hashing, multiply-shift.
-    Native,
-}
-
-impl std::fmt::Display for Scheme {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Scheme::Native => f.write_str("native-lookup2-edh"),
-        }
-    }
-}
 
 /// The two 32-bit Jenkins lookup2 hashes of a key that the native scheme derives positions from.
 #[inline]

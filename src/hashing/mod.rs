@@ -1,0 +1,160 @@
+//! Hashing schemes: how a key's bytes become k bit positions. The scheme is part of a filter's
+//! identity: bloomflow's native one, and Hadoop's and Spark's, reproduced bit for bit so that
+//! their filter files can be read, written and merged (see ../shared/interop/README.md).
+
+pub mod hadoop_jenkins;
+pub mod hadoop_murmur;
+pub mod native;
+pub mod spark_murmur3;
+
+pub use native::{mulshift, native_hash, NativePositions};
+use serde::{Deserialize, Serialize};
+
+/// The hash function of a Hadoop filter (`Hash.JENKINS_HASH` = 0, `Hash.MURMUR_HASH` = 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HadoopHash {
+    Jenkins,
+    Murmur,
+}
+
+impl HadoopHash {
+    /// Hadoop's `Hash.hash(bytes, len, seed)`.
+    #[inline]
+    pub fn hash(self, key: &[u8], seed: u32) -> u32 {
+        match self {
+            HadoopHash::Jenkins => hadoop_jenkins::hash(key, seed),
+            HadoopHash::Murmur => hadoop_murmur::hash(key, seed),
+        }
+    }
+
+    /// The type byte of Hadoop's file header.
+    pub fn type_code(self) -> u8 {
+        match self {
+            HadoopHash::Jenkins => 0,
+            HadoopHash::Murmur => 1,
+        }
+    }
+}
+
+/// The hashing scheme of a filter: part of its identity, since it decides which bits a key sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scheme {
+    /// bloomflow's own: Jenkins lookup2 twice, enhanced double hashing, multiply-shift.
+    Native,
+    /// `org.apache.hadoop.util.bloom`: seed-chained hashes, `abs(h % m)`.
+    Hadoop(HadoopHash),
+    /// `org.apache.spark.util.sketch` V1: Murmur3 h1, h2; `h1 + i·h2` in 32-bit arithmetic.
+    SparkV1,
+    /// Spark V2 (the default from Spark 4.1): seeded Murmur3; `h1·(2^31−1) + i·h2` in 64 bits.
+    SparkV2,
+}
+
+impl std::fmt::Display for Scheme {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Scheme::Native => "native-lookup2-edh",
+            Scheme::Hadoop(HadoopHash::Jenkins) => "hadoop-jenkins",
+            Scheme::Hadoop(HadoopHash::Murmur) => "hadoop-murmur",
+            Scheme::SparkV1 => "spark-v1-murmur3",
+            Scheme::SparkV2 => "spark-v2-murmur3",
+        })
+    }
+}
+
+impl Scheme {
+    /// The most hash functions a filter of this scheme may have: 32 for native filters (the
+    /// sizing formula's clamp); more for foreign files, whose writers allow it, but bounded so
+    /// that a hostile header cannot make every query loop for ever.
+    pub fn max_hashes(self) -> u32 {
+        match self {
+            Scheme::Native => 32,
+            _ => 1024,
+        }
+    }
+
+    /// The most bits a filter of this scheme can have: Hadoop stores m as an int; Spark stores
+    /// the word count as an int.
+    pub fn max_bits(self) -> u64 {
+        match self {
+            Scheme::Native => crate::params::MAX_BITS,
+            Scheme::Hadoop(_) => i32::MAX as u64,
+            Scheme::SparkV1 | Scheme::SparkV2 => i32::MAX as u64 * 64,
+        }
+    }
+
+    /// Hadoop refuses empty keys (`key length must be > 0`).
+    pub fn refuses_empty_keys(self) -> bool {
+        matches!(self, Scheme::Hadoop(_))
+    }
+
+    /// The k positions of `key` in a filter of `m` bits seeded with `seed`.
+    #[inline]
+    pub fn positions(self, key: &[u8], seed: u32, m: u64, k: u32) -> Positions<'_> {
+        match self {
+            Scheme::Native => Positions::Native(NativePositions::new(key, seed, m, k)),
+            Scheme::Hadoop(hash) => Positions::Hadoop { key, hash, h: 0, i: 0, k, m },
+            Scheme::SparkV1 => {
+                let h1 = spark_murmur3::hash_bytes(key, 0);
+                let h2 = spark_murmur3::hash_bytes(key, h1);
+                Positions::SparkV1 { h1: h1 as i32, h2: h2 as i32, i: 1, k, m }
+            }
+            Scheme::SparkV2 => {
+                let h1 = spark_murmur3::hash_bytes(key, seed);
+                let h2 = spark_murmur3::hash_bytes(key, h1);
+                let c = (h1 as i32 as i64).wrapping_mul(i32::MAX as i64);
+                Positions::SparkV2 { c, h2: h2 as i32 as i64, i: 0, k, m }
+            }
+        }
+    }
+}
+
+/// The positions of one key, in order, under any scheme.
+#[derive(Clone, Debug)]
+pub enum Positions<'a> {
+    Native(NativePositions),
+    /// h = hash(key, previous h), starting from 0; position `abs(h % m)` in Java int arithmetic.
+    Hadoop { key: &'a [u8], hash: HadoopHash, h: u32, i: u32, k: u32, m: u64 },
+    /// for i in 1..=k: c = h1 + i·h2 (int), c = ~c if negative, position c mod m.
+    SparkV1 { h1: i32, h2: i32, i: u32, k: u32, m: u64 },
+    /// c = h1·(2^31−1); for each position: c += h2, index = ~c if negative, position index mod m.
+    SparkV2 { c: i64, h2: i64, i: u32, k: u32, m: u64 },
+}
+
+impl Iterator for Positions<'_> {
+    type Item = u64;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<u64> {
+        match self {
+            Positions::Native(p) => p.next(),
+            Positions::Hadoop { key, hash, h, i, k, m } => {
+                if *i == *k {
+                    return None;
+                }
+                *i += 1;
+                *h = hash.hash(key, *h);
+                Some(((*h as i32) % (*m as i32)).unsigned_abs() as u64)
+            }
+            Positions::SparkV1 { h1, h2, i, k, m } => {
+                if *i > *k {
+                    return None;
+                }
+                let mut c = h1.wrapping_add((*i as i32).wrapping_mul(*h2));
+                if c < 0 {
+                    c = !c;
+                }
+                *i += 1;
+                Some(c as u64 % *m)
+            }
+            Positions::SparkV2 { c, h2, i, k, m } => {
+                if *i == *k {
+                    return None;
+                }
+                *i += 1;
+                *c = c.wrapping_add(*h2);
+                let index = if *c < 0 { !*c } else { *c };
+                Some(index as u64 % *m)
+            }
+        }
+    }
+}

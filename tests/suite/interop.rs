@@ -1,0 +1,313 @@
+//! Hadoop and Spark compatibility, against the reference vectors the real libraries produced
+//! (hadoop-common 3.5.0, spark-sketch 4.3.0; copied from ../shared/interop into tests/data/interop).
+
+use crate::util::*;
+use bloomflow::format::{self, FileFormat, StoredFilter};
+use bloomflow::hashing::{hadoop_jenkins, hadoop_murmur, spark_murmur3, HadoopHash, Scheme};
+use bloomflow::{BloomFilter, Error, FilterSpec};
+use std::path::{Path, PathBuf};
+
+fn vectors() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/interop")
+}
+
+/// The rows of a TSV file (header dropped), split on tabs; empty fields kept.
+fn tsv(name: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(vectors().join(name)).unwrap();
+    text.lines().skip(1).map(|l| l.split('\t').map(str::to_string).collect()).collect()
+}
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+}
+
+fn seed(s: &str) -> u32 {
+    s.parse::<i32>().unwrap() as u32
+}
+
+fn hash_hex(s: &str) -> u32 {
+    u32::from_str_radix(s, 16).unwrap()
+}
+
+#[test]
+fn hash_functions_match_every_vector_row() {
+    let mut checked = 0;
+    for (file, f) in [
+        ("jenkins.tsv", hadoop_jenkins::hash as fn(&[u8], u32) -> u32),
+        ("murmur.tsv", hadoop_murmur::hash),
+        ("spark_murmur3.tsv", spark_murmur3::hash_bytes),
+    ] {
+        for row in tsv(file) {
+            assert_eq!(f(row[0].as_bytes(), seed(&row[1])), hash_hex(&row[3]), "{file}: {row:?}");
+            assert_eq!(f(row[0].as_bytes(), seed(&row[1])) as i32, row[2].parse::<i32>().unwrap());
+            checked += 1;
+        }
+    }
+    for row in tsv("hash_extra.tsv") {
+        let f = match row[0].as_str() {
+            "hadoop_jenkins" => hadoop_jenkins::hash as fn(&[u8], u32) -> u32,
+            "hadoop_murmur" => hadoop_murmur::hash,
+            "spark_murmur3" => spark_murmur3::hash_bytes,
+            other => panic!("unknown algo {other}"),
+        };
+        assert_eq!(f(&hex(&row[1]), seed(&row[2])), hash_hex(&row[4]), "hash_extra: {row:?}");
+        checked += 1;
+    }
+    for row in tsv("spark_murmur3_long.tsv") {
+        let v: i64 = row[0].parse().unwrap();
+        assert_eq!(spark_murmur3::hash_long(v, seed(&row[1])), hash_hex(&row[3]), "long {row:?}");
+        checked += 1;
+    }
+    assert_eq!(checked, 420 * 3 + 1092 + tsv("spark_murmur3_long.tsv").len());
+}
+
+#[test]
+fn hadoop_positions_match() {
+    let rows = tsv("hadoop_positions.tsv");
+    assert_eq!(rows.len(), 200);
+    for row in rows {
+        let hash = if row[0] == "JENKINS" { HadoopHash::Jenkins } else { HadoopHash::Murmur };
+        let spec = FilterSpec::new(Scheme::Hadoop(hash), 0, 1000, 7).unwrap();
+        let got: Vec<String> = spec.positions(row[1].as_bytes()).map(|p| p.to_string()).collect();
+        assert_eq!(got.join(","), row[2], "{row:?}");
+        // The chained raw hashes too.
+        let mut h = 0u32;
+        let chained: Vec<String> = (0..7).map(|_| { h = hash.hash(row[1].as_bytes(), h); (h as i32).to_string() }).collect();
+        assert_eq!(chained.join(","), row[3]);
+    }
+}
+
+#[test]
+fn spark_positions_match() {
+    let rows = tsv("spark_positions.tsv");
+    for row in &rows {
+        let key: Vec<u8> = match row[0].as_str() {
+            "string" => row[1].as_bytes().to_vec(),
+            "long" => row[1].parse::<i64>().unwrap().to_le_bytes().to_vec(),
+            other => panic!("unknown kind {other}"),
+        };
+        let h1 = spark_murmur3::hash_bytes(&key, 0);
+        assert_eq!(h1 as i32, row[2].parse::<i32>().unwrap(), "{row:?}");
+        assert_eq!(spark_murmur3::hash_bytes(&key, h1) as i32, row[3].parse::<i32>().unwrap());
+        let positions = |scheme, seed| -> String {
+            let spec = FilterSpec::new(scheme, seed, 7360, 5).unwrap();
+            spec.positions(&key).map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+        };
+        assert_eq!(positions(Scheme::SparkV1, 0), row[4], "v1 {row:?}");
+        assert_eq!(positions(Scheme::SparkV2, 0), row[5], "v2 {row:?}");
+        assert_eq!(positions(Scheme::SparkV2, 12345), row[8], "v2 seed 12345 {row:?}");
+    }
+    assert!(rows.len() > 200);
+}
+
+/// Runs `query` on a reference file for every key of a membership table and compares the column.
+fn check_membership(file: &str, table: &str, column: usize, extra: &[&str]) {
+    let rows = tsv(table);
+    let input: String = rows.iter().map(|r| format!("{}\n", r[0])).collect();
+    let path = vectors().join(file);
+    let mut args = vec!["query", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = ok(&run_with_stdin(&args, input.as_bytes()));
+    let answers: Vec<&str> = out.lines().collect();
+    assert_eq!(answers.len(), rows.len());
+    for (row, answer) in rows.iter().zip(answers) {
+        let expected = if row[column] == "1" { "maybe" } else { "no" };
+        assert_eq!(answer, format!("{}\t{expected}", row[0]), "{file}");
+    }
+}
+
+#[test]
+fn query_reproduces_every_membership_table() {
+    check_membership("hadoop_bloom_jenkins.bin", "hadoop_membership.tsv", 2, &[]);
+    check_membership("hadoop_bloom_murmur.bin", "hadoop_membership.tsv", 3, &[]);
+    check_membership("hadoop_bloom_odd.bin", "hadoop_membership.tsv", 4, &[]);
+    check_membership("spark_bloom.bin", "spark_membership.tsv", 2, &[]);
+    check_membership("spark_bloom_v1.bin", "spark_membership.tsv", 3, &[]);
+    check_membership("spark_bloom_long.bin", "spark_membership_long.tsv", 2, &["--key-type", "long"]);
+    check_membership("spark_bloom_long_v1.bin", "spark_membership_long.tsv", 3, &["--key-type", "long"]);
+}
+
+#[test]
+fn build_writes_the_reference_files_byte_for_byte() {
+    let dir = tempdir();
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(&keys, (0..100).map(|i| format!("key-{i}\n")).collect::<String>()).unwrap();
+    let longs = dir.path().join("longs.txt");
+    std::fs::write(&longs, (0..100).map(|i| format!("{i}\n")).collect::<String>()).unwrap();
+    let cases: &[(&str, &Path, &[&str])] = &[
+        ("hadoop_bloom_jenkins.bin", &keys, &["--format", "hadoop", "--bits", "1000", "--hashes", "7"]),
+        ("hadoop_bloom_murmur.bin", &keys, &["--format", "hadoop", "--hash", "murmur", "--bits", "1000", "--hashes", "7"]),
+        ("hadoop_bloom_odd.bin", &keys, &["--format", "hadoop", "--bits", "1003", "--hashes", "3"]),
+        ("spark_bloom.bin", &keys, &["--format", "spark", "--expected-items", "1000", "--fpp", "0.03"]),
+        ("spark_bloom_v1.bin", &keys, &["--format", "spark", "--spark-version", "1", "--expected-items", "1000", "--fpp", "0.03"]),
+        ("spark_bloom_long.bin", &longs, &["--format", "spark", "--key-type", "long", "--expected-items", "1000", "--fpp", "0.03"]),
+        ("spark_bloom_long_v1.bin", &longs, &["--format", "spark", "--spark-version", "1", "--key-type", "long", "--bits", "7298", "--hashes", "5"]),
+    ];
+    // spark_params.tsv describes a seed-12345 V2 filter of the same keys with 483 bits set.
+    let seeded = path_str(dir.path(), "seeded.bin");
+    ok(&run(&["build", keys.to_str().unwrap(), "--no-header", "--key", "1", "--format", "spark", "--seed", "12345", "--expected-items", "1000", "--fpp", "0.03", "-o", &seeded]));
+    let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &seeded, "--json"]))).unwrap();
+    assert_eq!((info["bits_set"].as_u64(), info["seed"].as_u64()), (Some(483), Some(12345)));
+    for (reference, input, flags) in cases {
+        for workers in ["1", "2"] {
+            let out = path_str(dir.path(), &format!("{reference}.{workers}"));
+            let mut args = vec!["build", input.to_str().unwrap(), "--no-header", "--key", "1", "-o", &out, "-w", workers, "--no-progress"];
+            args.extend_from_slice(flags);
+            ok(&run(&args));
+            assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(vectors().join(reference)).unwrap(), "{reference} -w {workers}");
+        }
+    }
+}
+
+#[test]
+fn spark_sizing_matches_the_params_table() {
+    for row in tsv("spark_params.tsv") {
+        let (n, p): (u64, f64) = (row[8].parse().unwrap(), row[9].parse().unwrap());
+        let scheme = if row[1] == "1" { Scheme::SparkV1 } else { Scheme::SparkV2 };
+        let spec = FilterSpec::sized_for(scheme, n, p, 0).unwrap();
+        assert_eq!(spec.bits.to_string(), row[5], "{row:?}");
+        assert_eq!(spec.hashes.to_string(), row[2], "{row:?}");
+        // The table also describes a seeded file that is not among the vectors.
+        let file = vectors().join(&row[0]);
+        if file.exists() {
+            let (stored, _) = format::load_any(&file).unwrap();
+            let f = stored.into_plain();
+            assert_eq!(f.bits_set().to_string(), row[6], "cardinality is the bits set: {row:?}");
+            assert_eq!((f.spec().seed as i32).to_string(), row[3]);
+            assert_eq!(std::fs::metadata(&file).unwrap().len().to_string(), row[10]);
+        }
+    }
+}
+
+#[test]
+fn every_format_round_trips_and_is_detected() {
+    let dir = tempdir();
+    for (name, format) in [
+        ("hadoop_bloom_jenkins.bin", FileFormat::Hadoop),
+        ("hadoop_bloom_odd.bin", FileFormat::Hadoop),
+        ("spark_bloom.bin", FileFormat::Spark),
+        ("spark_bloom_long_v1.bin", FileFormat::Spark),
+    ] {
+        let (stored, detected) = format::load_any(&vectors().join(name)).unwrap();
+        assert_eq!(detected, format, "{name}");
+        let out = dir.path().join(name);
+        format::write(&out, &stored).unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(vectors().join(name)).unwrap(), "{name}");
+    }
+}
+
+#[test]
+fn the_legacy_hadoop_layout_is_read() {
+    // Legacy: int nbHash (> 0), int vectorSize, bits; Jenkins implied.
+    let current = std::fs::read(vectors().join("hadoop_bloom_jenkins.bin")).unwrap();
+    let mut legacy = current[4..8].to_vec();
+    legacy.extend(&current[9..]);
+    let dir = tempdir();
+    let path = dir.path().join("legacy.bin");
+    std::fs::write(&path, &legacy).unwrap();
+    let (stored, detected) = format::load_any(&path).unwrap();
+    assert_eq!(detected, FileFormat::HadoopLegacy);
+    let (reference, _) = format::load_any(&vectors().join("hadoop_bloom_jenkins.bin")).unwrap();
+    assert_eq!(stored, reference);
+}
+
+#[test]
+fn filters_of_different_schemes_do_not_merge() {
+    let dir = tempdir();
+    let a = vectors().join("hadoop_bloom_jenkins.bin");
+    let b = vectors().join("hadoop_bloom_murmur.bin");
+    let out = path_str(dir.path(), "m.bin");
+    fails_with(&run(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "-o", &out]), &["hashing scheme differs (hadoop-jenkins vs hadoop-murmur)"]);
+    assert!(!Path::new(&out).exists());
+    let v1 = vectors().join("spark_bloom_v1.bin");
+    let v2 = vectors().join("spark_bloom.bin");
+    fails_with(&run(&["merge", v1.to_str().unwrap(), v2.to_str().unwrap(), "-o", &out]), &["hashing scheme differs"]);
+    // Same scheme: the merge is the OR, written back in the same format.
+    ok(&run(&["merge", v2.to_str().unwrap(), vectors().join("spark_bloom_long.bin").to_str().unwrap(), "-o", &out]));
+    let merged = format::load(Path::new(&out)).unwrap().into_plain();
+    assert_eq!(merged.spec().scheme, Scheme::SparkV2);
+    assert!(merged.contains(b"key-7") && merged.contains(&7i64.to_le_bytes()));
+}
+
+fn bad_reason(bytes: &[u8]) -> String {
+    let dir = tempdir();
+    let path = dir.path().join("hostile.bin");
+    std::fs::write(&path, bytes).unwrap();
+    match format::load(&path) {
+        Err(Error::BadFilterFile { reason, .. }) => reason,
+        other => panic!("expected a bad-file error, got {other:?}"),
+    }
+}
+
+#[test]
+fn hostile_hadoop_and_spark_headers_are_rejected() {
+    let hadoop = std::fs::read(vectors().join("hadoop_bloom_jenkins.bin")).unwrap();
+    let spark = std::fs::read(vectors().join("spark_bloom.bin")).unwrap();
+    let with = |base: &[u8], at: usize, bytes: &[u8]| {
+        let mut b = base.to_vec();
+        b[at..at + bytes.len()].copy_from_slice(bytes);
+        b
+    };
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("hadoop k = 0", with(&hadoop, 4, &0i32.to_be_bytes()), "must be positive"),
+        ("hadoop k = 2^31-1", with(&hadoop, 4, &i32::MAX.to_be_bytes()), "hashes"),
+        ("hadoop hash type 7", with(&hadoop, 8, &[7]), "hash type 7"),
+        ("hadoop m = 2^31-1", with(&hadoop, 9, &i32::MAX.to_be_bytes()), "truncated"),
+        ("hadoop m < 0", with(&hadoop, 9, &(-5i32).to_be_bytes()), "must be positive"),
+        ("hadoop truncated", hadoop[..100].to_vec(), "truncated"),
+        ("hadoop header only", hadoop[..10].to_vec(), "too short"),
+        ("spark numWords = 2^31-1", with(&spark, 12, &i32::MAX.to_be_bytes()), ""),
+        ("spark numWords = 0", with(&spark, 12, &0i32.to_be_bytes()), ""),
+        ("spark k = -3", with(&spark, 4, &(-3i32).to_be_bytes()), "must be positive"),
+        ("spark truncated", spark[..900].to_vec(), ""),
+        ("version 7", with(&spark, 0, &7i32.to_be_bytes()), ""),
+        ("negative version", with(&spark, 0, &(-9i32).to_be_bytes()), "not a filter file"),
+        ("three bytes", vec![0, 0, 0], "too short"),
+    ];
+    for (what, bytes, needle) in cases {
+        let reason = bad_reason(&bytes);
+        assert!(reason.contains(needle), "{what}: {reason}");
+    }
+}
+
+#[test]
+fn hadoop_and_spark_size_limits_are_enforced() {
+    let err = FilterSpec::with_size(Scheme::Hadoop(HadoopHash::Jenkins), 1 << 31, 3, 0).unwrap_err().to_string();
+    assert!(err.contains("2147483647"), "{err}");
+    assert!(FilterSpec::with_size(Scheme::Hadoop(HadoopHash::Jenkins), (1 << 31) - 1, 3, 0).is_ok());
+    let err = FilterSpec::with_size(Scheme::SparkV2, (1u64 << 31) * 64, 3, 0).unwrap_err().to_string();
+    assert!(err.contains("bits"), "{err}");
+    assert!(FilterSpec::new(Scheme::SparkV1, 5, 64, 3).is_err(), "Spark V1 has no seed");
+}
+
+#[test]
+fn hadoop_builds_refuse_empty_keys_and_spark_longs_must_parse() {
+    let dir = tempdir();
+    let input = dir.path().join("k.csv");
+    std::fs::write(&input, "id,key\n1,a\n2,\n3,c\n").unwrap();
+    let out = path_str(dir.path(), "h.bin");
+    let summary = ok(&run(&["build", input.to_str().unwrap(), "-k", "key", "--format", "hadoop", "--bits", "1000", "--hashes", "3", "-o", &out]));
+    assert!(summary.contains("k.csv:3: empty key"), "{summary}");
+    fails_with(&run(&["build", input.to_str().unwrap(), "-k", "key", "--format", "hadoop", "--bits", "1000", "--hashes", "3", "-o", &out, "--strict"]), &["k.csv:3", "empty key"]);
+    let summary = ok(&run(&["build", input.to_str().unwrap(), "-k", "id", "--format", "spark", "--key-type", "long", "--expected-items", "10", "-o", &out]));
+    assert!(summary.contains("keys inserted      3"), "{summary}");
+    let summary = ok(&run(&["build", input.to_str().unwrap(), "-k", "key", "--format", "spark", "--key-type", "long", "--expected-items", "10", "-o", &out]));
+    assert!(summary.contains("is not a signed 64-bit decimal integer"), "{summary}");
+    fails_with(&run(&["build", input.to_str().unwrap(), "-k", "key", "--key-type", "long", "-o", &out]), &["--key-type long is for --format spark"]);
+}
+
+#[test]
+fn semijoin_prunes_with_a_spark_filter() {
+    let dir = tempdir();
+    let probe = dir.path().join("p.csv");
+    std::fs::write(&probe, "id,k\n1,key-5\n2,nope-1\n3,key-99\n4,probe-3\n").unwrap();
+    let out = path_str(dir.path(), "out");
+    let filter = vectors().join("spark_bloom.bin");
+    ok(&run(&["semijoin", "--filter", filter.to_str().unwrap(), "--probe", probe.to_str().unwrap(), "--probe-key", "k", "-o", &out]));
+    let part = std::fs::read_to_string(Path::new(&out).join("part-00000")).unwrap();
+    assert_eq!(part, "id,k\n1,key-5\n3,key-99\n");
+    let _: BloomFilter = match format::load(&filter).unwrap() {
+        StoredFilter::Plain(f) => f,
+        StoredFilter::Counting(_) => unreachable!(),
+    };
+}
