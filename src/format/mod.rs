@@ -84,9 +84,15 @@ pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
         -1 => (FileFormat::Hadoop, hadoop::HEADER_LEN),
         1 | 2 if spark::implied_len(&prefix) == Some(len) => (FileFormat::Spark, spark::header_len(first)),
         n if n > 0 && legacy_len == Some(len) => (FileFormat::HadoopLegacy, hadoop::LEGACY_HEADER_LEN),
+        // A Spark version whose length is off: report it as a damaged Spark file.
         1 | 2 => (FileFormat::Spark, spark::header_len(first)),
-        n if n > 0 => (FileFormat::HadoopLegacy, hadoop::LEGACY_HEADER_LEN),
-        _ => return Err(Error::bad_file(path, "not a filter file: no bloomflow magic, and not a Hadoop or Spark header")),
+        _ => {
+            return Err(Error::bad_file(
+                path,
+                "not a filter file (bad magic): no bloomflow magic, no Hadoop version -1, and its length \
+                 matches no Spark or legacy Hadoop header",
+            ))
+        }
     };
     file.seek(SeekFrom::Start(header_len.min(len))).map_err(|e| Error::io(path, e))?;
     let mut input = std::io::BufReader::with_capacity(1 << 20, file);
