@@ -23,6 +23,7 @@ impl AtomicFile {
             .to_string_lossy();
         let temp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
         let file = File::create(&temp).map_err(|e| Error::io(target, e))?;
+        crate::cleanup::register(&temp);
         Ok(AtomicFile {
             target: target.to_path_buf(),
             temp,
@@ -43,6 +44,7 @@ impl AtomicFile {
             .map_err(|e| Error::io(&self.target, e.into_error()))?;
         file.sync_all().map_err(|e| Error::io(&self.target, e))?;
         std::fs::rename(&self.temp, &self.target).map_err(|e| Error::io(&self.target, e))?;
+        crate::cleanup::unregister(&self.temp);
         Ok(())
     }
 }
@@ -60,6 +62,7 @@ impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.writer.take().is_some() {
             let _ = std::fs::remove_file(&self.temp);
+            crate::cleanup::unregister(&self.temp);
         }
     }
 }

@@ -121,6 +121,9 @@ pub struct ConnectWatchdog {
 impl ConnectWatchdog {
     /// Starts watching; single-process jobs need no watchdog but get a harmless one.
     pub fn start(config: &ClusterConfig) -> Self {
+        if config.processes > 1 {
+            crate::cleanup::exit_on_lost_peer();
+        }
         let connected = Arc::new(AtomicBool::new(config.processes == 1));
         if config.processes > 1 {
             let flag = Arc::clone(&connected);

@@ -29,3 +29,4 @@ pub mod jobs;
 pub mod report;
 pub mod gen;
 pub mod output;
+pub mod cleanup;

@@ -62,6 +62,7 @@ impl TaskFile {
         std::fs::create_dir_all(&temp_dir).map_err(|e| Error::io(&temp_dir, e))?;
         let temp = temp_dir.join(name);
         let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
+        crate::cleanup::register(&temp);
         Ok(TaskFile { temp, writer: Some(BufWriter::with_capacity(1 << 20, file)) })
     }
 
@@ -91,6 +92,9 @@ impl TaskFile {
         let temp = self.finish()?;
         let target = dir.join(name);
         std::fs::rename(&temp, &target).map_err(|e| Error::io(&target, e))?;
+        crate::cleanup::unregister(&temp);
+        // A committed part is removed too if the process must exit before the job commits.
+        crate::cleanup::register(&target);
         Ok(target)
     }
 }
@@ -99,6 +103,7 @@ impl Drop for TaskFile {
     fn drop(&mut self) {
         if self.writer.take().is_some() {
             let _ = std::fs::remove_file(&self.temp);
+            crate::cleanup::unregister(&self.temp);
         }
     }
 }

@@ -40,7 +40,19 @@ impl KeyField {
     /// The 0-based index of this field given a header line (for names).
     pub fn resolve(&self, header: Option<&[u8]>, delimiter: u8, file: &str) -> Result<usize> {
         match (self, header) {
-            (KeyField::Index(i), _) => Ok(i - 1),
+            (KeyField::Index(i), Some(line)) => {
+                let mut scratch = Vec::new();
+                let fields = split_fields(trim_line_end(line), delimiter, &mut scratch)
+                    .map_err(|reason| Error::Malformed { path: file.to_string(), line: 1, reason })?;
+                if *i > fields.len() {
+                    return Err(Error::invalid(
+                        "key",
+                        format!("{file}: field {i} is past the last field of the header, which has {}", fields.len()),
+                    ));
+                }
+                Ok(i - 1)
+            }
+            (KeyField::Index(i), None) => Ok(i - 1),
             (KeyField::Name(name), Some(line)) => {
                 let mut scratch = Vec::new();
                 let fields = split_fields(trim_line_end(line), delimiter, &mut scratch)

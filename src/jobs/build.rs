@@ -1,7 +1,7 @@
 //! The build job: every worker of every process reads its own splits into a partial filter, the
 //! partials are OR-merged by the all-reduce, and worker 0 writes the global filter.
 
-use super::{all_reports, global_filter};
+use super::{all_reports, check_keys_found, global_filter};
 use crate::allreduce::Gather;
 use crate::cluster::{ClusterConfig, ConnectWatchdog};
 use crate::error::{Error, Result};
@@ -189,6 +189,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         if let Some(failure) = first_failure(&reports) {
             return Err(Error::Job(failure));
         }
+        check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "input")?;
         if worker.index() != 0 {
             return Ok(None);
         }

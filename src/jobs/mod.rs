@@ -6,7 +6,7 @@ pub mod semijoin;
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, Slice};
 use crate::filter::BloomFilter;
 use crate::report::WorkerReport;
-use crate::scan::Source;
+use crate::scan::{ScanStats, Source};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -86,6 +86,26 @@ pub(crate) fn global_filter(
     let placeholder = BloomFilter::new(crate::spec::FilterSpec::native(1, 1, 0).expect("valid"));
     let filter = std::mem::replace(&mut *filter.borrow_mut(), placeholder);
     (filter, report)
+}
+
+/// Fails a job in which records were read but none had a usable key: a wrong `--key` or
+/// `--delimiter` rather than bad data, and a filter or join built from nothing would mislead.
+/// Every worker sees the same reports, so every process fails alike.
+pub(crate) fn check_keys_found<'a>(workers: impl Iterator<Item = (&'a ScanStats, u64)>, side: &str) -> crate::error::Result<()> {
+    let mut total = ScanStats::default();
+    let mut keys = 0;
+    for (scan, k) in workers {
+        total.absorb(scan);
+        keys += k;
+    }
+    if total.records > 0 && keys == 0 {
+        let example = total.malformed_examples.first().cloned().unwrap_or_default();
+        return Err(crate::error::Error::Job(format!(
+            "none of the {} {side} records has a usable key (first: {example}); check the key field and --delimiter",
+            total.records
+        )));
+    }
+    Ok(())
 }
 
 /// Sends `report` to every worker and returns every worker's report, in worker order: how each

@@ -5,7 +5,7 @@
 //! `semijoin`, and only true matches are written.
 
 use super::build::{size_filter, SizedSpec, Sizing};
-use super::{all_reports, global_filter, PARK};
+use super::{all_reports, check_keys_found, global_filter, PARK};
 use crate::allreduce::Gather;
 use crate::cluster::{ClusterConfig, ConnectWatchdog};
 use crate::error::{Error, Result};
@@ -195,6 +195,7 @@ impl Job {
                 if let Some(failure) = first_failure(&reports) {
                     return Err(Error::Job(failure));
                 }
+                check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "build")?;
                 (Arc::new(filter), reports)
             }
             PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
@@ -220,6 +221,8 @@ impl Job {
             output::abort_task(&self.dir, me);
             return Err(Error::Job(failure));
         }
+        check_keys_found(reports.iter().map(|r| (&r.scan, r.scan.records - r.scan.malformed)), "probe")?;
+        crate::cleanup::unregister(&self.dir.join(part_name(me)));
         if me != 0 {
             return Ok(None);
         }

@@ -291,8 +291,11 @@ fn hadoop_builds_refuse_empty_keys_and_spark_longs_must_parse() {
     fails_with(&run(&["build", input.to_str().unwrap(), "-k", "key", "--format", "hadoop", "--bits", "1000", "--hashes", "3", "-o", &out, "--strict"]), &["k.csv:3", "empty key"]);
     let summary = ok(&run(&["build", input.to_str().unwrap(), "-k", "id", "--format", "spark", "--key-type", "long", "--expected-items", "10", "-o", &out]));
     assert!(summary.contains("keys inserted      3"), "{summary}");
-    let summary = ok(&run(&["build", input.to_str().unwrap(), "-k", "key", "--format", "spark", "--key-type", "long", "--expected-items", "10", "-o", &out]));
-    assert!(summary.contains("is not a signed 64-bit decimal integer"), "{summary}");
+    // No key parses: a misconfigured job, refused rather than writing an empty filter.
+    fails_with(
+        &run(&["build", input.to_str().unwrap(), "-k", "key", "--format", "spark", "--key-type", "long", "--expected-items", "10", "-o", &out]),
+        &["none of the 3 input records has a usable key", "k.csv:2: key \"a\" is not a signed 64-bit decimal integer"],
+    );
     fails_with(&run(&["build", input.to_str().unwrap(), "-k", "key", "--key-type", "long", "-o", &out]), &["--key-type long is for --format spark"]);
 }
 

@@ -1,0 +1,59 @@
+//! Files that must not outlive a failed process: temporary files register here while they are
+//! being written, so that a process that has to exit at once (a lost peer) removes them first.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+static IN_PROGRESS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Notes that `path` is being written.
+pub fn register(path: &Path) {
+    if let Ok(mut list) = IN_PROGRESS.lock() {
+        list.push(path.to_path_buf());
+    }
+}
+
+/// Notes that `path` is finished (renamed or removed).
+pub fn unregister(path: &Path) {
+    if let Ok(mut list) = IN_PROGRESS.lock() {
+        list.retain(|p| p != path);
+    }
+}
+
+/// Removes every file still being written.
+pub fn remove_all() {
+    if let Ok(list) = IN_PROGRESS.lock() {
+        for path in list.iter() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Makes a lost peer process end this one at once, cleanly: timely's network threads panic with
+/// "timely communication error" when a connection breaks, and the workers would notice only when
+/// they next step (never, if one is blocked reading a pipe). The hook removes this process's
+/// unfinished files, says what happened, and exits non-zero. Other panics (bugs) keep the
+/// default report.
+pub fn exit_on_lost_peer() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let payload = info.payload();
+            let message = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if message.contains("timely communication error") || message.contains("MergeQueue poisoned") {
+                remove_all();
+                eprintln!(
+                    "bloomflow: error: lost the connection to a peer process ({message}); \
+                     the job failed and this process committed no output"
+                );
+                std::process::exit(1);
+            }
+            default(info);
+        }));
+    });
+}
