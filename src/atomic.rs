@@ -36,16 +36,19 @@ impl AtomicFile {
         &self.target
     }
 
-    /// Flushes, syncs and renames into place.
+    /// Flushes, syncs and renames into place. On failure the temporary file is removed.
     pub fn commit(mut self) -> Result<()> {
         let writer = self.writer.take().expect("writer present until commit");
-        let file = writer
-            .into_inner()
-            .map_err(|e| Error::io(&self.target, e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(&self.target, e))?;
-        std::fs::rename(&self.temp, &self.target).map_err(|e| Error::io(&self.target, e))?;
+        let outcome = (|| {
+            let file = writer.into_inner().map_err(|e| Error::io(&self.target, e.into_error()))?;
+            file.sync_all().map_err(|e| Error::io(&self.target, e))?;
+            std::fs::rename(&self.temp, &self.target).map_err(|e| Error::io(&self.target, e))
+        })();
+        if outcome.is_err() {
+            let _ = std::fs::remove_file(&self.temp);
+        }
         crate::cleanup::unregister(&self.temp);
-        Ok(())
+        outcome
     }
 }
 

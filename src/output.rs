@@ -78,12 +78,21 @@ impl TaskFile {
         w.write_all(bytes).map_err(|e| Error::io(&self.temp, e))
     }
 
-    /// Flushes and syncs, leaving the file in the temporary area (for a later read).
+    /// Flushes and syncs, leaving the file in the temporary area (for a later read). On failure
+    /// the file is removed.
     pub fn finish(mut self) -> Result<PathBuf> {
         let w = self.writer.take().expect("open until committed");
-        let file = w.into_inner().map_err(|e| Error::io(&self.temp, e.into_error()))?;
-        file.sync_all().map_err(|e| Error::io(&self.temp, e))?;
-        Ok(std::mem::take(&mut self.temp))
+        let temp = std::mem::take(&mut self.temp);
+        let synced = w
+            .into_inner()
+            .map_err(|e| Error::io(&temp, e.into_error()))
+            .and_then(|file| file.sync_all().map_err(|e| Error::io(&temp, e)));
+        if let Err(e) = synced {
+            let _ = std::fs::remove_file(&temp);
+            crate::cleanup::unregister(&temp);
+            return Err(e);
+        }
+        Ok(temp)
     }
 
     /// Flushes, syncs and moves the file to `DIR/NAME`: the task's commit.
@@ -91,7 +100,11 @@ impl TaskFile {
         let name = self.temp.file_name().expect("task files have names").to_owned();
         let temp = self.finish()?;
         let target = dir.join(name);
-        std::fs::rename(&temp, &target).map_err(|e| Error::io(&target, e))?;
+        if let Err(e) = std::fs::rename(&temp, &target) {
+            let _ = std::fs::remove_file(&temp);
+            crate::cleanup::unregister(&temp);
+            return Err(Error::io(&target, e));
+        }
         crate::cleanup::unregister(&temp);
         // A committed part is removed too if the process must exit before the job commits.
         crate::cleanup::register(&target);

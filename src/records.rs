@@ -185,33 +185,43 @@ fn unquoted_field(line: &[u8], delimiter: u8, index: usize) -> Result<&[u8], Key
     }
 }
 
-/// The RFC 4180 path, taken only by lines that contain a quote.
+/// The RFC 4180 path, taken only by lines that contain a quote. The whole line is parsed, not
+/// just up to the key: an unclosed quote after the key means a quoted field with an embedded
+/// newline, whose next physical line must not be taken for a record.
 fn quoted_field<'a>(line: &'a [u8], delimiter: u8, index: usize, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], KeyError> {
+    /// Where the key was found: a range of the line, or unescaped into `scratch`.
+    enum Found {
+        InLine(std::ops::Range<usize>),
+        InScratch,
+    }
     let mut pos = 0;
     let mut field = 0;
+    let mut found = None;
     loop {
         let is_key = field == index;
         let next = if line.get(pos) == Some(&b'"') {
             let (after, content) = parse_quoted(line, pos, delimiter, is_key.then_some(&mut *scratch))?;
             if is_key {
-                return Ok(match content {
-                    Some(range) => &line[range],
-                    None => scratch.as_slice(),
-                });
+                found = Some(content.map_or(Found::InScratch, Found::InLine));
             }
             after
         } else {
             let end = memchr::memchr(delimiter, &line[pos..]).map_or(line.len(), |i| pos + i);
             if is_key {
-                return Ok(&line[pos..end]);
+                found = Some(Found::InLine(pos..end));
             }
             end
         };
         if next >= line.len() {
-            return Err(KeyError::MissingField { fields: field + 1 });
+            break;
         }
         pos = next + 1;
         field += 1;
+    }
+    match found {
+        Some(Found::InLine(range)) => Ok(&line[range]),
+        Some(Found::InScratch) => Ok(scratch.as_slice()),
+        None => Err(KeyError::MissingField { fields: field + 1 }),
     }
 }
 
@@ -293,6 +303,10 @@ mod tests {
         assert_eq!(key(r#""","#, 0).unwrap(), "");
         assert_eq!(key(r#""42""#, 0).unwrap(), "42");
         assert_eq!(key(r#"x,"open"#, 1), Err(KeyError::UnclosedQuote));
+        // An unclosed quote after the key is found too: the record runs onto the next line.
+        assert_eq!(key(r#"1,"two"#, 0), Err(KeyError::UnclosedQuote));
+        assert_eq!(key(r#"1,"a,b",x"#, 0).unwrap(), "1");
+        assert_eq!(key("a,", 1).unwrap(), "");
         assert_eq!(key(r#""a"b,c"#, 1), Err(KeyError::StrayQuote));
         assert_eq!(key(r#""a",b"#, 2), Err(KeyError::MissingField { fields: 2 }));
         // A quote inside an unquoted field is kept as it is (lenient, as most readers are).

@@ -180,7 +180,7 @@ impl Source {
             }
         };
         let mut skip_header = opts.format.has_header && split.start == 0;
-        while let Some((offset, record)) = reader.next_record().map_err(|e| locate(e, &input.name(), line + 1))? {
+        while let Some((offset, record)) = reader.next_record()? {
             line += 1;
             stats.bytes += record.len() as u64;
             unreported += record.len() as u64;
@@ -233,14 +233,6 @@ impl Source {
             stats.malformed_examples.push(format!("{}:{line}: {reason}", input.name()));
         }
         Ok(())
-    }
-}
-
-/// Gives a reader error without a line (a record over the length limit) its line number.
-fn locate(err: Error, name: &str, line: u64) -> Error {
-    match err {
-        Error::Malformed { reason, line: 0, .. } => Error::Malformed { path: name.to_string(), line, reason },
-        other => other,
     }
 }
 

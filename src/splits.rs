@@ -139,6 +139,10 @@ pub struct SplitReader<R> {
     eof: bool,
     max_record: usize,
     name: String,
+    /// Records returned so far, and whether reading began at the file's start (then line
+    /// numbers are known without counting).
+    records: u64,
+    from_start: bool,
 }
 
 const READ_SIZE: usize = 1 << 20;
@@ -173,6 +177,8 @@ impl<R: Read> SplitReader<R> {
             eof: false,
             max_record,
             name,
+            records: 0,
+            from_start: offset == 0,
         }
     }
 
@@ -188,14 +194,7 @@ impl<R: Read> SplitReader<R> {
         }
         if self.filled == self.buf.len() {
             if self.buf.len() > self.max_record {
-                return Err(Error::Malformed {
-                    path: self.name.clone(),
-                    line: 0,
-                    reason: format!(
-                        "a record at byte offset {} is longer than the limit of {} bytes (--max-record-bytes)",
-                        self.offset, self.max_record
-                    ),
-                });
+                return Err(self.too_long());
             }
             let grown = (self.buf.len() * 2).min(self.max_record + 1);
             self.buf.resize(grown.max(self.buf.len() + 1), 0);
@@ -244,7 +243,7 @@ impl<R: Read> SplitReader<R> {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos + searched..self.filled]) {
                 let start = self.pos;
                 let len = searched + i + 1;
-                return Ok(Some(self.consume(start, len)));
+                return self.consume(start, len).map(Some);
             }
             searched = self.filled - self.pos;
             if !self.refill()? {
@@ -253,17 +252,37 @@ impl<R: Read> SplitReader<R> {
                 }
                 // A last line without a newline.
                 let (start, len) = (self.pos, self.filled - self.pos);
-                return Ok(Some(self.consume(start, len)));
+                return self.consume(start, len).map(Some);
             }
         }
     }
 
     #[inline]
-    fn consume(&mut self, start: usize, len: usize) -> (u64, &[u8]) {
+    fn consume(&mut self, start: usize, len: usize) -> Result<(u64, &[u8])> {
+        if len > self.max_record {
+            return Err(self.too_long());
+        }
         let offset = self.offset;
         self.pos = start + len;
         self.offset += len as u64;
-        (offset, &self.buf[start..start + len])
+        self.records += 1;
+        Ok((offset, &self.buf[start..start + len]))
+    }
+
+    fn too_long(&self) -> Error {
+        let line = if self.from_start {
+            self.records + 1
+        } else {
+            line_number(Path::new(&self.name), self.offset).unwrap_or(0)
+        };
+        Error::Malformed {
+            path: self.name.clone(),
+            line,
+            reason: format!(
+                "record is longer than the limit of {} bytes (--max-record-bytes)",
+                self.max_record
+            ),
+        }
     }
 
     /// Bytes consumed so far, as a file offset.

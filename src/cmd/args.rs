@@ -136,16 +136,16 @@ pub enum KeyTypeArg {
 #[command(next_help_heading = "Filter")]
 pub struct SizingArgs {
     /// Number of distinct keys expected (without it, an upper bound is estimated from the inputs).
-    #[arg(long, value_name = "N", conflicts_with_all = ["bits", "hashes"])]
+    #[arg(long, value_name = "N", conflicts_with_all = ["bits", "hashes"], allow_negative_numbers = true)]
     pub expected_items: Option<u64>,
     /// Target false-positive rate, strictly between 0 and 1.
     #[arg(long, default_value_t = 0.01, value_name = "P", allow_negative_numbers = true)]
     pub fpp: f64,
     /// Explicit number of bits m (with --hashes).
-    #[arg(long, value_name = "M", requires = "hashes")]
+    #[arg(long, value_name = "M", requires = "hashes", allow_negative_numbers = true)]
     pub bits: Option<u64>,
     /// Explicit number of hash functions k (with --bits): 1 to 32 for native filters.
-    #[arg(long, value_name = "K", requires = "bits")]
+    #[arg(long, value_name = "K", requires = "bits", allow_negative_numbers = true)]
     pub hashes: Option<u32>,
     /// Hash seed (native and Spark V2); filters built with different seeds cannot be merged.
     #[arg(long, default_value_t = 0, value_name = "S", allow_negative_numbers = true)]

@@ -166,7 +166,11 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let started = Instant::now();
     let source = Arc::new(Source::plan(&config.inputs, config.scan.clone())?);
     let sized = size_filter(&config.sizing, &source, config.scheme, config.seed)?;
-    crate::limits::check_allocation(sized.spec.bits / 8 * 2, "the filter (a partial per worker plus the merge)")?;
+    let workers = config.cluster.workers as u64;
+    crate::limits::check_allocation(
+        sized.spec.bits.div_ceil(8).saturating_mul(workers),
+        &format!("the filter ({} bits, one partial per worker, {workers} worker(s))", sized.spec.bits),
+    )?;
     if let (Some(out), 0) = (&config.output, config.cluster.process) {
         check_writable(out)?;
     }

@@ -120,7 +120,10 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         FilterSource::Build { inputs, scan, sizing, scheme, seed } => {
             let source = Source::plan(inputs, scan.clone())?;
             let sized = size_filter(sizing, &source, *scheme, *seed)?;
-            crate::limits::check_allocation(sized.spec.bits / 8 * cluster.workers as u64, "the global filter on every worker")?;
+            crate::limits::check_allocation(
+                sized.spec.bits.div_ceil(8).saturating_mul(cluster.workers as u64),
+                &format!("the filter ({} bits, a copy on each of {} worker(s))", sized.spec.bits, cluster.workers),
+            )?;
             PlannedFilter::Build { source, sized }
         }
         FilterSource::File(path) => {

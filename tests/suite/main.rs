@@ -2,6 +2,7 @@
 
 mod util;
 
+mod bad_input;
 mod build_job;
 mod cli_filter;
 mod filter_props;

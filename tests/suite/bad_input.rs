@@ -1,0 +1,323 @@
+//! The bad-input matrix: every case exits non-zero with an error on stderr that names the file,
+//! line or flag and what was expected, prints no panic, and leaves no filter file or `_SUCCESS`.
+
+use crate::util::*;
+use std::path::Path;
+use std::process::Output;
+
+/// A small valid build side and probe side in `dir`.
+fn inputs(dir: &Path) -> (String, String) {
+    let build = path_str(dir, "build.csv");
+    std::fs::write(&build, "id,name\n1,a\n2,b\n").unwrap();
+    let probe = path_str(dir, "probe.csv");
+    std::fs::write(&probe, "event,id\n10,1\n11,3\n").unwrap();
+    (build, probe)
+}
+
+/// Runs `build INPUT -k KEY -o OUT EXTRA...` and checks the failure and that OUT was not written.
+fn build_fails(dir: &Path, input: &str, key: &str, extra: &[&str], needles: &[&str]) -> Output {
+    let out = path_str(dir, "out.bloom");
+    let mut args = vec!["build", input, "-k", key, "-o", &out, "--no-progress"];
+    args.extend_from_slice(extra);
+    let o = run(&args);
+    fails_with_any_code(&o, needles);
+    assert!(!Path::new(&out).exists(), "a filter file was left behind");
+    assert_no_temporaries(dir);
+    o
+}
+
+/// Runs a semijoin into DIR/out and checks the failure and that no `_SUCCESS` or part is left.
+fn semijoin_fails(dir: &Path, args: &[&str], needles: &[&str]) {
+    let out = path_str(dir, "joined");
+    let mut all = vec!["semijoin", "-o", &out, "--no-progress"];
+    all.extend_from_slice(args);
+    let o = run(&all);
+    fails_with_any_code(&o, needles);
+    assert!(!Path::new(&out).join("_SUCCESS").exists());
+    if let Ok(entries) = std::fs::read_dir(&out) {
+        let parts: Vec<_> = entries.map(|e| e.unwrap().file_name()).filter(|n| n.to_string_lossy().starts_with("part-")).collect();
+        assert!(parts.is_empty(), "parts left: {parts:?}");
+    }
+}
+
+/// Like `fails_with`, but clap's usage errors exit 2.
+fn fails_with_any_code(o: &Output, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "expected failure");
+    assert!(matches!(o.status.code(), Some(1) | Some(2)), "{:?}: {stderr}", o.status);
+    assert!(!stderr.contains("panicked"), "panic: {stderr}");
+    for n in needles {
+        assert!(stderr.contains(n), "stderr lacks {n:?}:\n{stderr}");
+    }
+}
+
+fn assert_no_temporaries(dir: &Path) {
+    let left: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+#[test]
+fn missing_input() {
+    let dir = tempdir();
+    build_fails(dir.path(), &path_str(dir.path(), "nope.csv"), "id", &[], &["nope.csv", "No such file"]);
+    let (build, _) = inputs(dir.path());
+    semijoin_fails(dir.path(), &["--build", &build, "--build-key", "id", "--probe", "missing.csv", "--probe-key", "id"], &["missing.csv", "No such file"]);
+}
+
+#[test]
+fn a_directory_where_a_file_is_expected() {
+    let dir = tempdir();
+    let (_, probe) = inputs(dir.path());
+    let d = dir.path().to_string_lossy().into_owned();
+    semijoin_fails(dir.path(), &["--filter", &d, "--probe", &probe, "--probe-key", "id"], &["is a directory, expected a filter file"]);
+    let (build, _) = inputs(dir.path());
+    let o = run(&["build", &build, "-k", "id", "-o", &d]);
+    fails_with_any_code(&o, &["is a directory"]);
+}
+
+#[test]
+fn unreadable_input() {
+    let dir = tempdir();
+    let (build, _) = inputs(dir.path());
+    std::fs::set_permissions(&build, std::os::unix::fs::PermissionsExt::from_mode(0o000)).unwrap();
+    // Root reads anything: run the binary as nobody (setpriv) when the tests run as root.
+    let is_root = std::process::Command::new("id").arg("-u").output().map(|o| o.stdout == b"0\n").unwrap_or(false);
+    let mut cmd = if is_root {
+        if std::process::Command::new("setpriv").arg("--version").output().is_err() {
+            eprintln!("skipped: running as root and setpriv is not available to drop privileges");
+            return;
+        }
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_bloomflow")]);
+        c
+    } else {
+        bin()
+    };
+    let out = path_str(dir.path(), "out.bloom");
+    let o = cmd.args(["build", &build, "-k", "id", "-o", &out]).output().unwrap();
+    fails_with_any_code(&o, &["build.csv", "Permission denied"]);
+    assert!(!Path::new(&out).exists());
+}
+
+#[test]
+fn empty_input() {
+    let dir = tempdir();
+    let empty = path_str(dir.path(), "empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    build_fails(dir.path(), &empty, "id", &[], &["the input is empty", "empty.csv"]);
+    let empty_dir = dir.path().join("nothing");
+    std::fs::create_dir(&empty_dir).unwrap();
+    build_fails(dir.path(), &empty_dir.to_string_lossy(), "id", &[], &["nothing", "holds no input files"]);
+    let (build, _) = inputs(dir.path());
+    semijoin_fails(dir.path(), &["--build", &build, "--build-key", "id", "--probe", &empty, "--probe-key", "id"], &["the input is empty"]);
+}
+
+#[test]
+fn key_column_not_in_the_header_and_index_past_the_last_field() {
+    let dir = tempdir();
+    let (build, probe) = inputs(dir.path());
+    build_fails(dir.path(), &build, "customer", &[], &["build.csv", "no column named \"customer\"", "columns: id, name"]);
+    build_fails(dir.path(), &build, "3", &[], &["build.csv", "field 3 is past the last field of the header, which has 2"]);
+    // Without a header the index cannot be checked in advance: no record has the field.
+    build_fails(dir.path(), &build, "3", &["--no-header"], &["none of the 3 input records has a usable key", "build.csv:1", "the key is field 3"]);
+    semijoin_fails(dir.path(), &["--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "nope"], &["probe.csv", "no column named \"nope\""]);
+}
+
+#[test]
+fn unclosed_quotes_and_embedded_newlines() {
+    let dir = tempdir();
+    let q = path_str(dir.path(), "q.csv");
+    std::fs::write(&q, "id,name\n1,\"never closed\n2,b\n").unwrap();
+    build_fails(dir.path(), &q, "name", &[], &["q.csv:2", "unclosed quote"]);
+    let nl = path_str(dir.path(), "nl.csv");
+    std::fs::write(&nl, "id,name\n1,\"two\nlines\"\n2,b\n").unwrap();
+    build_fails(dir.path(), &nl, "id", &["--split-size", "8", "-w", "2"], &["nl.csv:2", "embedded newlines cannot be split"]);
+}
+
+#[test]
+fn invalid_sizes_and_rates() {
+    let dir = tempdir();
+    let (build, _) = inputs(dir.path());
+    for (flags, needles) in [
+        (vec!["--fpp", "0"], vec!["--fpp", "strictly between 0 and 1"]),
+        (vec!["--fpp", "1"], vec!["--fpp", "strictly between 0 and 1"]),
+        (vec!["--fpp", "-1"], vec!["--fpp", "strictly between 0 and 1"]),
+        (vec!["--fpp", "NaN"], vec!["--fpp", "strictly between 0 and 1"]),
+        (vec!["--fpp", "lots"], vec!["--fpp", "invalid float"]),
+        (vec!["--expected-items", "0"], vec!["--expected-items", "at least 1"]),
+        (vec!["--expected-items", "-5"], vec!["--expected-items"]),
+        (vec!["--bits", "0", "--hashes", "3"], vec!["bits", "not between 1 and"]),
+        (vec!["--bits", "100", "--hashes", "0"], vec!["hashes", "not between 1 and 32"]),
+        (vec!["--bits", "100", "--hashes", "33"], vec!["hashes", "not between 1 and 32"]),
+        (vec!["--bits", "100"], vec!["--hashes"]),
+        (vec!["--format", "hadoop", "--bits", "4294967296", "--hashes", "3"], vec!["bits", "2147483647"]),
+        (vec!["--split-size", "0"], vec!["--split-size"]),
+        (vec!["--max-record-bytes", "0"], vec!["--max-record-bytes"]),
+        (vec!["-w", "0"], vec!["-w", "at least 1"]),
+        (vec!["-n", "2", "-p", "2"], vec!["-p", "not below the number of processes"]),
+    ] {
+        build_fails(dir.path(), &build, "id", &flags, &needles);
+    }
+}
+
+#[test]
+fn a_filter_larger_than_memory_is_refused_before_allocating() {
+    let dir = tempdir();
+    let (build, _) = inputs(dir.path());
+    build_fails(dir.path(), &build, "id", &["--bits", "1152921504606846976", "--hashes", "3"], &["1152921504606846976 bits", "needs 128.0 PiB", "of memory is available"]);
+}
+
+#[test]
+fn a_record_longer_than_the_limit() {
+    let dir = tempdir();
+    let long = path_str(dir.path(), "long.csv");
+    std::fs::write(&long, format!("id,name\n1,a\n2,{}\n3,c\n", "x".repeat(5000))).unwrap();
+    build_fails(dir.path(), &long, "id", &["--max-record-bytes", "1000"], &["long.csv:3", "longer than the limit of 1000 bytes", "--max-record-bytes"]);
+}
+
+/// A valid native filter written by the build job, and the bytes of each reference format.
+fn filter_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let (build, _) = inputs(dir);
+    let native = path_str(dir, "good.bloom");
+    ok(&run(&["build", &build, "-k", "id", "-o", &native, "--expected-items", "10"]));
+    let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/interop");
+    vec![
+        ("native".into(), std::fs::read(&native).unwrap()),
+        ("hadoop".into(), std::fs::read(interop.join("hadoop_bloom_jenkins.bin")).unwrap()),
+        ("spark".into(), std::fs::read(interop.join("spark_bloom.bin")).unwrap()),
+        ("spark v1".into(), std::fs::read(interop.join("spark_bloom_v1.bin")).unwrap()),
+    ]
+}
+
+#[test]
+fn damaged_filter_files_of_every_format() {
+    let dir = tempdir();
+    let (_, probe) = inputs(dir.path());
+    let bad = path_str(dir.path(), "bad.bin");
+    let mut cases: Vec<(String, Vec<u8>)> = vec![
+        ("garbage".into(), b"definitely not a bloom filter, just some text".to_vec()),
+        ("empty".into(), Vec::new()),
+    ];
+    for (format, bytes) in filter_files(dir.path()) {
+        cases.push((format!("{format} truncated"), bytes[..bytes.len() - 3].to_vec()));
+        cases.push((format!("{format} header only"), bytes[..12].to_vec()));
+        let mut huge = bytes.clone();
+        if format == "native" {
+            huge[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        } else if format == "hadoop" {
+            huge[9..13].copy_from_slice(&i32::MAX.to_be_bytes());
+        } else {
+            let at = if format == "spark" { 12 } else { 8 };
+            huge[at..at + 4].copy_from_slice(&i32::MAX.to_be_bytes());
+        }
+        cases.push((format!("{format} hostile size"), huge));
+        let mut zero_k = bytes.clone();
+        if format == "native" {
+            let flipped = zero_k.len() / 2;
+            zero_k[flipped] ^= 1; // a flipped bit: only the native format carries a checksum
+        } else {
+            zero_k[4..8].copy_from_slice(&0i32.to_be_bytes());
+        }
+        cases.push((format!("{format} k = 0 or flipped bit"), zero_k));
+    }
+    for (what, bytes) in cases {
+        std::fs::write(&bad, &bytes).unwrap();
+        for args in [vec!["info", &bad], vec!["query", &bad, "x"], vec!["merge", &bad, &bad, "-o", "/dev/null/x"]] {
+            let o = run(&args);
+            fails_with_any_code(&o, &["bad.bin"]);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        }
+        semijoin_fails(dir.path(), &["--filter", &bad, "--probe", &probe, "--probe-key", "id"], &["bad.bin"]);
+    }
+}
+
+#[test]
+fn merging_incompatible_filters() {
+    let dir = tempdir();
+    let (build, _) = inputs(dir.path());
+    let a = path_str(dir.path(), "a.bloom");
+    let b = path_str(dir.path(), "b.bloom");
+    ok(&run(&["build", &build, "-k", "id", "-o", &a, "--expected-items", "10"]));
+    ok(&run(&["build", &build, "-k", "id", "-o", &b, "--expected-items", "11"]));
+    let out = path_str(dir.path(), "m.bloom");
+    fails_with_any_code(&run(&["merge", &a, &b, "-o", &out]), &["b.bloom", "number of bits (m) differs"]);
+    assert!(!Path::new(&out).exists());
+}
+
+#[test]
+fn output_directory_exists_and_output_not_writable() {
+    let dir = tempdir();
+    let (build, probe) = inputs(dir.path());
+    let existing = path_str(dir.path(), "joined");
+    std::fs::create_dir(&existing).unwrap();
+    semijoin_fails(dir.path(), &["--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "id"], &["joined", "already exists", "--overwrite"]);
+    // /proc refuses new files even to root.
+    let o = run(&["build", &build, "-k", "id", "-o", "/proc/bloomflow-test.bloom"]);
+    fails_with_any_code(&o, &["/proc/bloomflow-test.bloom"]);
+    let o = run(&["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "id", "-o", "/proc/bloomflow-test-out"]);
+    fails_with_any_code(&o, &["/proc"]);
+}
+
+/// A tmpfs of `size` mounted at `dir/small`, unmounted when dropped; `None` where mounting is
+/// not allowed.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
+        let point = dir.join("small");
+        std::fs::create_dir(&point).ok()?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&point)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        ok.then_some(SmallDisk(point))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn the_disk_filling_up_while_writing() {
+    let dir = tempdir();
+    let Some(disk) = SmallDisk::mount(dir.path(), "64k") else {
+        eprintln!("skipped: cannot mount a small tmpfs here (needs root)");
+        return;
+    };
+    // A 1 MiB filter does not fit in 64 KiB.
+    let (build, _) = inputs(dir.path());
+    let out = disk.0.join("big.bloom");
+    let o = run(&["build", &build, "-k", "id", "-o", out.to_str().unwrap(), "--bits", "8000000", "--hashes", "3"]);
+    fails_with_any_code(&o, &["big.bloom", "No space left on device"]);
+    let left: Vec<_> = std::fs::read_dir(&disk.0).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    // Survivors that do not fit: no _SUCCESS, no parts.
+    let probe = dir.path().join("big-probe.csv");
+    let mut text = String::from("event,id\n");
+    for i in 0..20_000 {
+        text.push_str(&format!("{i},1,{}\n", "p".repeat(20)));
+    }
+    std::fs::write(&probe, text).unwrap();
+    let joined = disk.0.join("joined");
+    let o = run(&[
+        "semijoin", "--build", &build, "--build-key", "id", "--probe", probe.to_str().unwrap(), "--probe-key", "id",
+        "-o", joined.to_str().unwrap(), "-w", "2", "--split-size", "100000",
+    ]);
+    fails_with_any_code(&o, &["No space left on device"]);
+    assert!(!joined.join("_SUCCESS").exists());
+    let parts = std::fs::read_dir(&joined).map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count()).unwrap_or(0);
+    assert_eq!(parts, 0);
+}
