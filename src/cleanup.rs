@@ -46,6 +46,13 @@ pub fn exit_on_lost_peer() {
                 .or_else(|| payload.downcast_ref::<&str>().copied())
                 .unwrap_or("");
             if message.contains("timely communication error") || message.contains("MergeQueue poisoned") {
+                // Several network threads may fail at once: the first reports and exits.
+                static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+                if EXITING.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    loop {
+                        std::thread::park();
+                    }
+                }
                 remove_all();
                 eprintln!(
                     "bloomflow: error: lost the connection to a peer process ({message}); \

@@ -95,21 +95,26 @@ impl TaskFile {
         Ok(temp)
     }
 
-    /// Flushes, syncs and moves the file to `DIR/NAME`: the task's commit.
-    pub fn commit(self, dir: &Path) -> Result<PathBuf> {
-        let name = self.temp.file_name().expect("task files have names").to_owned();
-        let temp = self.finish()?;
-        let target = dir.join(name);
-        if let Err(e) = std::fs::rename(&temp, &target) {
-            let _ = std::fs::remove_file(&temp);
-            crate::cleanup::unregister(&temp);
-            return Err(Error::io(&target, e));
-        }
-        crate::cleanup::unregister(&temp);
-        // A committed part is removed too if the process must exit before the job commits.
-        crate::cleanup::register(&target);
-        Ok(target)
+}
+
+/// Moves a finished task file from `DIR/_temporary/` to `DIR`: the task's commit, done once the
+/// job knows every task succeeded.
+pub fn commit_task(dir: &Path, temp: &Path) -> Result<PathBuf> {
+    let target = dir.join(temp.file_name().expect("task files have names"));
+    if let Err(e) = std::fs::rename(temp, &target) {
+        discard(temp);
+        return Err(Error::io(&target, e));
     }
+    crate::cleanup::unregister(temp);
+    // A committed part is removed too if the process must exit before the job commits.
+    crate::cleanup::register(&target);
+    Ok(target)
+}
+
+/// Removes a finished task file that will not be committed.
+pub fn discard(temp: &Path) {
+    let _ = std::fs::remove_file(temp);
+    crate::cleanup::unregister(temp);
 }
 
 impl Drop for TaskFile {

@@ -204,7 +204,7 @@ impl Job {
             PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
         };
 
-        // 2. This worker's probe splits, pruned by the filter, into its part file.
+        // 2. This worker's probe splits, pruned by the filter, into its part file in _temporary/.
         let started = Instant::now();
         let mut report = ProbeReport { worker: me, ..Default::default() };
         let outcome = if self.exact {
@@ -212,19 +212,39 @@ impl Job {
         } else {
             self.probe_bloom(me, worker.peers(), &filter, abort, counter, &mut report)
         };
-        if let Err(e) = outcome {
-            report.error = Some(e.to_string());
-            abort.store(true, Ordering::Relaxed);
-        }
+        let part = match outcome {
+            Ok(part) => Some(part),
+            Err(e) => {
+                report.error = Some(e.to_string());
+                abort.store(true, Ordering::Relaxed);
+                None
+            }
+        };
         report.elapsed_secs = started.elapsed().as_secs_f64();
 
-        // 3. Commit: `_SUCCESS` only once every worker has committed its part.
+        // 3. Commit, Hadoop style: parts move out of _temporary/ only once every worker has
+        // written its part, and _SUCCESS is written only once every part has moved. A process
+        // that dies before then leaves nothing that looks like output.
         let reports: Vec<ProbeReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
-        if let Some(failure) = reports.iter().find_map(|r| r.error.clone()) {
+        let failure = reports.iter().find_map(|r| r.error.clone());
+        let failure = failure.or_else(|| {
+            check_keys_found(reports.iter().map(|r| (&r.scan, r.scan.records - r.scan.malformed)), "probe").err().map(|e| e.to_string())
+        });
+        let committed = match (&failure, part) {
+            (None, Some(part)) => output::commit_task(&self.dir, &part).map_err(|e| e.to_string()),
+            (_, part) => {
+                if let Some(part) = part {
+                    output::discard(&part);
+                }
+                Err(String::new())
+            }
+        };
+        let commits: Vec<Option<String>> = all_reports(worker, committed.as_ref().err().cloned()).into_iter().map(|(_, r)| r).collect();
+        let failure = failure.or_else(|| commits.into_iter().flatten().next());
+        if let Some(failure) = failure {
             output::abort_task(&self.dir, me);
             return Err(Error::Job(failure));
         }
-        check_keys_found(reports.iter().map(|r| (&r.scan, r.scan.records - r.scan.malformed)), "probe")?;
         crate::cleanup::unregister(&self.dir.join(part_name(me)));
         if me != 0 {
             return Ok(None);
@@ -245,7 +265,7 @@ impl Job {
     }
 
     /// The Bloom step alone: survivors go straight to the part file.
-    fn probe_bloom(&self, me: usize, peers: usize, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<()> {
+    fn probe_bloom(&self, me: usize, peers: usize, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<PathBuf> {
         let mut part = self.open_part(me)?;
         let (mut kept, mut pruned_bytes) = (0u64, 0u64);
         report.scan = self.probe.scan_worker(me, peers, abort, counter, |key, record| {
@@ -257,17 +277,16 @@ impl Job {
                 Ok(())
             }
         })?;
-        part.commit(&self.dir)?;
         report.bloom_survivors = kept;
         report.records_out = kept;
         report.pruned_exchange_bytes = pruned_bytes;
-        Ok(())
+        part.finish()
     }
 
     /// The Bloom step, then the exact join of the survivors' keys with the build keys. The
     /// survivors wait in a temporary file; only (key, worker, sequence) tuples and build keys are
     /// exchanged, and each worker then writes the survivors that matched, in input order.
-    fn probe_exact(&self, worker: &mut Worker, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<()> {
+    fn probe_exact(&self, worker: &mut Worker, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<PathBuf> {
         let (me, peers) = (worker.index(), worker.peers());
         let PlannedFilter::Build { source: build, .. } = &self.planned else {
             unreachable!("--exact is refused without a build side")
@@ -335,9 +354,8 @@ impl Job {
         matched.sort_unstable();
         let mut part = self.open_part(me)?;
         report.records_out = copy_matched_lines(&survivors_path, &matched, &mut part)?;
-        part.commit(&self.dir)?;
-        let _ = std::fs::remove_file(&survivors_path);
-        Ok(())
+        output::discard(&survivors_path);
+        part.finish()
     }
 
     fn stats(&self, filter: &BloomFilter, build: Vec<WorkerReport>, probe: Vec<ProbeReport>) -> SemijoinStats {

@@ -5,6 +5,7 @@ mod util;
 mod bad_input;
 mod build_job;
 mod cli_filter;
+mod cluster_faults;
 mod filter_props;
 mod format_native;
 mod interop;

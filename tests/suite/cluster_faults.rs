@@ -1,0 +1,142 @@
+//! Cluster faults on loopback: a peer killed in the middle of a job makes every other process
+//! exit non-zero within seconds, even one blocked reading its input from a pipe, and leaves no
+//! filter file and no `_SUCCESS`; a rerun then succeeds.
+
+use crate::util::*;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Starts process `p` of a 2-process job with 1 worker, stdin piped.
+fn start(args: &[&str], hosts: &Path, p: usize) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_bloomflow"))
+        .args(args)
+        .args(["-n", "2", "-p", &p.to_string(), "-w", "1", "--connect-timeout", "20", "--no-progress"])
+        .arg("--hostfile")
+        .arg(hosts)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits up to `limit` for `child` to exit; kills it and fails the test otherwise.
+fn exits_within(child: &mut Child, limit: Duration) -> std::process::Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the surviving process did not exit within {limit:?} of its peer's death");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    std::process::Output { status: child.wait().unwrap(), stdout: Vec::new(), stderr: stderr.into_bytes() }
+}
+
+/// Lets the processes connect and start reading.
+const SETTLE: Duration = Duration::from_millis(2500);
+
+fn probe_lines(n: usize) -> String {
+    (0..n).map(|i| format!("{i},{}\n", i % 50)).collect()
+}
+
+#[test]
+fn a_build_whose_peer_dies_fails_everywhere_and_writes_nothing() {
+    for killed in [1usize, 0] {
+        let dir = tempdir();
+        let hosts = hostfile(dir.path(), 2);
+        let out = path_str(dir.path(), "f.bloom");
+        let args = ["build", "-", "-k", "id", "-o", &out, "--expected-items", "100"];
+        // Process 0 reads standard input, which stays open: it is blocked on its input.
+        let mut p0 = start(&args, &hosts, 0);
+        let mut p1 = start(&args, &hosts, 1);
+        p0.stdin.as_mut().unwrap().write_all(b"id\n1\n2\n3\n").unwrap();
+        std::thread::sleep(SETTLE);
+        let (victim, survivor) = if killed == 1 { (&mut p1, &mut p0) } else { (&mut p0, &mut p1) };
+        victim.kill().unwrap();
+        victim.wait().unwrap();
+        let o = exits_within(survivor, Duration::from_secs(10));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "survivor succeeded: {stderr}");
+        assert!(stderr.contains("lost the connection to a peer process"), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(!Path::new(&out).exists());
+
+        // A rerun succeeds and gives what an undisturbed single process gives.
+        let single = path_str(dir.path(), "single.bloom");
+        ok(&run_with_stdin(&["build", "-", "-k", "id", "-o", &single, "--expected-items", "100"], b"id\n1\n2\n3\n"));
+        let hosts = hostfile(dir.path(), 2);
+        let mut p0 = start(&args, &hosts, 0);
+        let mut p1 = start(&args, &hosts, 1);
+        p0.stdin.take().unwrap().write_all(b"id\n1\n2\n3\n").unwrap();
+        drop(p1.stdin.take());
+        assert!(exits_within(&mut p0, Duration::from_secs(30)).status.success());
+        assert!(exits_within(&mut p1, Duration::from_secs(30)).status.success());
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&single).unwrap());
+    }
+}
+
+#[test]
+fn a_semijoin_whose_peer_dies_fails_everywhere_and_commits_nothing() {
+    let dir = tempdir();
+    let build = path_str(dir.path(), "build.csv");
+    std::fs::write(&build, (0..50).step_by(3).fold(String::from("id\n"), |s, i| s + &format!("{i}\n"))).unwrap();
+    let out = path_str(dir.path(), "joined");
+    let hosts = hostfile(dir.path(), 2);
+    let args = ["semijoin", "--build", &build, "--build-key", "id", "--probe", "-", "--probe-key", "id", "-o", &out, "--expected-items", "100", "--overwrite"];
+    let mut p0 = start(&args, &hosts, 0);
+    let mut p1 = start(&args, &hosts, 1);
+    // Process 0 writes survivors of the first probe lines, then waits for more input.
+    p0.stdin.as_mut().unwrap().write_all(format!("event,id\n{}", probe_lines(500)).as_bytes()).unwrap();
+    std::thread::sleep(SETTLE);
+    p1.kill().unwrap();
+    p1.wait().unwrap();
+    let o = exits_within(&mut p0, Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("lost the connection to a peer process"), "{stderr}");
+    assert!(!Path::new(&out).join("_SUCCESS").exists());
+    // Nothing that looks like output: no part outside _temporary/ (the killed process may leave
+    // its unfinished file inside it, as a killed Hadoop task does).
+    let parts: Vec<_> = walk(Path::new(&out)).into_iter().filter(|p| p.contains("part-") && !p.contains("_temporary")).collect();
+    assert!(parts.is_empty(), "part files left: {parts:?}");
+    // The survivor removed its own unfinished part.
+    assert!(!Path::new(&out).join("_temporary/part-00000").exists());
+
+    // A rerun with --overwrite succeeds and matches an undisturbed single-process run.
+    let input = format!("event,id\n{}", probe_lines(500));
+    let single = path_str(dir.path(), "single");
+    ok(&run_with_stdin(&["semijoin", "--build", &build, "--build-key", "id", "--probe", "-", "--probe-key", "id", "-o", &single, "--expected-items", "100"], input.as_bytes()));
+    let hosts = hostfile(dir.path(), 2);
+    let mut p0 = start(&args, &hosts, 0);
+    let mut p1 = start(&args, &hosts, 1);
+    p0.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    drop(p1.stdin.take());
+    assert!(exits_within(&mut p0, Duration::from_secs(30)).status.success());
+    assert!(exits_within(&mut p1, Duration::from_secs(30)).status.success());
+    assert!(Path::new(&out).join("_SUCCESS").exists());
+    assert_eq!(std::fs::read(Path::new(&out).join("part-00000")).unwrap(), std::fs::read(Path::new(&single).join("part-00000")).unwrap());
+    // Process 1's worker read no split, and the header of standard input is known only to the
+    // worker that reads it: its part is empty.
+    assert_eq!(std::fs::read_to_string(Path::new(&out).join("part-00001")).unwrap(), "");
+}
+
+/// Every file under `dir`, as strings.
+fn walk(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                found.extend(walk(&p));
+            } else {
+                found.push(p.to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
+}
