@@ -153,7 +153,9 @@ impl SplitReader<File> {
         let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
         let seek_to = split.start.saturating_sub(1);
         file.seek(SeekFrom::Start(seek_to)).map_err(|e| Error::io(path, e))?;
-        let mut reader = SplitReader::new(file, seek_to, split.end, max_record, path.display().to_string());
+        // A small split needs no 1 MiB buffer (it grows if a record runs past the split).
+        let capacity = (split.end - seek_to).saturating_add(4096).min(READ_SIZE as u64) as usize;
+        let mut reader = SplitReader::with_capacity(file, seek_to, split.end, max_record, path.display().to_string(), capacity);
         if split.start > 0 {
             // The record holding byte start-1 belongs to an earlier split; skip through its
             // newline. If byte start-1 is itself a newline, this skips just that byte.
@@ -167,9 +169,14 @@ impl<R: Read> SplitReader<R> {
     /// A reader over `source`, whose first byte is at file offset `offset`, for records starting
     /// before `end`.
     pub fn new(source: R, offset: u64, end: u64, max_record: usize, name: String) -> Self {
+        Self::with_capacity(source, offset, end, max_record, name, READ_SIZE)
+    }
+
+    /// As `new`, with a first buffer of `capacity` bytes.
+    pub fn with_capacity(source: R, offset: u64, end: u64, max_record: usize, name: String, capacity: usize) -> Self {
         SplitReader {
             source,
-            buf: vec![0; READ_SIZE],
+            buf: vec![0; capacity.max(1)],
             pos: 0,
             filled: 0,
             offset,
