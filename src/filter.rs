@@ -4,7 +4,12 @@
 use crate::bits::BitArray;
 use crate::error::Result;
 use crate::params;
-use crate::spec::FilterSpec;
+use crate::hashing::BlockProbe;
+use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
+
+/// Keys whose cache lines are prefetched together by batched queries and inserts: enough that
+/// the first key's line has arrived by the time the last key's prefetch is issued.
+pub const BATCH: usize = 64;
 
 /// A plain Bloom filter with its identity and the bookkeeping that `info` reports.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,8 +63,20 @@ impl BloomFilter {
     /// Sets the k bits of `key`.
     #[inline]
     pub fn insert(&mut self, key: &[u8]) {
-        for pos in self.spec.positions(key) {
-            self.bits.set(pos);
+        match self.spec.layout {
+            Layout::Blocked => {
+                let probe = self.spec.block_probe(key);
+                let mask = probe.mask(self.spec.hashes);
+                let line = self.bits.line_mut(probe.block);
+                for (word, bits) in line.iter_mut().zip(mask) {
+                    *word |= bits;
+                }
+            }
+            Layout::Standard => {
+                for pos in self.spec.positions(key) {
+                    self.bits.set(pos);
+                }
+            }
         }
         self.items_inserted += 1;
     }
@@ -67,7 +84,84 @@ impl BloomFilter {
     /// False means `key` was definitely never inserted; true means it may have been.
     #[inline]
     pub fn contains(&self, key: &[u8]) -> bool {
-        self.spec.positions(key).all(|pos| self.bits.get(pos))
+        match self.spec.layout {
+            Layout::Blocked => self.contains_probe(&self.spec.block_probe(key)),
+            Layout::Standard => self.spec.positions(key).all(|pos| self.bits.get(pos)),
+        }
+    }
+
+    /// The blocked layout's test of a key whose probe is computed (and its line perhaps
+    /// prefetched) already.
+    #[inline(always)]
+    pub fn contains_probe(&self, probe: &BlockProbe) -> bool {
+        // Branch-free: a test that stopped at the first clear bit would branch on loaded data,
+        // and each misprediction would make the next key wait for this key's cache miss.
+        let line = self.bits.line(probe.block);
+        let mask = probe.mask(self.spec.hashes);
+        line.iter().zip(mask).fold(0u64, |missing, (word, m)| missing | (m & !word)) == 0
+    }
+
+    /// Asks the CPU to start loading the cache line a blocked probe will test.
+    #[inline(always)]
+    pub fn prefetch(&self, probe: &BlockProbe) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching is a hint with no effect on memory; the pointer is in bounds.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch(self.bits.line_ptr(probe.block) as *const i8, std::arch::x86_64::_MM_HINT_T0);
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = probe;
+    }
+
+    /// Inserts many keys; for the blocked layout, probes are computed and cache lines
+    /// prefetched for a group of keys before any bit is set, so the loads overlap.
+    pub fn insert_batch(&mut self, keys: &[&[u8]]) {
+        if self.spec.layout != Layout::Blocked {
+            for key in keys {
+                self.insert(key);
+            }
+            return;
+        }
+        for group in keys.chunks(BATCH) {
+            let mut probes = [BlockProbe::default(); BATCH];
+            for (probe, key) in probes.iter_mut().zip(group) {
+                *probe = self.spec.block_probe(key);
+                self.prefetch(probe);
+            }
+            for probe in &probes[..group.len()] {
+                let mask = probe.mask(self.spec.hashes);
+                for (word, bits) in self.bits.line_mut(probe.block).iter_mut().zip(mask) {
+                    *word |= bits;
+                }
+            }
+        }
+        self.items_inserted += keys.len() as u64;
+    }
+
+    /// Answers many keys at once: computes every key's probe and prefetches its cache line
+    /// before testing any, so that the memory loads overlap instead of waiting one by one.
+    /// Standard-layout filters answer key by key.
+    pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
+        answers.clear();
+        if self.spec.layout != Layout::Blocked {
+            answers.extend(keys.iter().map(|k| self.contains(k)));
+            return;
+        }
+        let k = self.spec.hashes;
+        for group in keys.chunks(BATCH) {
+            // Phase 1: hash, prefetch, and build each key's mask while the lines load.
+            let mut probes = [(0usize, [0u64; 8]); BATCH];
+            for (slot, key) in probes.iter_mut().zip(group) {
+                let probe = self.spec.block_probe(key);
+                self.prefetch(&probe);
+                *slot = (probe.block, probe.mask(k));
+            }
+            // Phase 2: test, branch-free.
+            answers.extend(probes[..group.len()].iter().map(|(block, mask)| {
+                let line = self.bits.line(*block);
+                line.iter().zip(mask).fold(0u64, |missing, (word, m)| missing | (m & !word)) == 0
+            }));
+        }
     }
 
     /// ORs `other` into `self`: the filter of both key sets. Refuses a different identity.
@@ -137,9 +231,22 @@ impl BloomFilter {
         params::estimated_items(self.spec.bits, self.spec.hashes, self.bits_set())
     }
 
-    /// The false-positive rate a query of an absent key has now, from the bits set.
+    /// The false-positive rate a query of an absent key has now, from the bits set. For the
+    /// blocked layout, the mean over blocks of the block's fill^k, since blocks fill unevenly.
     pub fn estimated_fpp(&self) -> f64 {
-        params::fpp_from_fill(self.fill_ratio(), self.spec.hashes)
+        match self.spec.layout {
+            Layout::Standard => params::fpp_from_fill(self.fill_ratio(), self.spec.hashes),
+            Layout::Blocked => {
+                let blocks = (self.spec.bits / BLOCK_BITS) as usize;
+                let total: f64 = (0..blocks)
+                    .map(|b| {
+                        let set: u32 = self.bits.line(b).iter().map(|w| w.count_ones()).sum();
+                        params::fpp_from_fill(set as f64 / BLOCK_BITS as f64, self.spec.hashes)
+                    })
+                    .sum();
+                total / blocks as f64
+            }
+        }
     }
 }
 

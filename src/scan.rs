@@ -4,7 +4,8 @@
 //! buffer per split, no allocation per record.
 
 use crate::error::{Error, Result};
-use crate::records::{extract_key, trim_line_end, KeyError, KeyField, KeyRules, RecordFormat};
+use crate::records::{extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, RecordFormat};
+use std::ops::Range;
 use crate::splits::{self, line_number, Input, Split, SplitReader};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
@@ -123,16 +124,16 @@ impl Source {
         self.inputs.iter().filter_map(|i| i.len()).sum()
     }
 
-    /// Reads the splits of worker `me` and calls `on_record(key, raw_record)` for every record
-    /// with a key (`raw_record` includes its line terminator). Stops early, without error, once
-    /// `abort` is set by another worker's failure. `progress` gets the bytes read, in steps.
+    /// Reads the splits of worker `me` and hands their records to `on_batch`, a batch at a time
+    /// (each record with its key; see [`RecordBatch`]). Stops early, without error, once `abort`
+    /// is set by another worker's failure. `progress` gets the bytes read, in steps.
     pub fn scan_worker(
         &self,
         me: usize,
         peers: usize,
         abort: &AtomicBool,
         progress: &AtomicU64,
-        mut on_record: impl FnMut(&[u8], &[u8]) -> Result<()>,
+        mut on_batch: impl FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<ScanStats> {
         let mut stats = ScanStats::default();
         for split in self.splits_of(me, peers) {
@@ -142,18 +143,20 @@ impl Source {
             match &self.inputs[split.input] {
                 Input::File { path, .. } => {
                     let reader = SplitReader::open(path, split, self.options.max_record)?;
-                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut stats, &mut on_record)?;
+                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut stats, &mut on_batch)?;
                 }
                 Input::Stdin => {
                     let reader = SplitReader::new(std::io::stdin().lock(), 0, u64::MAX, self.options.max_record, "<stdin>".into());
-                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut stats, &mut on_record)?;
+                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut stats, &mut on_batch)?;
                 }
             }
         }
         Ok(stats)
     }
 
-    /// The per-record loop over one split.
+    /// The per-record hot path: lines come in batches from the reader's buffer; a batch without
+    /// any quote (the usual case) splits its lines with plain `memchr`; keys that had to be
+    /// unescaped or encoded go to a small arena. Nothing is allocated per record.
     #[allow(clippy::too_many_arguments)]
     fn scan_split<R: Read>(
         &self,
@@ -163,15 +166,18 @@ impl Source {
         abort: &AtomicBool,
         progress: &AtomicU64,
         stats: &mut ScanStats,
-        on_record: &mut impl FnMut(&[u8], &[u8]) -> Result<()>,
+        on_batch: &mut impl FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<()> {
         let input = &self.inputs[split.input];
         let opts = &self.options;
+        let delimiter = opts.format.delimiter;
+        let mut lines = Vec::with_capacity(BATCH_LINES);
+        let mut items: Vec<(Range<usize>, KeyAt)> = Vec::with_capacity(BATCH_LINES);
+        let mut arena = Vec::new();
         let mut scratch = Vec::new();
         let mut long_buf = [0u8; 8];
         // Exact line numbers are known only for a split read from the start of its input.
         let mut line = 0u64;
-        let mut unreported = 0u64;
         let start = split.start;
         let line_of = |offset: u64, line: u64| -> u64 {
             match input {
@@ -180,44 +186,55 @@ impl Source {
             }
         };
         let mut skip_header = opts.format.has_header && split.start == 0;
-        while let Some((offset, record)) = reader.next_record()? {
-            line += 1;
-            stats.bytes += record.len() as u64;
-            unreported += record.len() as u64;
-            if unreported >= 1 << 22 {
-                progress.fetch_add(unreported, Ordering::Relaxed);
-                unreported = 0;
-                if abort.load(Ordering::Relaxed) {
-                    return Ok(());
+        loop {
+            let first_offset = reader.next_batch(BATCH_LINES, &mut lines)?;
+            let Some(last) = lines.last() else { break };
+            let buf = reader.buffer();
+            let quoted = memchr::memchr(b'"', &buf[lines[0].start..last.end]).is_some();
+            items.clear();
+            arena.clear();
+            let batch_bytes = (last.end - lines[0].start) as u64;
+            for range in &lines {
+                line += 1;
+                let text = trim_line_end(&buf[range.clone()]);
+                if skip_header {
+                    skip_header = false;
+                    if key_index.is_none() {
+                        key_index = Some(opts.key.resolve(Some(text), delimiter, &input.name())?);
+                    }
+                    continue;
+                }
+                if text.is_empty() {
+                    continue;
+                }
+                stats.records += 1;
+                let index = key_index.expect("key index is resolved before the first record");
+                let key = if quoted {
+                    extract_key(text, delimiter, index, &mut scratch)
+                } else {
+                    unquoted_field(text, delimiter, index)
+                };
+                match key.and_then(|key| opts.key_rules.encode(key, &mut long_buf)) {
+                    Ok(key) => items.push((range.clone(), locate_key(buf, key, &mut arena))),
+                    Err(err) => {
+                        // Finding a line number may mean counting newlines from the file's start:
+                        // done only for the records that are described.
+                        let described = opts.strict || err.is_fatal() || stats.malformed_examples.len() < MALFORMED_EXAMPLES;
+                        let offset = first_offset + (range.start - lines[0].start) as u64;
+                        let at = if described { line_of(offset, line) } else { 0 };
+                        self.malformed(err, index, input, at, stats)?;
+                    }
                 }
             }
-            let text = trim_line_end(record);
-            if skip_header {
-                skip_header = false;
-                if key_index.is_none() {
-                    key_index = Some(opts.key.resolve(Some(text), opts.format.delimiter, &input.name())?);
-                }
-                continue;
-            }
-            if text.is_empty() {
-                continue;
-            }
-            stats.records += 1;
-            let index = key_index.expect("key index is resolved before the first record");
-            let key = extract_key(text, opts.format.delimiter, index, &mut scratch)
-                .and_then(|key| opts.key_rules.encode(key, &mut long_buf));
-            match key {
-                Ok(key) => on_record(key, record)?,
-                Err(err) => {
-                    // Finding a line number may mean counting newlines from the file's start:
-                    // done only for the records that are described.
-                    let described = opts.strict || err.is_fatal() || stats.malformed_examples.len() < MALFORMED_EXAMPLES;
-                    let line = if described { line_of(offset, line) } else { 0 };
-                    self.malformed(err, index, input, line, stats)?
-                }
+            stats.bytes += batch_bytes;
+            let keys: Vec<&[u8]> = items.iter().map(|(_, k)| k.get(buf, &arena)).collect();
+            let records: Vec<&[u8]> = items.iter().map(|(r, _)| &buf[r.clone()]).collect();
+            on_batch(&RecordBatch { keys: &keys, records: &records })?;
+            progress.fetch_add(batch_bytes, Ordering::Relaxed);
+            if abort.load(Ordering::Relaxed) {
+                return Ok(());
             }
         }
-        progress.fetch_add(unreported, Ordering::Relaxed);
         Ok(())
     }
 
@@ -233,6 +250,57 @@ impl Source {
             stats.malformed_examples.push(format!("{}:{line}: {reason}", input.name()));
         }
         Ok(())
+    }
+}
+
+/// Lines read and handed over per batch.
+pub const BATCH_LINES: usize = 128;
+
+/// Records and their keys, a batch at a time: `keys[i]` is the key of `records[i]` (the raw
+/// record, with its line terminator). Malformed records, headers and blank lines are not in it.
+pub struct RecordBatch<'a> {
+    pub keys: &'a [&'a [u8]],
+    pub records: &'a [&'a [u8]],
+}
+
+impl RecordBatch<'_> {
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+}
+
+/// Where a key of the current batch is: in the reader's buffer, or copied to the arena (an
+/// unescaped quoted key, a long's 8 bytes).
+#[derive(Clone)]
+enum KeyAt {
+    Buffer(Range<usize>),
+    Arena(Range<usize>),
+}
+
+impl KeyAt {
+    fn get<'a>(&self, buf: &'a [u8], arena: &'a [u8]) -> &'a [u8] {
+        match self {
+            KeyAt::Buffer(r) => &buf[r.clone()],
+            KeyAt::Arena(r) => &arena[r.clone()],
+        }
+    }
+}
+
+/// Records where `key` is: a range of `buf` when it is a slice of it, else a copy in `arena`.
+#[inline]
+fn locate_key(buf: &[u8], key: &[u8], arena: &mut Vec<u8>) -> KeyAt {
+    let (start, end) = (buf.as_ptr() as usize, buf.as_ptr() as usize + buf.len());
+    let k = key.as_ptr() as usize;
+    if k >= start && k + key.len() <= end {
+        KeyAt::Buffer(k - start..k - start + key.len())
+    } else {
+        let from = arena.len();
+        arena.extend_from_slice(key);
+        KeyAt::Arena(from..arena.len())
     }
 }
 

@@ -2,7 +2,7 @@
 //! Two filters can be combined only when their identities are equal.
 
 use crate::error::{Error, Result};
-use crate::hashing::{Positions, Scheme};
+use crate::hashing::{BlockProbe, Positions, Scheme};
 use crate::params;
 use serde::{Deserialize, Serialize};
 
@@ -11,12 +11,20 @@ use serde::{Deserialize, Serialize};
 pub enum Layout {
     /// Positions spread over the whole array (the classic Bloom filter).
     Standard,
+    /// All k positions of a key inside one 512-bit, cache-line-aligned block (Putze, Sanders &
+    /// Singler 2007): one cache miss per query instead of k, at the price of a few more bits per
+    /// key for the same false-positive rate. Native schemes only.
+    Blocked,
 }
+
+/// Bits in a block of the blocked layout: one 64-byte cache line.
+pub const BLOCK_BITS: u64 = 512;
 
 impl std::fmt::Display for Layout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Layout::Standard => f.write_str("standard"),
+            Layout::Blocked => f.write_str("blocked"),
         }
     }
 }
@@ -36,6 +44,11 @@ pub struct FilterSpec {
 impl FilterSpec {
     /// A standard-layout spec of any scheme, validated against that scheme's limits.
     pub fn new(scheme: Scheme, seed: u32, bits: u64, hashes: u32) -> Result<Self> {
+        Self::with_layout(scheme, Layout::Standard, seed, bits, hashes)
+    }
+
+    /// A spec of any scheme and layout, validated.
+    pub fn with_layout(scheme: Scheme, layout: Layout, seed: u32, bits: u64, hashes: u32) -> Result<Self> {
         if bits == 0 || bits > scheme.max_bits() {
             return Err(Error::invalid("bits", format!("{bits} is not between 1 and {} ({scheme} filters)", scheme.max_bits())));
         }
@@ -48,7 +61,15 @@ impl FilterSpec {
         if matches!(scheme, Scheme::SparkV1 | Scheme::Hadoop(_)) && seed != 0 {
             return Err(Error::invalid("seed", format!("{scheme} filters have no seed (got {seed})")));
         }
-        Ok(FilterSpec { scheme, layout: Layout::Standard, seed, bits, hashes })
+        if layout == Layout::Blocked {
+            if !scheme.is_native() {
+                return Err(Error::invalid("layout", format!("the blocked layout is for native filters, not {scheme}")));
+            }
+            if bits % BLOCK_BITS != 0 {
+                return Err(Error::invalid("bits", format!("{bits} is not a whole number of {BLOCK_BITS}-bit blocks")));
+            }
+        }
+        Ok(FilterSpec { scheme, layout, seed, bits, hashes })
     }
 
     /// A native, standard-layout spec with explicit m and k, validated.
@@ -63,33 +84,54 @@ impl FilterSpec {
         Self::native(m, k, seed)
     }
 
-    /// A spec of `scheme` sized for `n` items at rate `p`: Spark's own formulas for Spark (so the
-    /// same (n, p) gives the same filter as `BloomFilter.create(n, p)`), Bloom's for the others.
-    pub fn sized_for(scheme: Scheme, n: u64, p: f64, seed: u32) -> Result<Self> {
-        match scheme {
-            Scheme::SparkV1 | Scheme::SparkV2 => {
+    /// A spec of `scheme` and `layout` sized for `n` items at rate `p`: Spark's own formulas for
+    /// Spark (so the same (n, p) gives the same filter as `BloomFilter.create(n, p)`), a search
+    /// that accounts for the blocking penalty for the blocked layout, Bloom's formulas otherwise.
+    pub fn sized_for(scheme: Scheme, layout: Layout, n: u64, p: f64, seed: u32) -> Result<Self> {
+        match (scheme, layout) {
+            (Scheme::SparkV1 | Scheme::SparkV2, _) => {
                 let (requested, k) = params::spark_params(n, p)?;
-                Self::new(scheme, seed, requested.div_ceil(64) * 64, k)
+                Self::with_layout(scheme, layout, seed, requested.div_ceil(64) * 64, k)
+            }
+            (_, Layout::Blocked) => {
+                let (m, k) = params::blocked_params(n, p)?;
+                Self::with_layout(scheme, layout, seed, m, k)
             }
             _ => {
                 let (m, k) = params::optimal_params(n, p)?;
-                Self::new(scheme, seed, m, k)
+                Self::with_layout(scheme, layout, seed, m, k)
             }
         }
     }
 
-    /// A spec of `scheme` with explicit m and k (Spark rounds m up to whole 64-bit words).
-    pub fn with_size(scheme: Scheme, bits: u64, hashes: u32, seed: u32) -> Result<Self> {
-        match scheme {
-            Scheme::SparkV1 | Scheme::SparkV2 => Self::new(scheme, seed, bits.div_ceil(64) * 64, hashes),
-            _ => Self::new(scheme, seed, bits, hashes),
-        }
+    /// A spec with explicit m and k (Spark rounds m up to whole 64-bit words, the blocked
+    /// layout to whole 512-bit blocks).
+    pub fn with_size(scheme: Scheme, layout: Layout, bits: u64, hashes: u32, seed: u32) -> Result<Self> {
+        let bits = match (scheme, layout) {
+            (Scheme::SparkV1 | Scheme::SparkV2, _) => bits.div_ceil(64) * 64,
+            (_, Layout::Blocked) => bits.div_ceil(BLOCK_BITS) * BLOCK_BITS,
+            _ => bits,
+        };
+        Self::with_layout(scheme, layout, seed, bits, hashes)
     }
 
     /// The k positions of `key`.
     #[inline]
     pub fn positions<'k>(&self, key: &'k [u8]) -> Positions<'k> {
-        self.scheme.positions(key, self.seed, self.bits, self.hashes)
+        match self.layout {
+            Layout::Standard => self.scheme.positions(key, self.seed, self.bits, self.hashes),
+            Layout::Blocked => {
+                let probe = self.block_probe(key);
+                Positions::Blocked { base: probe.block as u64 * BLOCK_BITS, probe, i: 0, k: self.hashes }
+            }
+        }
+    }
+
+    /// Where a key lives in the blocked layout.
+    #[inline(always)]
+    pub fn block_probe(&self, key: &[u8]) -> BlockProbe {
+        let (a, b) = self.scheme.native_pair(key, self.seed);
+        BlockProbe::new(a, b, self.bits / BLOCK_BITS)
     }
 
     /// Refuses `other` with an error naming the first part of the identity that differs.

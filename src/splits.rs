@@ -292,6 +292,59 @@ impl<R: Read> SplitReader<R> {
         }
     }
 
+    /// Up to `max` complete records that start in this split, as ranges of [`buffer`], each with
+    /// its terminator (a last line may lack one). Returns the file offset of the first; `out` is
+    /// empty once the split is done. The ranges stay valid until the next call.
+    ///
+    /// [`buffer`]: SplitReader::buffer
+    pub fn next_batch(&mut self, max: usize, out: &mut Vec<std::ops::Range<usize>>) -> Result<u64> {
+        out.clear();
+        loop {
+            let first_offset = self.offset;
+            if first_offset >= self.end {
+                return Ok(first_offset);
+            }
+            let base = self.pos;
+            let mut line_start = base;
+            for nl in memchr::memchr_iter(b'\n', &self.buf[base..self.filled]) {
+                let end = base + nl + 1;
+                if end - line_start > self.max_record {
+                    self.offset = first_offset + (line_start - base) as u64;
+                    return Err(self.too_long());
+                }
+                out.push(line_start..end);
+                line_start = end;
+                // The next record belongs to a later split, or the batch is full.
+                if first_offset + (line_start - base) as u64 >= self.end || out.len() == max {
+                    break;
+                }
+            }
+            if out.is_empty() && !self.refill()? {
+                if self.filled > self.pos {
+                    // A last line without a newline.
+                    if self.filled - self.pos > self.max_record {
+                        return Err(self.too_long());
+                    }
+                    out.push(self.pos..self.filled);
+                    line_start = self.filled;
+                } else {
+                    return Ok(self.offset);
+                }
+            }
+            if !out.is_empty() {
+                self.records += out.len() as u64;
+                self.offset = first_offset + (line_start - self.pos) as u64;
+                self.pos = line_start;
+                return Ok(first_offset);
+            }
+        }
+    }
+
+    /// The buffer that [`next_batch`](SplitReader::next_batch)'s ranges index.
+    pub fn buffer(&self) -> &[u8] {
+        &self.buf
+    }
+
     /// Bytes consumed so far, as a file offset.
     pub fn offset(&self) -> u64 {
         self.offset
@@ -350,6 +403,37 @@ mod tests {
         assert_eq!(expected[4].1, b"last-no-newline");
         for size in 1..=data.len() as u64 + 1 {
             assert_eq!(read_all(data, size), expected, "split size {size}");
+        }
+    }
+
+    #[test]
+    fn batches_give_the_same_records_as_one_at_a_time() {
+        let data = b"a,1\nbb,22\r\n\nccc,333\r\nlast-no-newline";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, data).unwrap();
+        let inputs = resolve_inputs(&[path.clone()]).unwrap();
+        for size in 1..=data.len() as u64 + 1 {
+            for max in [1, 2, 3, 64] {
+                let mut got = Vec::new();
+                for split in plan_splits(&inputs, size).unwrap() {
+                    let mut r = SplitReader::open(&path, &split, 1 << 20).unwrap();
+                    let mut lines = Vec::new();
+                    loop {
+                        let mut offset = r.next_batch(max, &mut lines).unwrap();
+                        if lines.is_empty() {
+                            break;
+                        }
+                        assert!(lines.len() <= max);
+                        for l in &lines {
+                            assert!(offset >= split.start && offset < split.end, "size {size}");
+                            got.push((offset, r.buffer()[l.clone()].to_vec()));
+                            offset += l.len() as u64;
+                        }
+                    }
+                }
+                assert_eq!(got, whole(data), "split size {size}, batch {max}");
+            }
         }
     }
 

@@ -6,6 +6,8 @@ use bloomflow::cluster::ClusterConfig;
 use bloomflow::jobs::build::Sizing;
 use bloomflow::params;
 use bloomflow::hashing::{HadoopHash, Scheme};
+use bloomflow::spec::Layout;
+use clap::ValueEnum;
 use bloomflow::records::{KeyField, KeyRules, KeyType, RecordFormat};
 use bloomflow::scan::ScanOptions;
 use bloomflow::splits::{DEFAULT_MAX_RECORD, DEFAULT_SPLIT_SIZE};
@@ -119,8 +121,31 @@ pub enum FormatArg {
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HashArg {
+    /// Native: Jenkins lookup2, twice (the default of `build`).
+    Lookup2,
+    /// Native: Jenkins lookup3 `hashlittle2`, once (faster; the default of `semijoin`).
+    Lookup3,
+    /// Hadoop: `JenkinsHash` (lookup3 `hashlittle`), the default with --format hadoop.
     Jenkins,
+    /// Hadoop: `MurmurHash`.
     Murmur,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutArg {
+    /// k positions anywhere in the array.
+    Standard,
+    /// k positions in one 64-byte cache line (native filters).
+    Blocked,
+}
+
+/// The filter a command builds when the user does not say: `build` writes files that must stay
+/// readable, so it keeps the pinned lookup2 scheme and standard layout; `semijoin` uses its
+/// filter only in memory and takes the fastest.
+#[derive(Clone, Copy, Debug)]
+pub struct FilterDefaults {
+    pub native_hash: HashArg,
+    pub layout: LayoutArg,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,9 +178,12 @@ pub struct SizingArgs {
     /// File format of the filter, which also decides its hashing scheme.
     #[arg(long, value_enum, default_value_t = FormatArg::Native)]
     pub format: FormatArg,
-    /// Hadoop's hash function (with --format hadoop).
+    /// Hash function: lookup2 or lookup3 for native filters, jenkins or murmur for Hadoop's.
     #[arg(long, value_enum)]
     pub hash: Option<HashArg>,
+    /// Where a key's k bits go (native filters).
+    #[arg(long, value_enum)]
+    pub layout: Option<LayoutArg>,
     /// Spark filter version (with --format spark): 2 is Spark 4.1+'s default, 1 earlier Sparks'.
     #[arg(long, value_name = "1|2", value_parser = clap::value_parser!(u8).range(1..=2))]
     pub spark_version: Option<u8>,
@@ -178,25 +206,39 @@ impl SizingArgs {
     }
 
     /// The hashing scheme the format and its options name.
-    pub fn scheme(&self) -> anyhow::Result<Scheme> {
-        if self.hash.is_some() && self.format != FormatArg::Hadoop {
-            bail!("--hash is for --format hadoop");
-        }
+    pub fn scheme(&self, defaults: FilterDefaults) -> anyhow::Result<Scheme> {
         if self.spark_version.is_some() && self.format != FormatArg::Spark {
             bail!("--spark-version is for --format spark");
         }
         if self.key_type == KeyTypeArg::Long && self.format != FormatArg::Spark {
             bail!("--key-type long is for --format spark (Spark's putLong)");
         }
-        Ok(match self.format {
-            FormatArg::Native => Scheme::Native,
-            FormatArg::Hadoop => Scheme::Hadoop(match self.hash.unwrap_or(HashArg::Jenkins) {
-                HashArg::Jenkins => HadoopHash::Jenkins,
-                HashArg::Murmur => HadoopHash::Murmur,
-            }),
-            FormatArg::Spark if self.spark_version == Some(1) => Scheme::SparkV1,
-            FormatArg::Spark => Scheme::SparkV2,
+        Ok(match (self.format, self.hash) {
+            (FormatArg::Native, None) => native_scheme(defaults.native_hash),
+            (FormatArg::Native, Some(h @ (HashArg::Lookup2 | HashArg::Lookup3))) => native_scheme(h),
+            (FormatArg::Hadoop, None | Some(HashArg::Jenkins)) => Scheme::Hadoop(HadoopHash::Jenkins),
+            (FormatArg::Hadoop, Some(HashArg::Murmur)) => Scheme::Hadoop(HadoopHash::Murmur),
+            (FormatArg::Spark, None) if self.spark_version == Some(1) => Scheme::SparkV1,
+            (FormatArg::Spark, None) => Scheme::SparkV2,
+            (format, Some(hash)) => bail!(
+                "--hash {} is not a hash of --format {} (native: lookup2, lookup3; hadoop: jenkins, murmur; spark has its own)",
+                hash.to_possible_value().expect("no skipped values").get_name(),
+                format.to_possible_value().expect("no skipped values").get_name()
+            ),
         })
+    }
+
+    /// The layout: the command's default for native filters, always standard for the others.
+    pub fn layout(&self, scheme: Scheme, defaults: FilterDefaults) -> anyhow::Result<Layout> {
+        match (self.layout, scheme.is_native()) {
+            (Some(LayoutArg::Blocked), false) => bail!("--layout blocked is for native filters, not {scheme}"),
+            (Some(LayoutArg::Blocked), true) => Ok(Layout::Blocked),
+            (Some(LayoutArg::Standard), _) | (None, false) => Ok(Layout::Standard),
+            (None, true) => Ok(match defaults.layout {
+                LayoutArg::Standard => Layout::Standard,
+                LayoutArg::Blocked => Layout::Blocked,
+            }),
+        }
     }
 
     /// The seed as the filter stores it: Spark's is a Java int, so negative seeds are accepted.
@@ -214,5 +256,12 @@ impl SizingArgs {
             KeyTypeArg::Long => KeyType::Long,
         };
         KeyRules { key_type, reject_empty: scheme.refuses_empty_keys() }
+    }
+}
+
+fn native_scheme(hash: HashArg) -> Scheme {
+    match hash {
+        HashArg::Lookup3 => Scheme::NativeLookup3,
+        _ => Scheme::Native,
     }
 }

@@ -1,6 +1,6 @@
 //! `bloomflow build INPUT... --key FIELD -o FILE`: the distributed filter build.
 
-use super::args::{ClusterArgs, InputArgs, SizingArgs};
+use super::args::{ClusterArgs, FilterDefaults, HashArg, InputArgs, LayoutArg, SizingArgs};
 use anyhow::Context;
 use bloomflow::jobs::build::{self, BuildConfig, BuildStats};
 use bloomflow::limits::human_bytes;
@@ -29,7 +29,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let scheme = args.sizing.scheme()?;
+    let defaults = FilterDefaults { native_hash: HashArg::Lookup2, layout: LayoutArg::Standard };
+    let scheme = args.sizing.scheme(defaults)?;
+    let layout = args.sizing.layout(scheme, defaults)?;
     let mut scan = args.input.scan(&args.key, "--key")?;
     scan.key_rules = args.sizing.key_rules(scheme);
     let config = BuildConfig {
@@ -37,6 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scan,
         sizing: args.sizing.sizing()?,
         scheme,
+        layout,
         seed: args.sizing.seed()?,
         output: Some(args.output),
         cluster: args.cluster.config()?,

@@ -4,6 +4,7 @@
 
 use bloomflow::cluster::ClusterConfig;
 use bloomflow::hashing::Scheme;
+use bloomflow::spec::Layout;
 use bloomflow::jobs::build::{self, BuildConfig, Sizing};
 use bloomflow::jobs::semijoin::{self, FilterSource, SemijoinConfig};
 use bloomflow::records::{KeyField, RecordFormat};
@@ -64,6 +65,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scan: scan("customer_id"),
         sizing: Sizing::Expected { items: 3000, fpp: 0.01 },
         scheme: Scheme::Native,
+        layout: Layout::Standard,
         seed: 0,
         output: Some(filter.clone()),
         cluster: cluster.clone(),
@@ -94,7 +96,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             inputs: vec![customers.clone()],
             scan: scan("customer_id"),
             sizing: Sizing::Expected { items: 3000, fpp: 0.01 },
-            scheme: Scheme::Native,
+            scheme: Scheme::NativeLookup3,
+            layout: Layout::Blocked,
             seed: 0,
         },
         probe_inputs: vec![events.clone()],

@@ -1,6 +1,6 @@
 //! `bloomflow semijoin`: keep the probe records whose key may be on the build side.
 
-use super::args::{ClusterArgs, InputArgs, SizingArgs};
+use super::args::{ClusterArgs, FilterDefaults, HashArg, InputArgs, LayoutArg, SizingArgs};
 use bloomflow::jobs::semijoin::{self, FilterSource, SemijoinConfig, SemijoinStats};
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
@@ -41,13 +41,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let scheme = args.sizing.scheme()?;
+    let defaults = FilterDefaults { native_hash: HashArg::Lookup3, layout: LayoutArg::Blocked };
+    let scheme = args.sizing.scheme(defaults)?;
+    let layout = args.sizing.layout(scheme, defaults)?;
     let filter = match (&args.filter, &args.build_key) {
         (Some(path), _) => FilterSource::File(path.clone()),
         (None, Some(key)) => {
             let mut scan = args.input.scan(key, "--build-key")?;
             scan.key_rules = args.sizing.key_rules(scheme);
-            FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, seed: args.sizing.seed()? }
+            FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, layout, seed: args.sizing.seed()? }
         }
         (None, None) => anyhow::bail!("--build needs --build-key"),
     };

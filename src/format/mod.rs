@@ -114,7 +114,7 @@ pub fn write(path: &Path, filter: &StoredFilter) -> Result<()> {
 /// Writes a plain filter in the format its scheme belongs to.
 pub fn write_plain(path: &Path, f: &BloomFilter) -> Result<()> {
     match f.spec().scheme {
-        Scheme::Native => native::write_plain(path, f),
+        Scheme::Native | Scheme::NativeLookup3 => native::write_plain(path, f),
         Scheme::Hadoop(_) => hadoop::write(path, f),
         Scheme::SparkV1 | Scheme::SparkV2 => spark::write(path, f),
     }

@@ -2,7 +2,7 @@
 //! identity: bloomflow's native one, and Hadoop's and Spark's, reproduced bit for bit so that
 //! their filter files can be read, written and merged (see ../shared/interop/README.md).
 
-pub mod hadoop_jenkins;
+pub mod lookup3;
 pub mod hadoop_murmur;
 pub mod native;
 pub mod spark_murmur3;
@@ -22,7 +22,7 @@ impl HadoopHash {
     #[inline]
     pub fn hash(self, key: &[u8], seed: u32) -> u32 {
         match self {
-            HadoopHash::Jenkins => hadoop_jenkins::hash(key, seed),
+            HadoopHash::Jenkins => lookup3::hash(key, seed),
             HadoopHash::Murmur => hadoop_murmur::hash(key, seed),
         }
     }
@@ -41,6 +41,9 @@ impl HadoopHash {
 pub enum Scheme {
     /// bloomflow's own: Jenkins lookup2 twice, enhanced double hashing, multiply-shift.
     Native,
+    /// bloomflow's faster variant: Jenkins lookup3 `hashlittle2` once (64 bits in one pass),
+    /// then the same enhanced double hashing and multiply-shift.
+    NativeLookup3,
     /// `org.apache.hadoop.util.bloom`: seed-chained hashes, `abs(h % m)`.
     Hadoop(HadoopHash),
     /// `org.apache.spark.util.sketch` V1: Murmur3 h1, h2; `h1 + i·h2` in 32-bit arithmetic.
@@ -53,6 +56,7 @@ impl std::fmt::Display for Scheme {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Scheme::Native => "native-lookup2-edh",
+            Scheme::NativeLookup3 => "native-lookup3-edh",
             Scheme::Hadoop(HadoopHash::Jenkins) => "hadoop-jenkins",
             Scheme::Hadoop(HadoopHash::Murmur) => "hadoop-murmur",
             Scheme::SparkV1 => "spark-v1-murmur3",
@@ -67,7 +71,7 @@ impl Scheme {
     /// that a hostile header cannot make every query loop for ever.
     pub fn max_hashes(self) -> u32 {
         match self {
-            Scheme::Native => 32,
+            Scheme::Native | Scheme::NativeLookup3 => 32,
             _ => 1024,
         }
     }
@@ -76,9 +80,23 @@ impl Scheme {
     /// the word count as an int.
     pub fn max_bits(self) -> u64 {
         match self {
-            Scheme::Native => crate::params::MAX_BITS,
+            Scheme::Native | Scheme::NativeLookup3 => crate::params::MAX_BITS,
             Scheme::Hadoop(_) => i32::MAX as u64,
             Scheme::SparkV1 | Scheme::SparkV2 => i32::MAX as u64 * 64,
+        }
+    }
+
+    /// bloomflow's own schemes, which may use the blocked layout.
+    pub fn is_native(self) -> bool {
+        matches!(self, Scheme::Native | Scheme::NativeLookup3)
+    }
+
+    /// The two 32-bit hashes a native scheme derives every position from.
+    #[inline(always)]
+    pub fn native_pair(self, key: &[u8], seed: u32) -> (u32, u32) {
+        match self {
+            Scheme::NativeLookup3 => lookup3::hashlittle2(key, seed, 0),
+            _ => native_hash(key, seed),
         }
     }
 
@@ -91,7 +109,10 @@ impl Scheme {
     #[inline]
     pub fn positions(self, key: &[u8], seed: u32, m: u64, k: u32) -> Positions<'_> {
         match self {
-            Scheme::Native => Positions::Native(NativePositions::new(key, seed, m, k)),
+            Scheme::Native | Scheme::NativeLookup3 => {
+                let (a, b) = self.native_pair(key, seed);
+                Positions::Native(NativePositions::from_hashes(a, b, m, k))
+            }
             Scheme::Hadoop(hash) => Positions::Hadoop { key, hash, h: 0, i: 0, k, m },
             Scheme::SparkV1 => {
                 let h1 = spark_murmur3::hash_bytes(key, 0);
@@ -108,6 +129,59 @@ impl Scheme {
     }
 }
 
+/// Where a key lives in the blocked layout: its block (by multiply-shift of the 64-bit hash
+/// x = a << 32 | b) and, inside the block's 512 bits, k positions taken 9 bits at a time from a
+/// remix of x (remixed again every 7 positions), so that they do not correlate with the block.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockProbe {
+    pub block: usize,
+    z: u64,
+}
+
+/// The splitmix64 finaliser: a bijective remix of all 64 bits.
+#[inline(always)]
+fn remix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl BlockProbe {
+    #[inline(always)]
+    pub fn new(a: u32, b: u32, blocks: u64) -> Self {
+        let x = ((a as u64) << 32) | b as u64;
+        BlockProbe { block: mulshift(x, blocks) as usize, z: remix(x) }
+    }
+
+    /// The k in-block bit positions (0..512), passed to `f` in order; stops when `f` says false.
+    /// Returns whether `f` said true to all of them.
+    #[inline(always)]
+    pub fn for_each_bit(&self, k: u32, mut f: impl FnMut(u32) -> bool) -> bool {
+        let mut z = self.z;
+        for i in 0..k {
+            if i > 0 && i % 7 == 0 {
+                z = remix(self.z.wrapping_add(i as u64));
+            }
+            if !f((z & 511) as u32) {
+                return false;
+            }
+            z >>= 9;
+        }
+        true
+    }
+
+    /// The in-block positions as a mask of the block's 8 words.
+    #[inline(always)]
+    pub fn mask(&self, k: u32) -> [u64; 8] {
+        let mut mask = [0u64; 8];
+        self.for_each_bit(k, |bit| {
+            mask[(bit >> 6) as usize] |= 1u64 << (bit & 63);
+            true
+        });
+        mask
+    }
+}
+
 /// The positions of one key, in order, under any scheme.
 #[derive(Clone, Debug)]
 pub enum Positions<'a> {
@@ -118,6 +192,8 @@ pub enum Positions<'a> {
     SparkV1 { h1: i32, h2: i32, i: u32, k: u32, m: u64 },
     /// c = h1·(2^31−1); for each position: c += h2, index = ~c if negative, position index mod m.
     SparkV2 { c: i64, h2: i64, i: u32, k: u32, m: u64 },
+    /// The blocked layout: `base` is the block's first bit.
+    Blocked { base: u64, probe: BlockProbe, i: u32, k: u32 },
 }
 
 impl Iterator for Positions<'_> {
@@ -145,6 +221,22 @@ impl Iterator for Positions<'_> {
                 }
                 *i += 1;
                 Some(c as u64 % *m)
+            }
+            Positions::Blocked { base, probe, i, k } => {
+                if *i == *k {
+                    return None;
+                }
+                // The i-th in-block position (positions are few: recomputing the prefix is cheap).
+                let (mut n, mut found) = (0, 0);
+                probe.for_each_bit(*i + 1, |bit| {
+                    if n == *i {
+                        found = bit;
+                    }
+                    n += 1;
+                    true
+                });
+                *i += 1;
+                Some(*base + found as u64)
             }
             Positions::SparkV2 { c, h2, i, k, m } => {
                 if *i == *k {

@@ -11,7 +11,7 @@ use crate::params;
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
 use crate::hashing::Scheme;
-use crate::spec::FilterSpec;
+use crate::spec::{FilterSpec, Layout};
 use crate::splits::{Input, SplitReader, Split};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,7 @@ pub struct BuildConfig {
     pub sizing: Sizing,
     /// The hashing scheme, which also decides the output's file format.
     pub scheme: Scheme,
+    pub layout: Layout,
     pub seed: u32,
     /// Where worker 0 writes the filter; `None` builds and reports only.
     pub output: Option<PathBuf>,
@@ -81,16 +82,16 @@ pub struct BuildStats {
 }
 
 /// Sizes the filter from the user's choice; an estimate reads a sample of the inputs.
-pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, seed: u32) -> Result<SizedSpec> {
+pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, layout: Layout, seed: u32) -> Result<SizedSpec> {
     match *sizing {
         Sizing::Expected { items, fpp } => Ok(SizedSpec {
-            spec: FilterSpec::sized_for(scheme, items, fpp, seed)?,
+            spec: FilterSpec::sized_for(scheme, layout, items, fpp, seed)?,
             expected_items: items,
             target_fpp: fpp,
             note: format!("sized for {items} expected items at false-positive rate {fpp}"),
         }),
         Sizing::Explicit { bits, hashes } => Ok(SizedSpec {
-            spec: FilterSpec::with_size(scheme, bits, hashes, seed)?,
+            spec: FilterSpec::with_size(scheme, layout, bits, hashes, seed)?,
             expected_items: 0,
             target_fpp: 0.0,
             note: format!("explicit size: {bits} bits, {hashes} hashes"),
@@ -98,7 +99,7 @@ pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, seed: u32) 
         Sizing::Estimate { fpp } => {
             let (items, note) = estimate_items(source)?;
             Ok(SizedSpec {
-                spec: FilterSpec::sized_for(scheme, items, fpp, seed)?,
+                spec: FilterSpec::sized_for(scheme, layout, items, fpp, seed)?,
                 expected_items: items,
                 target_fpp: fpp,
                 note: format!("{note}; sized for it at false-positive rate {fpp} (give --expected-items to size exactly)"),
@@ -165,7 +166,7 @@ pub fn check_writable(output: &Path) -> Result<()> {
 pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let started = Instant::now();
     let source = Arc::new(Source::plan(&config.inputs, config.scan.clone())?);
-    let sized = size_filter(&config.sizing, &source, config.scheme, config.seed)?;
+    let sized = size_filter(&config.sizing, &source, config.scheme, config.layout, config.seed)?;
     let workers = config.cluster.workers as u64;
     crate::limits::check_allocation(
         sized.spec.bits.div_ceil(8).saturating_mul(workers),

@@ -51,9 +51,9 @@ pub(crate) fn global_filter(
     {
         let mut partial = filter.borrow_mut();
         let mut keys = 0u64;
-        let scanned = source.scan_worker(me, peers, abort, progress, |key, _record| {
-            partial.insert(key);
-            keys += 1;
+        let scanned = source.scan_worker(me, peers, abort, progress, |batch| {
+            partial.insert_batch(batch.keys);
+            keys += batch.len() as u64;
             Ok(())
         });
         report.keys = keys;

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::format;
 use crate::hashing::Scheme;
+use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
@@ -34,7 +35,7 @@ use timely::worker::Worker;
 #[derive(Clone, Debug)]
 pub enum FilterSource {
     /// Built from the build side's inputs by the distributed build.
-    Build { inputs: Vec<PathBuf>, scan: ScanOptions, sizing: Sizing, scheme: Scheme, seed: u32 },
+    Build { inputs: Vec<PathBuf>, scan: ScanOptions, sizing: Sizing, scheme: Scheme, layout: Layout, seed: u32 },
     /// Read from a filter file (every process reads it).
     File(PathBuf),
 }
@@ -117,9 +118,9 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         return Err(Error::invalid("--exact", "needs the build side (--build): a filter file holds no keys to join with"));
     }
     let planned = match &config.filter {
-        FilterSource::Build { inputs, scan, sizing, scheme, seed } => {
+        FilterSource::Build { inputs, scan, sizing, scheme, layout, seed } => {
             let source = Source::plan(inputs, scan.clone())?;
-            let sized = size_filter(sizing, &source, *scheme, *seed)?;
+            let sized = size_filter(sizing, &source, *scheme, *layout, *seed)?;
             crate::limits::check_allocation(
                 sized.spec.bits.div_ceil(8).saturating_mul(cluster.workers as u64),
                 &format!("the filter ({} bits, a copy on each of {} worker(s))", sized.spec.bits, cluster.workers),
@@ -268,14 +269,18 @@ impl Job {
     fn probe_bloom(&self, me: usize, peers: usize, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<PathBuf> {
         let mut part = self.open_part(me)?;
         let (mut kept, mut pruned_bytes) = (0u64, 0u64);
-        report.scan = self.probe.scan_worker(me, peers, abort, counter, |key, record| {
-            if filter.contains(key) {
-                kept += 1;
-                write_line(&mut part, record)
-            } else {
-                pruned_bytes += key.len() as u64 + 12;
-                Ok(())
+        let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
+        report.scan = self.probe.scan_worker(me, peers, abort, counter, |batch| {
+            filter.contains_batch(batch.keys, &mut answers);
+            for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
+                if maybe {
+                    kept += 1;
+                    write_line(&mut part, record)?;
+                } else {
+                    pruned_bytes += key.len() as u64 + 12;
+                }
             }
+            Ok(())
         })?;
         report.bloom_survivors = kept;
         report.records_out = kept;
@@ -326,19 +331,27 @@ impl Job {
         let (mut seq, mut pruned_bytes) = (0u64, 0u64);
         let scanned = match survivors_file.as_mut() {
             Err(_) => Ok(ScanStats::default()),
-            Ok(file) => self.probe.scan_worker(me, peers, abort, counter, |key, record| {
-                if filter.contains(key) {
-                    survivors_in.insert((key.to_vec(), (me as u32, seq)));
-                    seq += 1;
-                    write_line(file, record)
-                } else {
-                    pruned_bytes += key.len() as u64 + 12;
+            Ok(file) => {
+                let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
+                self.probe.scan_worker(me, peers, abort, counter, |batch| {
+                    filter.contains_batch(batch.keys, &mut answers);
+                    for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
+                        if maybe {
+                            survivors_in.insert((key.to_vec(), (me as u32, seq)));
+                            seq += 1;
+                            write_line(file, record)?;
+                        } else {
+                            pruned_bytes += key.len() as u64 + 12;
+                        }
+                    }
                     Ok(())
-                }
-            }),
+                })
+            }
         };
-        let build_scanned = build.scan_worker(me, peers, abort, counter, |key, _| {
-            build_in.insert(key.to_vec());
+        let build_scanned = build.scan_worker(me, peers, abort, counter, |batch| {
+            for key in batch.keys {
+                build_in.insert(key.to_vec());
+            }
             Ok(())
         });
         survivors_in.close();

@@ -14,8 +14,8 @@ fn scanned_keys(inputs: &[std::path::PathBuf], options: ScanOptions, peers: usiz
     let mut keys = Vec::new();
     for me in 0..peers {
         source
-            .scan_worker(me, peers, &AtomicBool::new(false), &AtomicU64::new(0), |k, _| {
-                keys.push(k.to_vec());
+            .scan_worker(me, peers, &AtomicBool::new(false), &AtomicU64::new(0), |batch| {
+                keys.extend(batch.keys.iter().map(|k| k.to_vec()));
                 Ok(())
             })
             .unwrap();

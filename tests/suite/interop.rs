@@ -3,8 +3,8 @@
 
 use crate::util::*;
 use bloomflow::format::{self, FileFormat, StoredFilter};
-use bloomflow::hashing::{hadoop_jenkins, hadoop_murmur, spark_murmur3, HadoopHash, Scheme};
-use bloomflow::{BloomFilter, Error, FilterSpec};
+use bloomflow::hashing::{lookup3, hadoop_murmur, spark_murmur3, HadoopHash, Scheme};
+use bloomflow::{BloomFilter, Error, FilterSpec, Layout};
 use std::path::{Path, PathBuf};
 
 fn vectors() -> PathBuf {
@@ -33,7 +33,7 @@ fn hash_hex(s: &str) -> u32 {
 fn hash_functions_match_every_vector_row() {
     let mut checked = 0;
     for (file, f) in [
-        ("jenkins.tsv", hadoop_jenkins::hash as fn(&[u8], u32) -> u32),
+        ("jenkins.tsv", lookup3::hash as fn(&[u8], u32) -> u32),
         ("murmur.tsv", hadoop_murmur::hash),
         ("spark_murmur3.tsv", spark_murmur3::hash_bytes),
     ] {
@@ -45,7 +45,7 @@ fn hash_functions_match_every_vector_row() {
     }
     for row in tsv("hash_extra.tsv") {
         let f = match row[0].as_str() {
-            "hadoop_jenkins" => hadoop_jenkins::hash as fn(&[u8], u32) -> u32,
+            "hadoop_jenkins" => lookup3::hash as fn(&[u8], u32) -> u32,
             "hadoop_murmur" => hadoop_murmur::hash,
             "spark_murmur3" => spark_murmur3::hash_bytes,
             other => panic!("unknown algo {other}"),
@@ -164,7 +164,7 @@ fn spark_sizing_matches_the_params_table() {
     for row in tsv("spark_params.tsv") {
         let (n, p): (u64, f64) = (row[8].parse().unwrap(), row[9].parse().unwrap());
         let scheme = if row[1] == "1" { Scheme::SparkV1 } else { Scheme::SparkV2 };
-        let spec = FilterSpec::sized_for(scheme, n, p, 0).unwrap();
+        let spec = FilterSpec::sized_for(scheme, Layout::Standard, n, p, 0).unwrap();
         assert_eq!(spec.bits.to_string(), row[5], "{row:?}");
         assert_eq!(spec.hashes.to_string(), row[2], "{row:?}");
         // The table also describes a seeded file that is not among the vectors.
@@ -272,10 +272,10 @@ fn hostile_hadoop_and_spark_headers_are_rejected() {
 
 #[test]
 fn hadoop_and_spark_size_limits_are_enforced() {
-    let err = FilterSpec::with_size(Scheme::Hadoop(HadoopHash::Jenkins), 1 << 31, 3, 0).unwrap_err().to_string();
+    let err = FilterSpec::with_size(Scheme::Hadoop(HadoopHash::Jenkins), Layout::Standard, 1 << 31, 3, 0).unwrap_err().to_string();
     assert!(err.contains("2147483647"), "{err}");
-    assert!(FilterSpec::with_size(Scheme::Hadoop(HadoopHash::Jenkins), (1 << 31) - 1, 3, 0).is_ok());
-    let err = FilterSpec::with_size(Scheme::SparkV2, (1u64 << 31) * 64, 3, 0).unwrap_err().to_string();
+    assert!(FilterSpec::with_size(Scheme::Hadoop(HadoopHash::Jenkins), Layout::Standard, (1 << 31) - 1, 3, 0).is_ok());
+    let err = FilterSpec::with_size(Scheme::SparkV2, Layout::Standard, (1u64 << 31) * 64, 3, 0).unwrap_err().to_string();
     assert!(err.contains("bits"), "{err}");
     assert!(FilterSpec::new(Scheme::SparkV1, 5, 64, 3).is_err(), "Spark V1 has no seed");
 }
