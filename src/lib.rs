@@ -30,3 +30,4 @@ pub mod report;
 pub mod gen;
 pub mod output;
 pub mod cleanup;
+pub mod keyset;

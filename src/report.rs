@@ -17,6 +17,10 @@ pub struct WorkerReport {
     /// Keys inserted into the partial filter (build side) or records kept (probe side).
     pub keys: u64,
     pub elapsed_secs: f64,
+    /// Bytes of build keys this worker kept for an exact broadcast join; `None` when it kept
+    /// none or they passed the broadcast limit.
+    #[serde(default)]
+    pub collected_key_bytes: Option<u64>,
     /// Set when this worker failed; the job then fails everywhere and writes nothing.
     pub error: Option<String>,
 }

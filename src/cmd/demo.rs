@@ -6,7 +6,7 @@ use bloomflow::cluster::ClusterConfig;
 use bloomflow::hashing::Scheme;
 use bloomflow::spec::Layout;
 use bloomflow::jobs::build::{self, BuildConfig, Sizing};
-use bloomflow::jobs::semijoin::{self, FilterSource, SemijoinConfig};
+use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig};
 use bloomflow::records::{KeyField, RecordFormat};
 use bloomflow::scan::ScanOptions;
 use bloomflow::splits::DEFAULT_MAX_RECORD;
@@ -82,6 +82,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         probe_scan: scan("customer_id"),
         output: pruned.clone(),
         exact: false,
+        exact_strategy: ExactStrategy::Auto,
+        broadcast_limit: 64 << 20,
         overwrite: true,
         cluster: cluster.clone(),
         progress: false,
@@ -104,6 +106,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         probe_scan: scan("customer_id"),
         output: exact.clone(),
         exact: true,
+        exact_strategy: ExactStrategy::Auto,
+        broadcast_limit: 64 << 20,
         overwrite: true,
         cluster,
         progress: false,

@@ -1,7 +1,7 @@
 //! `bloomflow semijoin`: keep the probe records whose key may be on the build side.
 
 use super::args::{ClusterArgs, FilterDefaults, HashArg, InputArgs, LayoutArg, SizingArgs};
-use bloomflow::jobs::semijoin::{self, FilterSource, SemijoinConfig, SemijoinStats};
+use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
 
@@ -29,6 +29,13 @@ pub struct Args {
     /// Remove the Bloom step's false positives with an exact join (needs --build).
     #[arg(long)]
     exact: bool,
+    /// How --exact joins: broadcast the build keys to every process (when they fit
+    /// --broadcast-limit, with auto), or shuffle keys and join with differential-dataflow.
+    #[arg(long, value_enum, default_value_t = StrategyArg::Auto, requires = "exact")]
+    exact_strategy: StrategyArg,
+    /// Most build-key bytes the auto strategy broadcasts to every process.
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
+    broadcast_limit: u64,
     /// Replace an existing output directory.
     #[arg(long)]
     overwrite: bool,
@@ -38,6 +45,13 @@ pub struct Args {
     sizing: SizingArgs,
     #[command(flatten)]
     cluster: ClusterArgs,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum StrategyArg {
+    Auto,
+    Broadcast,
+    Shuffle,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -61,6 +75,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         probe_scan,
         output: args.output.clone(),
         exact: args.exact,
+        exact_strategy: match args.exact_strategy {
+            StrategyArg::Auto => ExactStrategy::Auto,
+            StrategyArg::Broadcast => ExactStrategy::Broadcast,
+            StrategyArg::Shuffle => ExactStrategy::Shuffle,
+        },
+        broadcast_limit: args.broadcast_limit,
         overwrite: args.overwrite,
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
@@ -86,8 +106,13 @@ pub fn print_summary(s: &SemijoinStats) {
         println!("    {e}");
     }
     println!("  bloom survivors     {} ({:.2}% pruned)", s.bloom_survivors, s.fraction_pruned * 100.0);
-    if let (Some(fp), Some(saved)) = (s.false_positives_removed, s.network_bytes_saved_by_bloom) {
-        println!("  false positives     {fp} removed by the exact join");
+    if let (Some(fp), Some(strategy)) = (s.false_positives_removed, s.exact_strategy) {
+        println!("  false positives     {fp} removed by the exact join ({strategy:?} strategy)");
+    }
+    if let Some(bytes) = s.broadcast_key_bytes {
+        println!("  broadcast           {} of build keys sent to every process", human_bytes(bytes));
+    }
+    if let Some(saved) = s.network_bytes_saved_by_bloom {
         println!("  network saved       {} of key exchange kept off the network by the Bloom step", human_bytes(saved));
     }
     println!("  records out         {}", s.records_out);

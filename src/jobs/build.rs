@@ -189,7 +189,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let guards = timely::execute(cluster.timely_config(), move |worker| {
         connected.store(true, Ordering::SeqCst);
         let empty = BloomFilter::new(job_sized.spec).sized_for(job_sized.expected_items, job_sized.target_fpp);
-        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter);
+        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None);
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
         if let Some(failure) = first_failure(&reports) {
             return Err(Error::Job(failure));

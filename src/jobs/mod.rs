@@ -5,6 +5,7 @@ pub mod semijoin;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, Slice};
 use crate::filter::BloomFilter;
+use crate::keyset::{KeyArena, KeySet};
 use crate::report::WorkerReport;
 use crate::scan::{ScanStats, Source};
 use std::cell::RefCell;
@@ -33,6 +34,7 @@ pub(crate) fn global_filter(
     gather: Gather,
     abort: &AtomicBool,
     progress: &AtomicU64,
+    mut collect: Option<(&mut KeyArena, u64)>,
 ) -> (BloomFilter, WorkerReport) {
     let (me, peers) = (worker.index(), worker.peers());
     let filter = Rc::new(RefCell::new(empty));
@@ -51,12 +53,23 @@ pub(crate) fn global_filter(
     {
         let mut partial = filter.borrow_mut();
         let mut keys = 0u64;
+        let mut overflow = false;
         let scanned = source.scan_worker(me, peers, abort, progress, |batch| {
             partial.insert_batch(batch.keys);
             keys += batch.len() as u64;
+            // Keys kept for an exact broadcast join, up to the limit (then none: the job
+            // falls back to the shuffle join).
+            if let Some((arena, limit)) = collect.as_mut().filter(|_| !overflow) {
+                batch.keys.iter().for_each(|k| arena.push(k));
+                if arena.len_bytes() as u64 > *limit {
+                    overflow = true;
+                    arena.clear();
+                }
+            }
             Ok(())
         });
         report.keys = keys;
+        report.collected_key_bytes = collect.as_ref().filter(|_| !overflow).map(|(a, _)| a.len_bytes() as u64);
         match scanned {
             Ok(scan) => report.scan = scan,
             Err(err) => {
@@ -127,6 +140,59 @@ pub(crate) fn all_reports<R: ExchangeData + Clone>(worker: &mut Worker, report: 
     let mut reports = received.take();
     reports.sort_by_key(|(from, _)| *from);
     reports
+}
+
+/// Gives every process all the build keys: each worker sends its keys to the first worker of
+/// every process (`receivers`), which gathers them into one set; the set is then shared by the
+/// process's workers through `shared` once they all reach `barrier`.
+pub(crate) fn broadcast_keys(
+    worker: &mut Worker,
+    keys: KeyArena,
+    total: (u64, u64),
+    receivers: &[usize],
+    shared: &std::sync::Mutex<Option<std::sync::Arc<KeySet>>>,
+    barrier: &std::sync::Barrier,
+) -> std::sync::Arc<KeySet> {
+    let me = worker.index();
+    // Sized from the reports' totals (keys, encoded bytes): only the receivers fill theirs.
+    let capacity = if receivers.contains(&me) { total } else { (0, 0) };
+    let set = Rc::new(RefCell::new(KeySet::with_capacity(capacity.0 as usize, capacity.1 as usize)));
+    let probe = ProbeHandle::new();
+    let mut input = worker.dataflow::<u64, _, _>(|scope| {
+        let (input, pieces) = scope.new_input::<Vec<(u32, Vec<u8>)>>();
+        let sink = Rc::clone(&set);
+        pieces
+            .unary::<timely::container::CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                Exchange::new(|(to, _): &(u32, Vec<u8>)| *to as u64),
+                "GatherKeys",
+                move |_cap, _info| {
+                    move |input, _output| {
+                        input.for_each(|_time, data| {
+                            let mut set = sink.borrow_mut();
+                            for (_, piece) in data.drain(..) {
+                                set.extend_encoded(&piece);
+                            }
+                        });
+                    }
+                },
+            )
+            .probe_with(&probe);
+        input
+    });
+    for piece in crate::keyset::chunks(keys.as_bytes(), 1 << 20) {
+        for &to in receivers {
+            input.send((to as u32, piece.to_vec()));
+        }
+    }
+    drop(keys);
+    drop(input);
+    worker.step_or_park_while(PARK, || !probe.done());
+    if receivers.contains(&me) {
+        let built = std::mem::replace(&mut *set.borrow_mut(), KeySet::with_capacity(0, 0));
+        *shared.lock().expect("no worker panics holding the key set") = Some(std::sync::Arc::new(built));
+    }
+    barrier.wait();
+    shared.lock().expect("no worker panics holding the key set").clone().expect("the process's receiver published the set")
 }
 
 /// Delivers each `(to, from, report)` to worker `to`.

@@ -5,7 +5,8 @@
 //! `semijoin`, and only true matches are written.
 
 use super::build::{size_filter, SizedSpec, Sizing};
-use super::{all_reports, check_keys_found, global_filter, PARK};
+use super::{all_reports, broadcast_keys, check_keys_found, global_filter, PARK};
+use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
 use crate::cluster::{ClusterConfig, ConnectWatchdog};
 use crate::error::{Error, Result};
@@ -40,6 +41,20 @@ pub enum FilterSource {
     File(PathBuf),
 }
 
+/// How `--exact` removes the Bloom step's false positives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExactStrategy {
+    /// Broadcast when the build keys fit the broadcast limit, shuffle otherwise.
+    Auto,
+    /// Every process gets all build keys in a compact hash set and checks its survivors locally
+    /// (Spark's broadcast hash join): no probe data crosses the network.
+    Broadcast,
+    /// Survivors' keys and build keys are exchanged by key and joined with differential-dataflow's
+    /// `semijoin`: for build sides too large to copy to every process.
+    Shuffle,
+}
+
 /// Everything the semi-join needs, validated by the CLI.
 #[derive(Clone, Debug)]
 pub struct SemijoinConfig {
@@ -48,6 +63,9 @@ pub struct SemijoinConfig {
     pub probe_scan: ScanOptions,
     pub output: PathBuf,
     pub exact: bool,
+    pub exact_strategy: ExactStrategy,
+    /// Most build-key bytes `Auto` broadcasts.
+    pub broadcast_limit: u64,
     pub overwrite: bool,
     pub cluster: ClusterConfig,
     pub progress: bool,
@@ -93,9 +111,13 @@ pub struct SemijoinStats {
     /// Fraction of probe records the filter dropped.
     pub fraction_pruned: f64,
     pub exact: bool,
+    /// `broadcast` or `shuffle` (`--exact` only).
+    pub exact_strategy: Option<ExactStrategy>,
+    /// Build-key bytes sent to every process (the broadcast strategy only).
+    pub broadcast_key_bytes: Option<u64>,
     /// Bloom survivors the exact join removed (`--exact` only).
     pub false_positives_removed: Option<u64>,
-    /// Exchange bytes the Bloom step kept off the network (`--exact` only).
+    /// Exchange bytes the Bloom step kept off the network (the shuffle strategy only).
     pub network_bytes_saved_by_bloom: Option<u64>,
     pub elapsed_secs: f64,
     pub mb_per_sec: f64,
@@ -152,7 +174,18 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     let abort = Arc::new(AtomicBool::new(false));
     let watchdog = ConnectWatchdog::start(&cluster);
     let connected = watchdog.flag();
-    let job = Arc::new(Job { planned, probe, dir: config.output.clone(), exact: config.exact, cluster: cluster.clone(), started });
+    let job = Arc::new(Job {
+        planned,
+        probe,
+        dir: config.output.clone(),
+        exact: config.exact,
+        exact_strategy: config.exact_strategy,
+        broadcast_limit: config.broadcast_limit,
+        key_set: std::sync::Mutex::new(None),
+        barrier: std::sync::Barrier::new(cluster.workers),
+        cluster: cluster.clone(),
+        started,
+    });
 
     let guards = timely::execute(cluster.timely_config(), move |worker| {
         connected.store(true, Ordering::SeqCst);
@@ -183,6 +216,11 @@ struct Job {
     probe: Source,
     dir: PathBuf,
     exact: bool,
+    exact_strategy: ExactStrategy,
+    broadcast_limit: u64,
+    /// The broadcast build keys, shared by this process's workers.
+    key_set: std::sync::Mutex<Option<Arc<KeySet>>>,
+    barrier: std::sync::Barrier,
     cluster: ClusterConfig,
     started: Instant,
 }
@@ -190,11 +228,17 @@ struct Job {
 impl Job {
     fn run_worker(&self, worker: &mut Worker, abort: &AtomicBool, counter: &AtomicU64) -> Result<Option<SemijoinStats>> {
         let me = worker.index();
-        // 1. The global filter on every worker.
+        // 1. The global filter on every worker (and, for a broadcast exact join, the build keys).
+        let mut keys = KeyArena::default();
+        let limit = match self.exact_strategy {
+            ExactStrategy::Auto => self.broadcast_limit,
+            _ => u64::MAX,
+        };
+        let collect = (self.exact && self.exact_strategy != ExactStrategy::Shuffle).then_some((&mut keys, limit));
         let (filter, build_reports) = match &self.planned {
             PlannedFilter::Build { source, sized } => {
                 let empty = BloomFilter::new(sized.spec).sized_for(sized.expected_items, sized.target_fpp);
-                let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter);
+                let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, collect);
                 let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
                 if let Some(failure) = first_failure(&reports) {
                     return Err(Error::Job(failure));
@@ -204,14 +248,20 @@ impl Job {
             }
             PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
         };
+        // Every worker sees the same reports, so every worker chooses alike.
+        let strategy = self.exact.then(|| self.choose_strategy(&build_reports));
 
         // 2. This worker's probe splits, pruned by the filter, into its part file in _temporary/.
         let started = Instant::now();
         let mut report = ProbeReport { worker: me, ..Default::default() };
-        let outcome = if self.exact {
-            self.probe_exact(worker, &filter, abort, counter, &mut report)
-        } else {
-            self.probe_bloom(me, worker.peers(), &filter, abort, counter, &mut report)
+        let outcome = match strategy {
+            None => self.probe_bloom(me, worker.peers(), &filter, None, abort, counter, &mut report),
+            Some(ExactStrategy::Shuffle) => self.probe_exact(worker, &filter, abort, counter, &mut report),
+            Some(_) => {
+                let total = build_reports.iter().map(|r| (r.keys, r.collected_key_bytes.unwrap_or(0))).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+                let set = broadcast_keys(worker, std::mem::take(&mut keys), total, &self.receivers(), &self.key_set, &self.barrier);
+                self.probe_bloom(me, worker.peers(), &filter, Some(&set), abort, counter, &mut report)
+            }
         };
         let part = match outcome {
             Ok(part) => Some(part),
@@ -250,7 +300,7 @@ impl Job {
         if me != 0 {
             return Ok(None);
         }
-        let stats = self.stats(&filter, build_reports, reports);
+        let stats = self.stats(&filter, strategy, build_reports, reports);
         let json = serde_json::to_vec_pretty(&stats).expect("statistics serialise");
         output::write_success(&self.dir, &json)?;
         Ok(Some(stats))
@@ -265,24 +315,66 @@ impl Job {
         Ok(part)
     }
 
-    /// The Bloom step alone: survivors go straight to the part file.
-    fn probe_bloom(&self, me: usize, peers: usize, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<PathBuf> {
+    /// The exact strategy for this job: broadcast when every worker kept its keys and their
+    /// total fits the limit (or broadcast was asked for), shuffle otherwise.
+    fn choose_strategy(&self, build: &[WorkerReport]) -> ExactStrategy {
+        let collected: Option<u64> = build.iter().map(|r| r.collected_key_bytes).sum();
+        match (self.exact_strategy, collected) {
+            (ExactStrategy::Shuffle, _) | (ExactStrategy::Auto, None) => ExactStrategy::Shuffle,
+            (ExactStrategy::Auto, Some(bytes)) if bytes > self.broadcast_limit => ExactStrategy::Shuffle,
+            _ => ExactStrategy::Broadcast,
+        }
+    }
+
+    /// The first worker of every process: the receivers of broadcast keys.
+    fn receivers(&self) -> Vec<usize> {
+        (0..self.cluster.processes).map(|p| p * self.cluster.workers).collect()
+    }
+
+    /// The Bloom step, and with `exact` the check of each survivor against the broadcast build
+    /// keys: survivors go straight to the part file.
+    #[allow(clippy::too_many_arguments)]
+    fn probe_bloom(
+        &self,
+        me: usize,
+        peers: usize,
+        filter: &BloomFilter,
+        exact: Option<&KeySet>,
+        abort: &AtomicBool,
+        counter: &AtomicU64,
+        report: &mut ProbeReport,
+    ) -> Result<PathBuf> {
         let mut part = self.open_part(me)?;
-        let (mut kept, mut pruned_bytes) = (0u64, 0u64);
+        let (mut survivors, mut kept, mut pruned_bytes) = (0u64, 0u64, 0u64);
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
+        let (mut maybe, mut matches) = (Vec::new(), Vec::new());
         report.scan = self.probe.scan_worker(me, peers, abort, counter, |batch| {
             filter.contains_batch(batch.keys, &mut answers);
-            for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
-                if maybe {
-                    kept += 1;
-                    write_line(&mut part, record)?;
+            maybe.clear();
+            for (i, (key, &yes)) in batch.keys.iter().zip(&answers).enumerate() {
+                if yes {
+                    maybe.push(i);
                 } else {
                     pruned_bytes += key.len() as u64 + 12;
                 }
             }
+            survivors += maybe.len() as u64;
+            if let Some(set) = exact {
+                let keys: Vec<&[u8]> = maybe.iter().map(|&i| batch.keys[i]).collect();
+                set.contains_batch(&keys, &mut matches);
+            } else {
+                matches.clear();
+                matches.resize(maybe.len(), true);
+            }
+            for (&i, &matched) in maybe.iter().zip(&matches) {
+                if matched {
+                    kept += 1;
+                    write_line(&mut part, batch.records[i])?;
+                }
+            }
             Ok(())
         })?;
-        report.bloom_survivors = kept;
+        report.bloom_survivors = survivors;
         report.records_out = kept;
         report.pruned_exchange_bytes = pruned_bytes;
         part.finish()
@@ -371,7 +463,7 @@ impl Job {
         part.finish()
     }
 
-    fn stats(&self, filter: &BloomFilter, build: Vec<WorkerReport>, probe: Vec<ProbeReport>) -> SemijoinStats {
+    fn stats(&self, filter: &BloomFilter, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>) -> SemijoinStats {
         let elapsed = self.started.elapsed().as_secs_f64();
         let mut scan = ScanStats::default();
         for r in &probe {
@@ -425,8 +517,10 @@ impl Job {
             records_out: out,
             fraction_pruned,
             exact: self.exact,
+            exact_strategy: strategy,
+            broadcast_key_bytes: (strategy == Some(ExactStrategy::Broadcast)).then(|| build.iter().filter_map(|r| r.collected_key_bytes).sum()),
             false_positives_removed: self.exact.then(|| survivors - out),
-            network_bytes_saved_by_bloom: self.exact.then(|| probe.iter().map(|r| r.pruned_exchange_bytes).sum()),
+            network_bytes_saved_by_bloom: (strategy == Some(ExactStrategy::Shuffle)).then(|| probe.iter().map(|r| r.pruned_exchange_bytes).sum()),
             elapsed_secs: elapsed,
             mb_per_sec: mb_per_sec(scan.bytes + build_bytes, elapsed),
             warnings,

@@ -104,9 +104,11 @@ fn random_datasets_have_no_false_negatives_and_exact_is_the_true_semijoin() {
             assert!(contains_multiset(&got, &d.expected), "seed {seed} -w {w}: a true match is missing");
             bloom_outputs.push(got);
 
-            let exact = path_str(dir.path(), &format!("e{seed}-{w}"));
-            ok(&run(&semijoin_args(&build, &probe, &exact, &["-w", w, "--exact"])));
-            assert_eq!(read_output(Path::new(&exact), "event,key,note\n"), d.expected, "seed {seed} -w {w} --exact");
+            for strategy in ["broadcast", "shuffle", "auto"] {
+                let exact = path_str(dir.path(), &format!("e{seed}-{w}-{strategy}"));
+                ok(&run(&semijoin_args(&build, &probe, &exact, &["-w", w, "--exact", "--exact-strategy", strategy])));
+                assert_eq!(read_output(Path::new(&exact), "event,key,note\n"), d.expected, "seed {seed} -w {w} --exact {strategy}");
+            }
         }
         assert!(bloom_outputs.windows(2).all(|p| p[0] == p[1]), "seed {seed}: output differs across worker counts");
     }
@@ -122,11 +124,11 @@ fn a_two_process_cluster_gives_the_same_output() {
     std::fs::write(&probe, &d.probe).unwrap();
     let single = path_str(dir.path(), "single");
     ok(&run(&semijoin_args(&build, &probe, &single, &[])));
-    for (workers, exact) in [(1, false), (2, false), (1, true)] {
-        let out = path_str(dir.path(), &format!("cluster-{workers}-{exact}"));
+    for (workers, exact) in [(1, None), (2, None), (1, Some("shuffle")), (2, Some("broadcast"))] {
+        let out = path_str(dir.path(), &format!("cluster-{workers}-{exact:?}"));
         let mut args = semijoin_args(&build, &probe, &out, &[]);
-        if exact {
-            args.push("--exact");
+        if let Some(strategy) = exact {
+            args.extend(["--exact", "--exact-strategy", strategy]);
         }
         let outs = run_cluster(dir.path(), 2, workers, &args, Duration::from_secs(60));
         for o in &outs {
@@ -135,7 +137,7 @@ fn a_two_process_cluster_gives_the_same_output() {
         let got = read_output(Path::new(&out), "event,key,note\n");
         let parts = std::fs::read_dir(&out).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count();
         assert_eq!(parts, 2 * workers);
-        if exact {
+        if exact.is_some() {
             assert_eq!(got, d.expected);
         } else {
             assert_eq!(got, read_output(Path::new(&single), "event,key,note\n"));
@@ -190,7 +192,7 @@ fn a_prebuilt_filter_prunes_like_a_built_one() {
     let with_file = path_str(dir.path(), "file");
     ok(&run(&["semijoin", "--filter", &filter, "--probe", &probe, "--probe-key", "key", "-o", &with_file, "-w", "2", "--no-progress"]));
     let built = path_str(dir.path(), "built");
-    ok(&run(&semijoin_args(&build, &probe, &built, &["-w", "2"])));
+    ok(&run(&semijoin_args(&build, &probe, &built, &["-w", "2", "--hash", "lookup2", "--layout", "standard"])));
     assert_eq!(read_output(Path::new(&with_file), "event,key,note\n"), read_output(Path::new(&built), "event,key,note\n"));
     let refused = path_str(dir.path(), "refused");
     fails_with(
@@ -212,12 +214,20 @@ fn success_marker_holds_the_statistics_and_warns_when_nothing_is_pruned() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("dropped only 0.0% of probe records"), "{stderr}");
     let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
+    assert_eq!(stats["exact_strategy"], "broadcast");
+    assert_eq!(stats["broadcast_key_bytes"], 2 * (4 + 1));
     assert_eq!(stats["probe_records"], 3);
     assert_eq!(stats["records_out"], 3);
     assert_eq!(stats["build_records"], 2);
     assert_eq!(stats["false_positives_removed"], 0);
     assert_eq!(stats["per_worker_probe"].as_array().unwrap().len(), 2);
     assert_eq!(stats["warnings"].as_array().unwrap().len(), 1);
+    // Past the broadcast limit, auto falls back to the shuffle join.
+    let shuffled = path_str(dir.path(), "shuffled");
+    ok(&run(&semijoin_args(&build, &probe, &shuffled, &["--exact", "--broadcast-limit", "1"])));
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&shuffled).join("_SUCCESS")).unwrap()).unwrap();
+    assert_eq!(stats["exact_strategy"], "shuffle");
+    assert!(stats["network_bytes_saved_by_bloom"].is_u64());
     // The last record gained the newline it lacked.
     let all = read_output(Path::new(&out), "event,key,note\n");
     assert!(all.contains_key(b"3,1,z\n".as_slice()));
