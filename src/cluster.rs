@@ -4,10 +4,10 @@
 //! peers never come up would otherwise retry forever.
 
 use crate::error::{Error, Result};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where this process sits in the job.
 #[derive(Clone, Debug)]
@@ -111,42 +111,83 @@ fn read_hostfile(path: &PathBuf, processes: usize) -> Result<Vec<String>> {
     Ok(addresses)
 }
 
-/// Ends the process with a clear message if the workers have not started (meaning the peers
-/// never all connected) within the timeout. Call `connected()` on the returned guard from a
-/// worker once the dataflow runs.
-pub struct ConnectWatchdog {
-    connected: Arc<AtomicBool>,
+/// Starts this process's workers and runs `func` on each, as `timely::execute` does. For a
+/// cluster, the connections to the other processes are made here first, with timely's handshake
+/// (each process connects to the lower-numbered ones and sends its index as a big-endian u64)
+/// but a fast retry and a deadline: timely's own loop sleeps a whole second between attempts,
+/// prints to stdout, and never gives up.
+pub fn execute<T, F>(config: &ClusterConfig, func: F) -> Result<timely::communication::WorkerGuards<T>>
+where
+    T: Send + 'static,
+    F: Fn(&mut timely::worker::Worker) -> T + Send + Sync + 'static,
+{
+    let started = |e: String| Error::Job(format!("could not start the workers: {e}"));
+    if config.processes == 1 {
+        return timely::execute(config.timely_config(), func).map_err(started);
+    }
+    crate::cleanup::exit_on_lost_peer();
+    use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+    use timely::communication::allocator::{AllocatorBuilder, ProcessBuilder};
+    let sockets = connect_peers(config)?;
+    let hooks = timely::communication::Hooks::default();
+    let local = ProcessBuilder::new_typed_vector(config.workers, hooks.refill.clone(), hooks.spill.clone());
+    let (builders, guard) = initialize_networking_from_sockets(local, sockets, config.process, config.workers, hooks)
+        .map_err(|e| started(e.to_string()))?;
+    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+    timely::execute::execute_from(builders, Box::new(guard), timely::WorkerConfig::default(), func).map_err(started)
 }
 
-impl ConnectWatchdog {
-    /// Starts watching; single-process jobs need no watchdog but get a harmless one.
-    pub fn start(config: &ClusterConfig) -> Self {
-        if config.processes > 1 {
-            crate::cleanup::exit_on_lost_peer();
-        }
-        let connected = Arc::new(AtomicBool::new(config.processes == 1));
-        if config.processes > 1 {
-            let flag = Arc::clone(&connected);
-            let timeout = config.connect_timeout;
-            let addresses = config.addresses.join(", ");
-            let process = config.process;
-            std::thread::spawn(move || {
-                std::thread::sleep(timeout);
-                if !flag.load(Ordering::SeqCst) {
-                    eprintln!(
-                        "bloomflow: error: process {process} could not connect to all peers within {}s \
-                         (--connect-timeout); are all processes started with the same hostfile? addresses: {addresses}",
-                        timeout.as_secs()
-                    );
-                    std::process::exit(1);
-                }
-            });
-        }
-        ConnectWatchdog { connected }
-    }
+/// How often a connection to a peer that is not up yet is retried.
+const RETRY: Duration = Duration::from_millis(20);
 
-    /// A handle workers use to report that the network is up.
-    pub fn flag(&self) -> Arc<AtomicBool> {
-        Arc::clone(&self.connected)
+/// One connected stream per other process (`None` at this process's own index).
+fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {
+    let me = config.process;
+    let deadline = Instant::now() + config.connect_timeout;
+    let gave_up = |waiting_for: usize| {
+        Error::Job(format!(
+            "process {me} could not connect to all peers within {}s (--connect-timeout): process {waiting_for} at {} \
+             never answered; are all processes started with the same hostfile?",
+            config.connect_timeout.as_secs(),
+            config.addresses[waiting_for]
+        ))
+    };
+    // Listen before connecting, so that higher-numbered peers can connect meanwhile.
+    let listener = TcpListener::bind(&config.addresses[me])
+        .map_err(|e| Error::Job(format!("process {me} cannot listen on {}: {e}", config.addresses[me])))?;
+    listener.set_nonblocking(true).map_err(|e| Error::Job(e.to_string()))?;
+    let mut sockets: Vec<Option<TcpStream>> = (0..config.processes).map(|_| None).collect();
+    for (peer, address) in config.addresses.iter().enumerate().take(me) {
+        loop {
+            match TcpStream::connect(address) {
+                Ok(mut stream) => {
+                    stream.set_nodelay(true).map_err(|e| Error::Job(e.to_string()))?;
+                    stream.write_all(&(me as u64).to_be_bytes()).map_err(|e| Error::Job(format!("handshake with {address}: {e}")))?;
+                    sockets[peer] = Some(stream);
+                    break;
+                }
+                Err(_) if Instant::now() < deadline => std::thread::sleep(RETRY),
+                Err(_) => return Err(gave_up(peer)),
+            }
+        }
     }
+    while let Some(waiting) = (me + 1..config.processes).find(|&p| sockets[p].is_none()) {
+        match listener.accept() {
+            Ok((mut stream, _)) => {
+                stream.set_nonblocking(false).map_err(|e| Error::Job(e.to_string()))?;
+                stream.set_nodelay(true).map_err(|e| Error::Job(e.to_string()))?;
+                let mut index = [0u8; 8];
+                stream.read_exact(&mut index).map_err(|e| Error::Job(format!("handshake: {e}")))?;
+                let peer = u64::from_be_bytes(index) as usize;
+                if peer <= me || peer >= config.processes || sockets[peer].is_some() {
+                    return Err(Error::Job(format!("process {me}: unexpected connection claiming to be process {peer}")));
+                }
+                sockets[peer] = Some(stream);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => std::thread::sleep(RETRY),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Err(gave_up(waiting)),
+            Err(e) => return Err(Error::Job(format!("process {me}: accepting connections: {e}"))),
+        }
+    }
+    Ok(sockets)
 }

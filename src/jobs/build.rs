@@ -3,7 +3,7 @@
 
 use super::{all_reports, check_keys_found, global_filter};
 use crate::allreduce::Gather;
-use crate::cluster::{ClusterConfig, ConnectWatchdog};
+use crate::cluster::ClusterConfig;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::format;
@@ -15,7 +15,7 @@ use crate::spec::{FilterSpec, Layout};
 use crate::splits::{Input, SplitReader, Split};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -181,13 +181,10 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let counter = Arc::new(AtomicU64::new(0));
     let progress = Progress::start(config.progress, "build", source.bytes_of(my_workers, peers), Arc::clone(&counter));
     let abort = Arc::new(AtomicBool::new(false));
-    let watchdog = ConnectWatchdog::start(cluster);
-    let connected = watchdog.flag();
     let output = config.output.clone();
     let job_sized = sized.clone();
 
-    let guards = timely::execute(cluster.timely_config(), move |worker| {
-        connected.store(true, Ordering::SeqCst);
+    let guards = crate::cluster::execute(&cluster, move |worker| {
         let empty = BloomFilter::new(job_sized.spec).sized_for(job_sized.expected_items, job_sized.target_fpp);
         let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None);
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
@@ -203,8 +200,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
             format::write_plain(path, &filter)?;
         }
         Ok(Some((filter.bits_set(), filter.estimated_fpp(), reports)))
-    })
-    .map_err(|e| Error::Job(format!("could not start the workers: {e}")))?;
+    })?;
 
     let mut result = None;
     let mut failure = None;

@@ -8,7 +8,7 @@ use super::build::{size_filter, SizedSpec, Sizing};
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, PARK};
 use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
-use crate::cluster::{ClusterConfig, ConnectWatchdog};
+use crate::cluster::ClusterConfig;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::format;
@@ -172,8 +172,6 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     let counter = Arc::new(AtomicU64::new(0));
     let progress = Progress::start(config.progress, "semijoin", build_bytes + probe.bytes_of(mine, peers), Arc::clone(&counter));
     let abort = Arc::new(AtomicBool::new(false));
-    let watchdog = ConnectWatchdog::start(&cluster);
-    let connected = watchdog.flag();
     let job = Arc::new(Job {
         planned,
         probe,
@@ -187,11 +185,9 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         started,
     });
 
-    let guards = timely::execute(cluster.timely_config(), move |worker| {
-        connected.store(true, Ordering::SeqCst);
+    let guards = crate::cluster::execute(&cluster, move |worker| {
         job.run_worker(worker, &abort, &counter)
-    })
-    .map_err(|e| Error::Job(format!("could not start the workers: {e}")))?;
+    })?;
 
     let mut stats = None;
     let mut failure = None;
