@@ -121,9 +121,9 @@ pub enum FormatArg {
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HashArg {
-    /// Native: Jenkins lookup2, twice (the default of `build`).
+    /// Native: Jenkins lookup2, twice (bloomflow's first scheme).
     Lookup2,
-    /// Native: Jenkins lookup3 `hashlittle2`, once (faster; the default of `semijoin`).
+    /// Native: Jenkins lookup3 `hashlittle2`, once (faster; the default).
     Lookup3,
     /// Hadoop: `JenkinsHash` (lookup3 `hashlittle`), the default with --format hadoop.
     Jenkins,
@@ -139,9 +139,8 @@ pub enum LayoutArg {
     Blocked,
 }
 
-/// The filter a command builds when the user does not say: `build` writes files that must stay
-/// readable, so it keeps the pinned lookup2 scheme and standard layout; `semijoin` uses its
-/// filter only in memory and takes the fastest.
+/// The filter a command builds when the user does not say (both commands take the fastest:
+/// lookup3 and the blocked layout; lookup2 and the standard layout remain for compatibility).
 #[derive(Clone, Copy, Debug)]
 pub struct FilterDefaults {
     pub native_hash: HashArg,
@@ -181,7 +180,7 @@ pub struct SizingArgs {
     /// Hash function: lookup2 or lookup3 for native filters, jenkins or murmur for Hadoop's.
     #[arg(long, value_enum)]
     pub hash: Option<HashArg>,
-    /// Where a key's k bits go (native filters).
+    /// Where a key's k bits go (native filters; default blocked).
     #[arg(long, value_enum)]
     pub layout: Option<LayoutArg>,
     /// Spark filter version (with --format spark): 2 is Spark 4.1+'s default, 1 earlier Sparks'.

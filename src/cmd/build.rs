@@ -29,7 +29,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let defaults = FilterDefaults { native_hash: HashArg::Lookup2, layout: LayoutArg::Standard };
+    let defaults = FilterDefaults { native_hash: HashArg::Lookup3, layout: LayoutArg::Blocked };
     let scheme = args.sizing.scheme(defaults)?;
     let layout = args.sizing.layout(scheme, defaults)?;
     let mut scan = args.input.scan(&args.key, "--key")?;

@@ -101,6 +101,34 @@ mod tests {
         assert_eq!(positions("big", 1, 1 << 40, 4), GOLDEN_BIG_2P40_4);
     }
 
+    /// Golden values of the lookup3 scheme and the blocked layout (the defaults of `build`),
+    /// from the same independent Python transcription (tests/data/native_golden.py).
+    #[test]
+    fn golden_lookup3_and_blocked_positions() {
+        use crate::hashing::Scheme;
+        use crate::spec::{FilterSpec, Layout};
+        let positions = |layout, key: &str, seed, m, k| -> Vec<u64> {
+            FilterSpec::with_layout(Scheme::NativeLookup3, layout, seed, m, k).unwrap().positions(key.as_bytes()).collect()
+        };
+        assert_eq!(crate::hashing::lookup3::hashlittle2(b"hello", 0, 0), (885767278, 1543812985));
+        assert_eq!(positions(Layout::Standard, "hello", 0, 1000, 7), [206, 565, 925, 284, 644, 3, 362]);
+        assert_eq!(positions(Layout::Blocked, "hello", 0, 51200, 7), [10497, 10531, 10527, 10284, 10374, 10526, 10293]);
+        assert_eq!(
+            positions(Layout::Blocked, "customer-42", 7, 5_120_000, 10),
+            [32420, 32481, 32638, 32742, 32342, 32730, 32614, 32704, 32457, 32463]
+        );
+        assert_eq!(positions(Layout::Blocked, "", 0, 512, 3), [396, 25, 186]);
+        // The fast paths set and test exactly these bits.
+        let spec = FilterSpec::with_layout(Scheme::NativeLookup3, Layout::Blocked, 7, 5_120_000, 10).unwrap();
+        let mut f = crate::BloomFilter::new(spec);
+        f.insert(b"customer-42");
+        let set: Vec<u64> = (0..spec.bits).filter(|&i| f.bits().get(i)).collect();
+        let mut expected = vec![32420, 32481, 32638, 32742, 32342, 32730, 32614, 32704, 32457, 32463];
+        expected.sort();
+        expected.dedup();
+        assert_eq!(set, expected);
+    }
+
     #[test]
     fn positions_stay_in_range_for_any_m() {
         for m in [1u64, 2, 63, 64, 65, 1000, (1 << 32) + 17, u64::MAX] {

@@ -246,7 +246,7 @@ fn merging_incompatible_filters() {
     ok(&run(&["build", &build, "-k", "id", "-o", &a, "--expected-items", "10"]));
     ok(&run(&["build", &build, "-k", "id", "-o", &b, "--expected-items", "11"]));
     let out = path_str(dir.path(), "m.bloom");
-    fails_with_any_code(&run(&["merge", &a, &b, "-o", &out]), &["b.bloom", "number of bits (m) differs"]);
+    fails_with_any_code(&run(&["merge", &a, &b, "-o", &out]), &["b.bloom", "filters are incompatible", "differs"]);
     assert!(!Path::new(&out).exists());
 }
 

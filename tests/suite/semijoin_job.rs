@@ -192,7 +192,7 @@ fn a_prebuilt_filter_prunes_like_a_built_one() {
     let with_file = path_str(dir.path(), "file");
     ok(&run(&["semijoin", "--filter", &filter, "--probe", &probe, "--probe-key", "key", "-o", &with_file, "-w", "2", "--no-progress"]));
     let built = path_str(dir.path(), "built");
-    ok(&run(&semijoin_args(&build, &probe, &built, &["-w", "2", "--hash", "lookup2", "--layout", "standard"])));
+    ok(&run(&semijoin_args(&build, &probe, &built, &["-w", "2"])));
     assert_eq!(read_output(Path::new(&with_file), "event,key,note\n"), read_output(Path::new(&built), "event,key,note\n"));
     let refused = path_str(dir.path(), "refused");
     fails_with(
