@@ -79,3 +79,45 @@ proptest! {
         }
     }
 }
+
+/// The blocked layout is sized for its blocking penalty: the measured false-positive rate over
+/// a million absent keys meets the target (and is not far below it, or the sizing wastes bits).
+#[test]
+fn blocked_layout_meets_the_target_rate() {
+    use bloomflow::hashing::Scheme;
+    use bloomflow::Layout;
+    for (ns, p) in [(20, 0.1), (21, 0.01), (22, 0.001)] {
+        let spec = FilterSpec::sized_for(Scheme::NativeLookup3, Layout::Blocked, 1_000_000, p, 0).unwrap();
+        let mut f = BloomFilter::new(spec);
+        let keys: Vec<Vec<u8>> = (0..1_000_000).map(|i| key(ns, i)).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        f.insert_batch(&refs);
+        let mut answers = Vec::new();
+        f.contains_batch(&refs, &mut answers);
+        assert!(answers.iter().all(|&a| a), "p = {p}: a false negative");
+        let absent = 1_000_000u64;
+        let hits = (0..absent).filter(|&i| f.contains(&key(ns + 100, i))).count();
+        let measured = hits as f64 / absent as f64;
+        assert!((0.6 * p..=1.1 * p).contains(&measured), "p = {p}: measured {measured} with {} bits/key, k = {}", spec.bits as f64 / 1e6, spec.hashes);
+        let est = f.estimated_fpp();
+        assert!((0.8 * measured..=1.2 * measured).contains(&est), "p = {p}: estimated {est}, measured {measured}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn blocked_filters_have_no_false_negatives(blocks in 1u64..20, k in 1u32..=32, seed in any::<u32>(), keys in keys()) {
+        use bloomflow::hashing::Scheme;
+        let spec = FilterSpec::with_layout(Scheme::NativeLookup3, bloomflow::Layout::Blocked, seed, blocks * 512, k).unwrap();
+        let mut one_by_one = BloomFilter::new(spec);
+        for k in &keys { one_by_one.insert(k); }
+        let mut batched = BloomFilter::new(spec);
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        batched.insert_batch(&refs);
+        prop_assert_eq!(one_by_one.bits(), batched.bits());
+        let mut answers = Vec::new();
+        batched.contains_batch(&refs, &mut answers);
+        prop_assert!(answers.iter().all(|&a| a));
+        for k in &keys { prop_assert!(one_by_one.contains(k)); }
+    }
+}
