@@ -31,20 +31,27 @@ p = pl.scan_csv('{probe}', infer_schema=False)
 b = pl.scan_csv('{build}', infer_schema=False).select('customer_id')
 p.join(b, on='customer_id', how='semi').sink_csv('{out}/polars.csv')
 """
-def bloomflow_cmd(name, *extra):
+def bloomflow_cmd(name, *extra, probe_file=probe, workers=THREADS):
     return [bloomflow, "semijoin", "--build", str(build), "--build-key", "customer_id",
-            "--probe", str(probe), "--probe-key", "customer_id", "--expected-items", "1000000",
-            "-o", str(out / name), "--overwrite", "-w", THREADS, "--no-progress", *extra]
+            "--probe", str(probe_file), "--probe-key", "customer_id", "--expected-items", "1000000",
+            "-o", str(out / name), "--overwrite", "-w", workers, "--no-progress", *extra]
 
+cluster = str(Path(bloomflow).resolve().parents[2] / "jobs" / "local-cluster.sh")
 TOOLS = [
     ("bloomflow semijoin -w 2 (Bloom only)", bloomflow_cmd("bloom")),
     ("bloomflow semijoin -w 2 --exact", bloomflow_cmd("exact", "--exact")),
     ("DuckDB (all_varchar, IN subquery)", [py, "-c", DUCKDB]),
     ("Polars (scan_csv, semi join, sink_csv)", [py, "-c", POLARS]),
+    ("bloomflow semijoin -w 1 --exact", bloomflow_cmd("exact-w1", "--exact", workers="1")),
+    ("bloomflow semijoin, 2 processes x 1, --exact", [cluster, "2", "1", "--", "semijoin", "--build", str(build),
+        "--build-key", "customer_id", "--probe", str(probe), "--probe-key", "customer_id", "--expected-items", "1000000",
+        "-o", str(out / "exact-p2"), "--overwrite", "--no-progress", "--exact"]),
 ]
+# The same job on the first 2M probe rows, for the flat-memory check.
+small_probe = out / "probe-2m.csv"
 
 def run_once(cmd):
-    env = dict(os.environ, POLARS_MAX_THREADS=THREADS)
+    env = dict(os.environ, POLARS_MAX_THREADS=THREADS, BLOOMFLOW=bloomflow)
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -67,34 +74,52 @@ def digest(lines):
     return hashlib.sha256(b"\n".join(lines)).hexdigest()[:16]
 
 out.mkdir(parents=True, exist_ok=True)
+with open(probe, "rb") as src, open(small_probe, "wb") as dst:
+    for i, line in enumerate(src):
+        if i > 2_000_000:
+            break
+        dst.write(line)
 subprocess.run(["cat", str(probe), str(build)], stdout=subprocess.DEVNULL, check=True)  # warm cache
-results = []
+env_cluster = dict(os.environ, BLOOMFLOW=bloomflow)
+results = {}
 for name, cmd in TOOLS:
     walls, rss = [], []
     for _ in range(runs):
         w, r = run_once(cmd)
         walls.append(w)
         rss.append(r)
-    results.append((name, statistics.median(walls), max(rss)))
-    print(f"  {name}: {statistics.median(walls):.3f} s, {max(rss):.0f} MiB", file=sys.stderr)
+    results[name] = (statistics.median(walls), max(rss))
+    print(f"  {name}: {results[name][0]:.3f} s, {results[name][1]:.0f} MiB", file=sys.stderr)
+small_rss = max(run_once(bloomflow_cmd("exact-2m", "--exact", probe_file=small_probe))[1] for _ in range(runs))
 
 parts = lambda d: sorted((out / d).glob("part-*"))
 exact, bloom = rows(parts("exact")), rows(parts("bloom"))
 duck, pol = rows([out / "duckdb.csv"]), rows([out / "polars.csv"])
 size = probe.stat().st_size
-print(f"\nsemi-join on {probe} ({size:,} bytes), 2 threads each, median of {runs} runs\n")
-print("| tool | wall s | peak RSS MiB | MB/s of probe | time vs bloomflow Bloom-only |")
+print(f"\nsemi-join on {probe} ({size:,} bytes), 2 threads each unless noted, median of {runs} runs\n")
+print("| tool | wall s | peak RSS MiB | MB/s of probe | time vs bloomflow --exact |")
 print("|---|---:|---:|---:|---:|")
-base = results[0][1]
-for name, wall, rss in results:
+base = results["bloomflow semijoin -w 2 --exact"][0]
+for name, (wall, rss) in results.items():
     print(f"| {name} | {wall:.3f} | {rss:.0f} | {size / wall / 1e6:.0f} | {wall / base:.2f}x |")
-fastest_peer = min(r[1] for r in results[2:])
-print(f"\nfaster of DuckDB and Polars / bloomflow: {fastest_peer / results[0][1]:.2f}x (Bloom only), "
-      f"{fastest_peer / results[1][1]:.2f}x (--exact)")
-print(f"rows: exact {len(exact):,}, DuckDB {len(duck):,}, Polars {len(pol):,}, Bloom-only {len(bloom):,} "
-      f"({len(bloom) - len(exact):,} false positives)")
-same = digest(exact) == digest(duck) == digest(pol)
+peer = min(results["DuckDB (all_varchar, IN subquery)"][0], results["Polars (scan_csv, semi join, sink_csv)"][0])
+exact_t, exact_rss = results["bloomflow semijoin -w 2 --exact"]
+bloom_t = results["bloomflow semijoin -w 2 (Bloom only)"][0]
+w1 = results["bloomflow semijoin -w 1 --exact"][0]
+p2 = results["bloomflow semijoin, 2 processes x 1, --exact"][0]
+same = digest(exact) == digest(duck) == digest(pol) == digest(rows(parts("exact-p2")))
 superset = set(exact) <= set(bloom)
-print(f"--exact output identical in content to DuckDB and Polars: {'yes' if same else 'NO'}; "
-      f"Bloom-only output contains every match: {'yes' if superset else 'NO'}")
+print(f"\nrows: --exact {len(exact):,}, DuckDB {len(duck):,}, Polars {len(pol):,}; Bloom only {len(bloom):,} "
+      f"({len(bloom) - len(exact):,} false positives, all true matches kept: {'yes' if superset else 'NO'})")
+def target(text, met):
+    print(f"- [{'met' if met else 'NOT met'}] {text}")
+print("\ntargets:")
+target(f"--exact -w 2 at least 4x faster than the faster of DuckDB and Polars: {peer / exact_t:.2f}x "
+       f"(Bloom only: {peer / bloom_t:.2f}x)", peer / exact_t >= 4)
+target(f"peak RSS at most 64 MiB: {exact_rss:.0f} MiB", exact_rss <= 64)
+target("output identical in content to DuckDB and Polars (and for 2 processes)", same)
+target(f"-w 2 at least 1.7x faster than -w 1: {w1 / exact_t:.2f}x", w1 / exact_t >= 1.7)
+target(f"2 processes x 1 within 15% of 1 process x 2: {p2 / exact_t:.2f}x the time", p2 / exact_t <= 1.15)
+target(f"peak RSS on the 20M-row probe within 10% of the 2M-row probe's: {exact_rss:.0f} vs {small_rss:.0f} MiB",
+       exact_rss <= 1.10 * small_rss)
 sys.exit(0 if same and superset else 1)

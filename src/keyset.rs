@@ -3,6 +3,11 @@
 
 use std::hash::BuildHasher;
 
+/// Keys whose slots are prefetched together by [`KeySet::contains_batch`].
+const BATCH: usize = 64;
+/// Keys up to this long are stored in their slot; longer ones in the arena.
+const INLINE: usize = 8;
+
 /// Keys appended to one buffer as (u32 length, bytes), the form in which they are collected
 /// during a scan and broadcast between workers.
 #[derive(Clone, Debug, Default)]
@@ -59,11 +64,6 @@ pub fn chunks(encoded: &[u8], size: usize) -> Vec<&[u8]> {
     out
 }
 
-/// Keys whose slots are prefetched together by [`KeySet::contains_batch`].
-const BATCH: usize = 64;
-/// Keys up to this long are stored in their slot; longer ones in the arena.
-const INLINE: usize = 8;
-
 /// One slot of the open-addressing table: 16 bytes, four to a cache line.
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
@@ -75,35 +75,52 @@ struct Slot {
     data: [u8; 8],
 }
 
-/// An exact set of keys, built once and then only queried. Keys of up to 8 bytes live in the
-/// table itself, so a lookup touches one cache line, and batched lookups prefetch those lines
-/// so that the misses overlap; longer keys live in an arena. With the table at most 2/3 full,
-/// that is about 24 bytes per key.
-pub struct KeySet {
+/// One hash partition of a [`KeySet`]: an open-addressing table at most 2/3 full.
+pub struct Part {
     slots: Vec<Slot>,
     mask: usize,
     arena: Vec<u8>,
     keys: usize,
-    hasher: foldhash::fast::FixedState,
 }
 
-impl KeySet {
-    /// An empty set for up to `keys` keys (more are refused), with `bytes` of arena reserved.
-    pub fn with_capacity(keys: usize, bytes: usize) -> Self {
+impl Part {
+    fn with_capacity(keys: usize) -> Part {
         let slots = (keys * 3 / 2 + 1).next_power_of_two().max(16);
-        KeySet {
-            slots: bytemuck::zeroed_vec(slots),
-            mask: slots - 1,
-            arena: Vec::with_capacity(bytes),
-            keys: 0,
-            hasher: foldhash::fast::FixedState::with_seed(0x626c_6f6f_6d66_6c77),
-        }
+        Part { slots: bytemuck::zeroed_vec(slots), mask: slots - 1, arena: Vec::new(), keys: 0 }
     }
 
-    #[inline(always)]
-    fn hash(&self, key: &[u8]) -> (usize, u32) {
-        let h = self.hasher.hash_one(key);
-        ((h as usize) & self.mask, ((h >> 32) as u32) | 1)
+    fn insert(&mut self, hash: u64, key: &[u8]) {
+        if (self.keys + 1) * 3 > self.slots.len() * 2 {
+            self.grow();
+        }
+        let (mut i, tag) = slot_and_tag(hash, self.mask);
+        while self.slots[i].tag != 0 {
+            i = (i + 1) & self.mask;
+        }
+        let mut data = [0u8; 8];
+        if key.len() <= INLINE {
+            data[..key.len()].copy_from_slice(key);
+        } else {
+            data = (self.arena.len() as u64).to_le_bytes();
+            self.arena.extend_from_slice(key);
+        }
+        self.slots[i] = Slot { tag, len: key.len() as u32, data };
+        self.keys += 1;
+    }
+
+    /// Doubles the table (only when a partition gets more keys than it was sized for).
+    fn grow(&mut self) {
+        let doubled = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, bytemuck::zeroed_vec(doubled));
+        self.mask = doubled - 1;
+        let h = hasher();
+        for slot in old.iter().filter(|s| s.tag != 0) {
+            let (mut i, _) = slot_and_tag(h.hash_one(stored_key(&self.arena, slot)), self.mask);
+            while self.slots[i].tag != 0 {
+                i = (i + 1) & self.mask;
+            }
+            self.slots[i] = *slot;
+        }
     }
 
     #[inline(always)]
@@ -119,46 +136,9 @@ impl KeySet {
         }
     }
 
-    /// Adds a key (a key added twice takes two slots; membership is unaffected).
-    ///
-    /// # Panics
-    /// When more keys are added than the set was sized for: the table must keep empty slots.
-    pub fn insert(&mut self, key: &[u8]) {
-        assert!(self.keys * 3 < self.slots.len() * 2, "key set sized for fewer keys");
-        let (mut i, tag) = self.hash(key);
-        while self.slots[i].tag != 0 {
-            i = (i + 1) & self.mask;
-        }
-        let mut data = [0u8; 8];
-        if key.len() <= INLINE {
-            data[..key.len()].copy_from_slice(key);
-        } else {
-            data = (self.arena.len() as u64).to_le_bytes();
-            self.arena.extend_from_slice(key);
-        }
-        self.slots[i] = Slot { tag, len: key.len() as u32, data };
-        self.keys += 1;
-    }
-
-    /// Adds every key of an encoded piece (see [`KeyArena`]).
-    pub fn extend_encoded(&mut self, encoded: &[u8]) {
-        let mut at = 0;
-        while at < encoded.len() {
-            let len = u32::from_le_bytes(encoded[at..at + 4].try_into().unwrap()) as usize;
-            self.insert(&encoded[at + 4..at + 4 + len]);
-            at += 4 + len;
-        }
-    }
-
-    /// Whether `key` is in the set.
-    #[inline]
-    pub fn contains(&self, key: &[u8]) -> bool {
-        let (i, tag) = self.hash(key);
-        self.probe(i, tag, key)
-    }
-
     #[inline(always)]
-    fn probe(&self, mut i: usize, tag: u32, key: &[u8]) -> bool {
+    fn probe(&self, hash: u64, key: &[u8]) -> bool {
+        let (mut i, tag) = slot_and_tag(hash, self.mask);
         loop {
             let slot = &self.slots[i];
             if slot.tag == 0 {
@@ -170,27 +150,120 @@ impl KeySet {
             i = (i + 1) & self.mask;
         }
     }
+}
+
+/// The key a slot holds: in the slot, or in the arena.
+fn stored_key<'a>(arena: &'a [u8], slot: &'a Slot) -> &'a [u8] {
+    let len = slot.len as usize;
+    if len <= INLINE {
+        &slot.data[..len]
+    } else {
+        let at = u64::from_le_bytes(slot.data) as usize;
+        &arena[at..at + len]
+    }
+}
+
+#[inline(always)]
+fn slot_and_tag(hash: u64, mask: usize) -> (usize, u32) {
+    ((hash as usize) & mask, ((hash >> 32) as u32) | 1)
+}
+
+/// The partition of a hash among `parts`: multiply-shift of bits 32..64, which the slot index
+/// (the low bits) does not use.
+#[inline(always)]
+fn part_of(hash: u64, parts: usize) -> usize {
+    (((hash >> 32) * parts as u64) >> 32) as usize
+}
+
+/// An exact set of keys, built once and then only queried. Keys of up to 8 bytes live in the
+/// table itself, so a lookup touches one cache line, and batched lookups prefetch those lines so
+/// that the misses overlap; longer keys live in an arena. About 24 bytes per key. The table is
+/// cut into hash partitions that separate threads build at the same time.
+pub struct KeySet {
+    parts: Vec<Part>,
+}
+
+fn hasher() -> foldhash::fast::FixedState {
+    foldhash::fast::FixedState::with_seed(0x626c_6f6f_6d66_6c77)
+}
+
+/// Every key of encoded pieces (see [`KeyArena`]), in order.
+fn encoded_keys(pieces: &[Vec<u8>]) -> impl Iterator<Item = &[u8]> {
+    pieces.iter().flat_map(|piece| {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            (at < piece.len()).then(|| {
+                let len = u32::from_le_bytes(piece[at..at + 4].try_into().unwrap()) as usize;
+                let key = &piece[at + 4..at + 4 + len];
+                at += 4 + len;
+                key
+            })
+        })
+    })
+}
+
+impl KeySet {
+    /// Partition `part` of `parts` of the keys in `pieces`, sized for an even share of `keys`
+    /// keys (it grows if its share is larger). A key given twice takes two slots; membership is
+    /// unaffected.
+    pub fn build_part(pieces: &[Vec<u8>], keys: u64, part: usize, parts: usize) -> Part {
+        let h = hasher();
+        let share = keys as usize / parts;
+        let mut built = Part::with_capacity(share + share / 50 + 64);
+        for key in encoded_keys(pieces) {
+            let hash = h.hash_one(key);
+            if part_of(hash, parts) == part {
+                built.insert(hash, key);
+            }
+        }
+        built
+    }
+
+    /// The set made of all its partitions, in partition order.
+    pub fn from_parts(parts: Vec<Part>) -> KeySet {
+        assert!(!parts.is_empty());
+        KeySet { parts }
+    }
+
+    /// A set of every key in `pieces`, built by one thread.
+    pub fn from_pieces(pieces: &[Vec<u8>]) -> KeySet {
+        KeySet::from_parts(vec![KeySet::build_part(pieces, encoded_keys(pieces).count() as u64, 0, 1)])
+    }
+
+    #[inline(always)]
+    fn part(&self, hash: u64) -> &Part {
+        &self.parts[part_of(hash, self.parts.len())]
+    }
+
+    /// Whether `key` is in the set.
+    #[inline]
+    pub fn contains(&self, key: &[u8]) -> bool {
+        let hash = hasher().hash_one(key);
+        self.part(hash).probe(hash, key)
+    }
 
     /// Answers many keys: every key's slot is prefetched before any is probed.
     pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         answers.clear();
+        let h = hasher();
         for group in keys.chunks(BATCH) {
-            let mut hashes = [(0usize, 0u32); BATCH];
-            for (h, key) in hashes.iter_mut().zip(group) {
-                *h = self.hash(key);
-                prefetch(&self.slots[h.0]);
+            let mut hashes = [0u64; BATCH];
+            for (hash, key) in hashes.iter_mut().zip(group) {
+                *hash = h.hash_one(key);
+                let part = self.part(*hash);
+                prefetch(&part.slots[slot_and_tag(*hash, part.mask).0]);
             }
-            answers.extend(group.iter().zip(&hashes).map(|(key, &(i, tag))| self.probe(i, tag, key)));
+            answers.extend(group.iter().zip(&hashes).map(|(key, &hash)| self.part(hash).probe(hash, key)));
         }
     }
 
     /// Keys held, duplicates included.
     pub fn len(&self) -> usize {
-        self.keys
+        self.parts.iter().map(|p| p.keys).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keys == 0
+        self.len() == 0
     }
 }
 
@@ -209,32 +282,31 @@ fn prefetch(slot: &Slot) {
 mod tests {
     use super::*;
 
+    fn pieces_of(arena: &KeyArena, size: usize) -> Vec<Vec<u8>> {
+        chunks(arena.as_bytes(), size).into_iter().map(<[u8]>::to_vec).collect()
+    }
+
     #[test]
-    fn holds_exactly_the_keys_put_in() {
+    fn holds_exactly_the_keys_put_in_whatever_the_partitions() {
         let mut arena = KeyArena::default();
         for i in 0..10_000u32 {
             arena.push(format!("k{}", i % 7000).as_bytes());
         }
         arena.push(b"");
-        let mut set = KeySet::with_capacity(10_001, arena.len_bytes());
-        for piece in chunks(arena.as_bytes(), 1000) {
-            set.extend_encoded(piece);
+        arena.push(b"a key longer than eight bytes");
+        let pieces = pieces_of(&arena, 1000);
+        for parts in [1, 2, 3] {
+            // Sized for fewer keys than there are, so that partitions must grow.
+            let set = KeySet::from_parts((0..parts).map(|p| KeySet::build_part(&pieces, 100, p, parts)).collect());
+            assert_eq!(set.len(), 10_002);
+            assert!((0..7000).all(|i| set.contains(format!("k{i}").as_bytes())));
+            assert!(set.contains(b"") && set.contains(b"a key longer than eight bytes"));
+            assert!(!set.contains(b"k7000") && !set.contains(b"k") && !set.contains(b"a key longer than eight byteS"));
+            let keys: Vec<&[u8]> = vec![b"k5", b"nope", b"a key longer than eight bytes", b"12345678"];
+            let mut answers = Vec::new();
+            set.contains_batch(&keys, &mut answers);
+            assert_eq!(answers, [true, false, true, false]);
         }
-        assert_eq!(set.len(), 10_001);
-        assert!((0..7000).all(|i| set.contains(format!("k{i}").as_bytes())));
-        assert!(set.contains(b""));
-        assert!(!set.contains(b"k7000") && !set.contains(b"k"));
-        let long: Vec<u8> = b"a key longer than eight bytes".to_vec();
-        let mut set = KeySet::with_capacity(3, 64);
-        set.insert(&long);
-        set.insert(b"12345678");
-        set.insert(b"123456789");
-        assert!(set.contains(&long) && set.contains(b"12345678") && set.contains(b"123456789"));
-        assert!(!set.contains(b"1234567") && !set.contains(b"a key longer than eight byteS"));
-        let keys: Vec<&[u8]> = vec![&long, b"nope", b"12345678", b""];
-        let mut answers = Vec::new();
-        set.contains_batch(&keys, &mut answers);
-        assert_eq!(answers, [true, false, true, false]);
     }
 
     #[test]
@@ -245,8 +317,8 @@ mod tests {
         }
         let pieces = chunks(arena.as_bytes(), 64);
         assert_eq!(pieces.concat(), arena.as_bytes());
-        let mut set = KeySet::with_capacity(100, arena.len_bytes());
-        pieces.iter().for_each(|p| set.extend_encoded(p));
+        let set = KeySet::from_pieces(&pieces_of(&arena, 64));
         assert_eq!(set.len(), 100);
+        assert!((0..100).all(|i| set.contains(&vec![b'x'; i])));
     }
 }

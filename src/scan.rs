@@ -69,14 +69,16 @@ impl ScanStats {
 }
 
 impl Source {
-    /// Resolves the inputs, plans splits and finds the key's field index in every file.
-    pub fn plan(paths: &[PathBuf], options: ScanOptions) -> Result<Source> {
+    /// Resolves the inputs, plans splits for `peers` workers and finds the key's field index in
+    /// every file.
+    pub fn plan(paths: &[PathBuf], options: ScanOptions, peers: usize) -> Result<Source> {
         let inputs = splits::resolve_inputs(paths)?;
         if inputs.iter().all(|i| i.len() == Some(0)) {
             let names: Vec<String> = inputs.iter().map(Input::name).collect();
             return Err(Error::Job(format!("the input is empty: {} (0 bytes)", names.join(", "))));
         }
-        let splits = splits::plan_splits(&inputs, options.split_size)?;
+        let total: u64 = inputs.iter().filter_map(Input::len).sum();
+        let splits = splits::plan_splits(&inputs, splits::balanced_split_size(options.split_size, total, peers))?;
         let mut key_index = Vec::with_capacity(inputs.len());
         let mut header = None;
         for input in &inputs {

@@ -103,6 +103,20 @@ impl Split {
     }
 }
 
+/// Splits each worker should get at least, so that the work evens out between workers (a
+/// worker with one split more than another waits for nothing else).
+pub const SPLITS_PER_WORKER: u64 = 16;
+/// The smallest split the balancing chooses (a split has a fixed cost: a file open, a seek).
+pub const MIN_BALANCED_SPLIT: u64 = 1 << 20;
+
+/// The split size used: the requested one, lowered for inputs too small to give every one of
+/// `peers` workers [`SPLITS_PER_WORKER`] splits, but not below 1 MiB. Every process computes
+/// the same from the same inputs.
+pub fn balanced_split_size(requested: u64, total_bytes: u64, peers: usize) -> u64 {
+    let balanced = total_bytes.div_ceil(peers.max(1) as u64 * SPLITS_PER_WORKER).max(MIN_BALANCED_SPLIT);
+    requested.min(balanced)
+}
+
 /// Cuts every input into splits of at most `split_size` bytes. An empty file has no split;
 /// standard input is one split.
 pub fn plan_splits(inputs: &[Input], split_size: u64) -> Result<Vec<Split>> {
@@ -435,6 +449,14 @@ mod tests {
                 assert_eq!(got, whole(data), "split size {size}, batch {max}");
             }
         }
+    }
+
+    #[test]
+    fn split_sizes_are_balanced_for_the_workers() {
+        assert_eq!(balanced_split_size(64 << 20, 1_500_000_000, 2), 46_875_000);
+        assert_eq!(balanced_split_size(64 << 20, 27_000_000, 2), 1 << 20);
+        assert_eq!(balanced_split_size(64 << 20, 100 << 30, 4), 64 << 20);
+        assert_eq!(balanced_split_size(7, 1 << 30, 2), 7);
     }
 
     #[test]

@@ -165,7 +165,7 @@ pub fn check_writable(output: &Path) -> Result<()> {
 /// Runs the build job on this process. Returns the statistics on process 0, `None` elsewhere.
 pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let started = Instant::now();
-    let source = Arc::new(Source::plan(&config.inputs, config.scan.clone())?);
+    let source = Arc::new(Source::plan(&config.inputs, config.scan.clone(), config.cluster.peers())?);
     let sized = size_filter(&config.sizing, &source, config.scheme, config.layout, config.seed)?;
     let workers = config.cluster.workers as u64;
     crate::limits::check_allocation(

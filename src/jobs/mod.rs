@@ -142,37 +142,45 @@ pub(crate) fn all_reports<R: ExchangeData + Clone>(worker: &mut Worker, report: 
     reports
 }
 
-/// Gives every process all the build keys: each worker sends its keys to the first worker of
-/// every process (`receivers`), which gathers them into one set; the set is then shared by the
-/// process's workers through `shared` once they all reach `barrier`.
-pub(crate) fn broadcast_keys(
-    worker: &mut Worker,
-    keys: KeyArena,
-    total: (u64, u64),
-    receivers: &[usize],
-    shared: &std::sync::Mutex<Option<std::sync::Arc<KeySet>>>,
-    barrier: &std::sync::Barrier,
-) -> std::sync::Arc<KeySet> {
+/// What the workers of one process share while they build the broadcast key set.
+pub(crate) struct SharedKeys {
+    /// Every build key, as received by the process's first worker.
+    pieces: std::sync::Mutex<Option<std::sync::Arc<Vec<Vec<u8>>>>>,
+    /// The partitions, one per local worker.
+    parts: std::sync::Mutex<Vec<Option<crate::keyset::Part>>>,
+    barrier: std::sync::Barrier,
+    /// The finished set.
+    set: std::sync::OnceLock<std::sync::Arc<KeySet>>,
+}
+
+impl SharedKeys {
+    pub(crate) fn new(local_workers: usize) -> Self {
+        SharedKeys {
+            pieces: std::sync::Mutex::new(None),
+            parts: std::sync::Mutex::new((0..local_workers).map(|_| None).collect()),
+            barrier: std::sync::Barrier::new(local_workers),
+            set: std::sync::OnceLock::new(),
+        }
+    }
+}
+
+/// Gives every process all the build keys in one exact set: each worker sends its keys once to
+/// the first worker of every process (`receivers`); then the process's workers each build one
+/// hash partition of the set at the same time, and share the whole.
+pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u64, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
     let me = worker.index();
-    // Sized from the reports' totals (keys, encoded bytes): only the receivers fill theirs.
-    let capacity = if receivers.contains(&me) { total } else { (0, 0) };
-    let set = Rc::new(RefCell::new(KeySet::with_capacity(capacity.0 as usize, capacity.1 as usize)));
+    let received = Rc::new(RefCell::new(Vec::<Vec<u8>>::new()));
     let probe = ProbeHandle::new();
     let mut input = worker.dataflow::<u64, _, _>(|scope| {
         let (input, pieces) = scope.new_input::<Vec<(u32, Vec<u8>)>>();
-        let sink = Rc::clone(&set);
+        let sink = Rc::clone(&received);
         pieces
             .unary::<timely::container::CapacityContainerBuilder<Vec<()>>, _, _, _>(
                 Exchange::new(|(to, _): &(u32, Vec<u8>)| *to as u64),
                 "GatherKeys",
                 move |_cap, _info| {
                     move |input, _output| {
-                        input.for_each(|_time, data| {
-                            let mut set = sink.borrow_mut();
-                            for (_, piece) in data.drain(..) {
-                                set.extend_encoded(&piece);
-                            }
-                        });
+                        input.for_each(|_time, data| sink.borrow_mut().extend(data.drain(..).map(|(_, piece)| piece)));
                     }
                 },
             )
@@ -187,12 +195,24 @@ pub(crate) fn broadcast_keys(
     drop(keys);
     drop(input);
     worker.step_or_park_while(PARK, || !probe.done());
+    let lock = "no worker panics while sharing the key set";
     if receivers.contains(&me) {
-        let built = std::mem::replace(&mut *set.borrow_mut(), KeySet::with_capacity(0, 0));
-        *shared.lock().expect("no worker panics holding the key set") = Some(std::sync::Arc::new(built));
+        *shared.pieces.lock().expect(lock) = Some(std::sync::Arc::new(received.take()));
     }
-    barrier.wait();
-    shared.lock().expect("no worker panics holding the key set").clone().expect("the process's receiver published the set")
+    shared.barrier.wait();
+    let pieces = shared.pieces.lock().expect(lock).clone().expect("the process's first worker published the keys");
+    let local_workers = shared.parts.lock().expect(lock).len();
+    let local = me % local_workers;
+    let part = KeySet::build_part(&pieces, total_keys, local, local_workers);
+    shared.parts.lock().expect(lock)[local] = Some(part);
+    drop(pieces);
+    if shared.barrier.wait().is_leader() {
+        let parts = shared.parts.lock().expect(lock).iter_mut().map(|p| p.take().expect("every worker built its part")).collect();
+        let _ = shared.set.set(std::sync::Arc::new(KeySet::from_parts(parts)));
+        *shared.pieces.lock().expect(lock) = None;
+    }
+    shared.barrier.wait();
+    std::sync::Arc::clone(shared.set.get().expect("the leader assembled the set"))
 }
 
 /// Delivers each `(to, from, report)` to worker `to`.

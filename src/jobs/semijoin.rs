@@ -5,7 +5,7 @@
 //! `semijoin`, and only true matches are written.
 
 use super::build::{size_filter, SizedSpec, Sizing};
-use super::{all_reports, broadcast_keys, check_keys_found, global_filter, PARK};
+use super::{all_reports, broadcast_keys, check_keys_found, global_filter, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
 use crate::cluster::ClusterConfig;
@@ -141,7 +141,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     }
     let planned = match &config.filter {
         FilterSource::Build { inputs, scan, sizing, scheme, layout, seed } => {
-            let source = Source::plan(inputs, scan.clone())?;
+            let source = Source::plan(inputs, scan.clone(), cluster.peers())?;
             let sized = size_filter(sizing, &source, *scheme, *layout, *seed)?;
             crate::limits::check_allocation(
                 sized.spec.bits.div_ceil(8).saturating_mul(cluster.workers as u64),
@@ -160,7 +160,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::Build { sized, .. } => sized.spec.scheme.refuses_empty_keys(),
         PlannedFilter::File { filter, .. } => filter.spec().scheme.refuses_empty_keys(),
     };
-    let probe = Source::plan(&config.probe_inputs, probe_scan)?;
+    let probe = Source::plan(&config.probe_inputs, probe_scan, cluster.peers())?;
     output::prepare(&config.output, config.overwrite, cluster.process)?;
 
     let peers = cluster.peers();
@@ -179,8 +179,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         exact: config.exact,
         exact_strategy: config.exact_strategy,
         broadcast_limit: config.broadcast_limit,
-        key_set: std::sync::Mutex::new(None),
-        barrier: std::sync::Barrier::new(cluster.workers),
+        shared_keys: SharedKeys::new(cluster.workers),
         cluster: cluster.clone(),
         started,
     });
@@ -215,8 +214,7 @@ struct Job {
     exact_strategy: ExactStrategy,
     broadcast_limit: u64,
     /// The broadcast build keys, shared by this process's workers.
-    key_set: std::sync::Mutex<Option<Arc<KeySet>>>,
-    barrier: std::sync::Barrier,
+    shared_keys: SharedKeys,
     cluster: ClusterConfig,
     started: Instant,
 }
@@ -254,8 +252,8 @@ impl Job {
             None => self.probe_bloom(me, worker.peers(), &filter, None, abort, counter, &mut report),
             Some(ExactStrategy::Shuffle) => self.probe_exact(worker, &filter, abort, counter, &mut report),
             Some(_) => {
-                let total = build_reports.iter().map(|r| (r.keys, r.collected_key_bytes.unwrap_or(0))).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
-                let set = broadcast_keys(worker, std::mem::take(&mut keys), total, &self.receivers(), &self.key_set, &self.barrier);
+                let total_keys = build_reports.iter().map(|r| r.keys).sum();
+                let set = broadcast_keys(worker, std::mem::take(&mut keys), total_keys, &self.receivers(), &self.shared_keys);
                 self.probe_bloom(me, worker.peers(), &filter, Some(&set), abort, counter, &mut report)
             }
         };

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// Keys every worker of `peers` reads from `inputs`, gathered across workers, in read order.
 fn scanned_keys(inputs: &[std::path::PathBuf], options: ScanOptions, peers: usize) -> Vec<Vec<u8>> {
-    let source = Source::plan(inputs, options).unwrap();
+    let source = Source::plan(inputs, options, peers).unwrap();
     let mut keys = Vec::new();
     for me in 0..peers {
         source
