@@ -24,8 +24,20 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/bloomflow-cluster.XXXXXX")
 hostfile="$work/hosts"
-# Free ports from the kernel: bind to port 0, note the port, release it.
-python3 - "$n" > "$hostfile" <<'PY'
+# Free ports: random ones that nothing listens on (`ss`, fast), else ask the kernel (python3).
+if command -v ss >/dev/null 2>&1; then
+  used=" $(ss -Htan 2>/dev/null | awk '{n = split($4, a, ":"); printf "%s ", a[n]}') "
+  for ((i = 0; i < n; i++)); do
+    while :; do
+      port=$((20000 + RANDOM % 40000))
+      case "$used" in *" $port "*) continue ;; esac
+      used="$used$port "
+      echo "127.0.0.1:$port"
+      break
+    done
+  done > "$hostfile"
+else
+  python3 - "$n" > "$hostfile" <<'PY'
 import socket, sys
 socks = []
 for _ in range(int(sys.argv[1])):
@@ -33,6 +45,7 @@ for _ in range(int(sys.argv[1])):
 for s in socks:
     print(f"127.0.0.1:{s.getsockname()[1]}")
 PY
+fi
 
 pids=()
 cleanup() {
