@@ -139,13 +139,16 @@ pub enum LayoutArg {
     Blocked,
 }
 
-/// The filter a command builds when the user does not say (both commands take the fastest:
-/// lookup3 and the blocked layout; lookup2 and the standard layout remain for compatibility).
+/// The filter a command builds when the user does not say.
 #[derive(Clone, Copy, Debug)]
 pub struct FilterDefaults {
     pub native_hash: HashArg,
     pub layout: LayoutArg,
 }
+
+/// Both jobs default to the fastest native filter: lookup3 and the blocked layout (lookup2 and
+/// the standard layout remain for compatibility).
+pub const FAST_FILTER: FilterDefaults = FilterDefaults { native_hash: HashArg::Lookup3, layout: LayoutArg::Blocked };
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyTypeArg {
@@ -246,6 +249,12 @@ impl SizingArgs {
             bail!("invalid --seed {}: must fit in 32 bits", self.seed);
         }
         Ok(self.seed as u32)
+    }
+
+    /// The scheme and layout the flags name, given the command's defaults.
+    pub fn shape(&self, defaults: FilterDefaults) -> anyhow::Result<(Scheme, Layout)> {
+        let scheme = self.scheme(defaults)?;
+        Ok((scheme, self.layout(scheme, defaults)?))
     }
 
     /// The key rules of a filter of `scheme`.

@@ -1,6 +1,6 @@
 //! `bloomflow build INPUT... --key FIELD -o FILE`: the distributed filter build.
 
-use super::args::{ClusterArgs, FilterDefaults, HashArg, InputArgs, LayoutArg, SizingArgs};
+use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
 use anyhow::Context;
 use bloomflow::jobs::build::{self, BuildConfig, BuildStats};
 use bloomflow::limits::human_bytes;
@@ -29,9 +29,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let defaults = FilterDefaults { native_hash: HashArg::Lookup3, layout: LayoutArg::Blocked };
-    let scheme = args.sizing.scheme(defaults)?;
-    let layout = args.sizing.layout(scheme, defaults)?;
+    let (scheme, layout) = args.sizing.shape(FAST_FILTER)?;
     let mut scan = args.input.scan(&args.key, "--key")?;
     scan.key_rules = args.sizing.key_rules(scheme);
     let config = BuildConfig {

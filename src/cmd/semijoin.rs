@@ -1,6 +1,6 @@
 //! `bloomflow semijoin`: keep the probe records whose key may be on the build side.
 
-use super::args::{ClusterArgs, FilterDefaults, HashArg, InputArgs, LayoutArg, SizingArgs};
+use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
 use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
@@ -55,9 +55,7 @@ enum StrategyArg {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let defaults = FilterDefaults { native_hash: HashArg::Lookup3, layout: LayoutArg::Blocked };
-    let scheme = args.sizing.scheme(defaults)?;
-    let layout = args.sizing.layout(scheme, defaults)?;
+    let (scheme, layout) = args.sizing.shape(FAST_FILTER)?;
     let filter = match (&args.filter, &args.build_key) {
         (Some(path), _) => FilterSource::File(path.clone()),
         (None, Some(key)) => {

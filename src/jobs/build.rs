@@ -1,7 +1,7 @@
 //! The build job: every worker of every process reads its own splits into a partial filter, the
 //! partials are OR-merged by the all-reduce, and worker 0 writes the global filter.
 
-use super::{all_reports, check_keys_found, global_filter};
+use super::{all_reports, check_keys_found, global_filter, join_workers};
 use crate::allreduce::Gather;
 use crate::cluster::ClusterConfig;
 use crate::error::{Error, Result};
@@ -202,21 +202,9 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         Ok(Some((filter.bits_set(), filter.estimated_fpp(), reports)))
     })?;
 
-    let mut result = None;
-    let mut failure = None;
-    for outcome in guards.join() {
-        match outcome {
-            Ok(Ok(Some(r))) => result = Some(r),
-            Ok(Ok(None)) => {}
-            Ok(Err(e)) => failure = failure.or(Some(e)),
-            Err(panic) => failure = failure.or(Some(Error::Job(format!("a worker failed: {panic}")))),
-        }
-    }
+    let joined = join_workers(guards);
     progress.finish();
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    let Some((bits_set, estimated_fpp, per_worker)) = result else { return Ok(None) };
+    let Some((bits_set, estimated_fpp, per_worker)) = joined? else { return Ok(None) };
     let elapsed = started.elapsed().as_secs_f64();
     let mut scan = ScanStats::default();
     for r in &per_worker {

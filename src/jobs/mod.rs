@@ -101,6 +101,22 @@ pub(crate) fn global_filter(
     (filter, report)
 }
 
+/// Waits for this process's workers: the result one of them returned (worker 0 of process 0
+/// returns the job's statistics), or the first failure, a worker's panic included.
+pub(crate) fn join_workers<T: Send + 'static>(guards: timely::communication::WorkerGuards<crate::error::Result<Option<T>>>) -> crate::error::Result<Option<T>> {
+    let mut result = None;
+    let mut failure = None;
+    for outcome in guards.join() {
+        match outcome {
+            Ok(Ok(Some(r))) => result = result.or(Some(r)),
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => failure = failure.or(Some(e)),
+            Err(panic) => failure = failure.or(Some(crate::error::Error::Job(format!("a worker failed: {panic}")))),
+        }
+    }
+    failure.map_or(Ok(result), Err)
+}
+
 /// Fails a job in which records were read but none had a usable key: a wrong `--key` or
 /// `--delimiter` rather than bad data, and a filter or join built from nothing would mislead.
 /// Every worker sees the same reports, so every process fails alike.

@@ -5,7 +5,7 @@
 //! `semijoin`, and only true matches are written.
 
 use super::build::{size_filter, SizedSpec, Sizing};
-use super::{all_reports, broadcast_keys, check_keys_found, global_filter, SharedKeys, PARK};
+use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
 use crate::cluster::ClusterConfig;
@@ -188,21 +188,9 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         job.run_worker(worker, &abort, &counter)
     })?;
 
-    let mut stats = None;
-    let mut failure = None;
-    for outcome in guards.join() {
-        match outcome {
-            Ok(Ok(Some(s))) => stats = Some(s),
-            Ok(Ok(None)) => {}
-            Ok(Err(e)) => failure = failure.or(Some(e)),
-            Err(panic) => failure = failure.or(Some(Error::Job(format!("a worker failed: {panic}")))),
-        }
-    }
+    let joined = join_workers(guards);
     progress.finish();
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(stats),
-    }
+    joined
 }
 
 /// The planned job, shared by the workers of this process.
