@@ -27,7 +27,7 @@ impl BitArray {
         let words = words_for_bits(len) as usize;
         BitArray {
             // Zeroed allocation: the pages are not touched until used.
-            lines: bytemuck::zeroed_vec(words.div_ceil(8)),
+            lines: crate::limits::zeroed_huge(words.div_ceil(8)),
             words,
             len,
         }

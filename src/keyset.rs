@@ -75,8 +75,8 @@ struct Slot {
     data: [u8; 8],
 }
 
-/// One hash partition of a [`KeySet`]: an open-addressing table at most 2/3 full.
-pub struct Part {
+/// The open-addressing table of a [`KeySet`], at most 2/3 full.
+struct Part {
     slots: Vec<Slot>,
     mask: usize,
     arena: Vec<u8>,
@@ -86,7 +86,7 @@ pub struct Part {
 impl Part {
     fn with_capacity(keys: usize) -> Part {
         let slots = (keys * 3 / 2 + 1).next_power_of_two().max(16);
-        Part { slots: bytemuck::zeroed_vec(slots), mask: slots - 1, arena: Vec::new(), keys: 0 }
+        Part { slots: crate::limits::zeroed_huge(slots), mask: slots - 1, arena: Vec::new(), keys: 0 }
     }
 
     fn insert(&mut self, hash: u64, key: &[u8]) {
@@ -111,7 +111,7 @@ impl Part {
     /// Doubles the table (only when a partition gets more keys than it was sized for).
     fn grow(&mut self) {
         let doubled = self.slots.len() * 2;
-        let old = std::mem::replace(&mut self.slots, bytemuck::zeroed_vec(doubled));
+        let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_huge(doubled));
         self.mask = doubled - 1;
         let h = hasher();
         for slot in old.iter().filter(|s| s.tag != 0) {
@@ -168,19 +168,11 @@ fn slot_and_tag(hash: u64, mask: usize) -> (usize, u32) {
     ((hash as usize) & mask, ((hash >> 32) as u32) | 1)
 }
 
-/// The partition of a hash among `parts`: multiply-shift of bits 32..64, which the slot index
-/// (the low bits) does not use.
-#[inline(always)]
-fn part_of(hash: u64, parts: usize) -> usize {
-    (((hash >> 32) * parts as u64) >> 32) as usize
-}
-
 /// An exact set of keys, built once and then only queried. Keys of up to 8 bytes live in the
 /// table itself, so a lookup touches one cache line, and batched lookups prefetch those lines so
-/// that the misses overlap; longer keys live in an arena. About 24 bytes per key. The table is
-/// cut into hash partitions that separate threads build at the same time.
+/// that the misses overlap; longer keys live in an arena. About 24 bytes per key.
 pub struct KeySet {
-    parts: Vec<Part>,
+    table: Part,
 }
 
 fn hasher() -> foldhash::fast::FixedState {
@@ -203,43 +195,30 @@ fn encoded_keys(pieces: &[Vec<u8>]) -> impl Iterator<Item = &[u8]> {
 }
 
 impl KeySet {
-    /// Partition `part` of `parts` of the keys in `pieces`, sized for an even share of `keys`
-    /// keys (it grows if its share is larger). A key given twice takes two slots; membership is
-    /// unaffected.
-    pub fn build_part(pieces: &[Vec<u8>], keys: u64, part: usize, parts: usize) -> Part {
+    /// The set of the keys in `pieces`, sized for `keys` keys (it grows if there are more). A
+    /// key given twice takes two slots; membership is unaffected.
+    pub fn build(pieces: &[Vec<u8>], keys: u64) -> KeySet {
         let h = hasher();
-        let share = keys as usize / parts;
-        let mut built = Part::with_capacity(share + share / 50 + 64);
+        let mut table = Part::with_capacity(keys as usize);
+        // Inserts in groups whose slots are prefetched first, so that the misses overlap.
+        let mut group: Vec<(u64, &[u8])> = Vec::with_capacity(BATCH);
         for key in encoded_keys(pieces) {
             let hash = h.hash_one(key);
-            if part_of(hash, parts) == part {
-                built.insert(hash, key);
+            prefetch(&table.slots[slot_and_tag(hash, table.mask).0]);
+            group.push((hash, key));
+            if group.len() == BATCH {
+                group.drain(..).for_each(|(hash, key)| table.insert(hash, key));
             }
         }
-        built
-    }
-
-    /// The set made of all its partitions, in partition order.
-    pub fn from_parts(parts: Vec<Part>) -> KeySet {
-        assert!(!parts.is_empty());
-        KeySet { parts }
-    }
-
-    /// A set of every key in `pieces`, built by one thread.
-    pub fn from_pieces(pieces: &[Vec<u8>]) -> KeySet {
-        KeySet::from_parts(vec![KeySet::build_part(pieces, encoded_keys(pieces).count() as u64, 0, 1)])
-    }
-
-    #[inline(always)]
-    fn part(&self, hash: u64) -> &Part {
-        &self.parts[part_of(hash, self.parts.len())]
+        group.drain(..).for_each(|(hash, key)| table.insert(hash, key));
+        KeySet { table }
     }
 
     /// Whether `key` is in the set.
     #[inline]
     pub fn contains(&self, key: &[u8]) -> bool {
         let hash = hasher().hash_one(key);
-        self.part(hash).probe(hash, key)
+        self.table.probe(hash, key)
     }
 
     /// Answers many keys: every key's slot is prefetched before any is probed.
@@ -250,20 +229,19 @@ impl KeySet {
             let mut hashes = [0u64; BATCH];
             for (hash, key) in hashes.iter_mut().zip(group) {
                 *hash = h.hash_one(key);
-                let part = self.part(*hash);
-                prefetch(&part.slots[slot_and_tag(*hash, part.mask).0]);
+                prefetch(&self.table.slots[slot_and_tag(*hash, self.table.mask).0]);
             }
-            answers.extend(group.iter().zip(&hashes).map(|(key, &hash)| self.part(hash).probe(hash, key)));
+            answers.extend(group.iter().zip(&hashes).map(|(key, &hash)| self.table.probe(hash, key)));
         }
     }
 
     /// Keys held, duplicates included.
     pub fn len(&self) -> usize {
-        self.parts.iter().map(|p| p.keys).sum()
+        self.table.keys
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.table.keys == 0
     }
 }
 
@@ -287,7 +265,7 @@ mod tests {
     }
 
     #[test]
-    fn holds_exactly_the_keys_put_in_whatever_the_partitions() {
+    fn holds_exactly_the_keys_put_in() {
         let mut arena = KeyArena::default();
         for i in 0..10_000u32 {
             arena.push(format!("k{}", i % 7000).as_bytes());
@@ -295,9 +273,9 @@ mod tests {
         arena.push(b"");
         arena.push(b"a key longer than eight bytes");
         let pieces = pieces_of(&arena, 1000);
-        for parts in [1, 2, 3] {
-            // Sized for fewer keys than there are, so that partitions must grow.
-            let set = KeySet::from_parts((0..parts).map(|p| KeySet::build_part(&pieces, 100, p, parts)).collect());
+        // Sized for the keys, and for far fewer (the table must grow).
+        for sized_for in [10_002, 100] {
+            let set = KeySet::build(&pieces, sized_for);
             assert_eq!(set.len(), 10_002);
             assert!((0..7000).all(|i| set.contains(format!("k{i}").as_bytes())));
             assert!(set.contains(b"") && set.contains(b"a key longer than eight bytes"));
@@ -317,7 +295,7 @@ mod tests {
         }
         let pieces = chunks(arena.as_bytes(), 64);
         assert_eq!(pieces.concat(), arena.as_bytes());
-        let set = KeySet::from_pieces(&pieces_of(&arena, 64));
+        let set = KeySet::build(&pieces_of(&arena, 64), 100);
         assert_eq!(set.len(), 100);
         assert!((0..100).all(|i| set.contains(&vec![b'x'; i])));
     }

@@ -46,3 +46,21 @@ pub fn human_bytes(bytes: u64) -> String {
         format!("{v:.1} {}", UNITS[unit])
     }
 }
+
+/// Allocates `n` zeroed values, asking the kernel for transparent huge pages when the block is
+/// large: a filter or key table is accessed at random, and with 4 KiB pages each access may also
+/// miss the TLB, and each first touch fault. Where huge pages are not available this is a plain
+/// zeroed allocation.
+pub fn zeroed_huge<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
+    let v: Vec<T> = bytemuck::zeroed_vec(n);
+    let bytes = n * std::mem::size_of::<T>();
+    if bytes >= 4 << 20 {
+        #[cfg(target_os = "linux")]
+        // SAFETY: madvise only advises the kernel about the allocation's own address range;
+        // it changes no contents (the pages are still zero and untouched).
+        unsafe {
+            libc::madvise(v.as_ptr() as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
+        }
+    }
+    v
+}

@@ -158,31 +158,22 @@ pub(crate) fn all_reports<R: ExchangeData + Clone>(worker: &mut Worker, report: 
     reports
 }
 
-/// What the workers of one process share while they build the broadcast key set.
+/// What the workers of one process share: the broadcast key set, built by the process's first
+/// worker (one thread builds it faster than several on this kind of machine, where they contend).
 pub(crate) struct SharedKeys {
-    /// Every build key, as received by the process's first worker.
-    pieces: std::sync::Mutex<Option<std::sync::Arc<Vec<Vec<u8>>>>>,
-    /// The partitions, one per local worker.
-    parts: std::sync::Mutex<Vec<Option<crate::keyset::Part>>>,
-    barrier: std::sync::Barrier,
-    /// The finished set.
     set: std::sync::OnceLock<std::sync::Arc<KeySet>>,
+    barrier: std::sync::Barrier,
 }
 
 impl SharedKeys {
     pub(crate) fn new(local_workers: usize) -> Self {
-        SharedKeys {
-            pieces: std::sync::Mutex::new(None),
-            parts: std::sync::Mutex::new((0..local_workers).map(|_| None).collect()),
-            barrier: std::sync::Barrier::new(local_workers),
-            set: std::sync::OnceLock::new(),
-        }
+        SharedKeys { set: std::sync::OnceLock::new(), barrier: std::sync::Barrier::new(local_workers) }
     }
 }
 
 /// Gives every process all the build keys in one exact set: each worker sends its keys once to
-/// the first worker of every process (`receivers`); then the process's workers each build one
-/// hash partition of the set at the same time, and share the whole.
+/// the first worker of every process (`receivers`), which builds the set; the process's other
+/// workers wait for it and share it.
 pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u64, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
     let me = worker.index();
     let received = Rc::new(RefCell::new(Vec::<Vec<u8>>::new()));
@@ -211,24 +202,12 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
     drop(keys);
     drop(input);
     worker.step_or_park_while(PARK, || !probe.done());
-    let lock = "no worker panics while sharing the key set";
     if receivers.contains(&me) {
-        *shared.pieces.lock().expect(lock) = Some(std::sync::Arc::new(received.take()));
+        let pieces = received.take();
+        let _ = shared.set.set(std::sync::Arc::new(KeySet::build(&pieces, total_keys)));
     }
     shared.barrier.wait();
-    let pieces = shared.pieces.lock().expect(lock).clone().expect("the process's first worker published the keys");
-    let local_workers = shared.parts.lock().expect(lock).len();
-    let local = me % local_workers;
-    let part = KeySet::build_part(&pieces, total_keys, local, local_workers);
-    shared.parts.lock().expect(lock)[local] = Some(part);
-    drop(pieces);
-    if shared.barrier.wait().is_leader() {
-        let parts = shared.parts.lock().expect(lock).iter_mut().map(|p| p.take().expect("every worker built its part")).collect();
-        let _ = shared.set.set(std::sync::Arc::new(KeySet::from_parts(parts)));
-        *shared.pieces.lock().expect(lock) = None;
-    }
-    shared.barrier.wait();
-    std::sync::Arc::clone(shared.set.get().expect("the leader assembled the set"))
+    std::sync::Arc::clone(shared.set.get().expect("the process's first worker built the set"))
 }
 
 /// Delivers each `(to, from, report)` to worker `to`.
