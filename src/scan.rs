@@ -73,11 +73,11 @@ impl Source {
     /// every file.
     pub fn plan(paths: &[PathBuf], options: ScanOptions, peers: usize) -> Result<Source> {
         let inputs = splits::resolve_inputs(paths)?;
-        if inputs.iter().all(|i| i.len() == Some(0)) {
+        if inputs.iter().all(|i| i.size() == Some(0)) {
             let names: Vec<String> = inputs.iter().map(Input::name).collect();
             return Err(Error::Job(format!("the input is empty: {} (0 bytes)", names.join(", "))));
         }
-        let total: u64 = inputs.iter().filter_map(Input::len).sum();
+        let total: u64 = inputs.iter().filter_map(Input::size).sum();
         let splits = splits::plan_splits(&inputs, splits::balanced_split_size(options.split_size, total, peers))?;
         let mut key_index = Vec::with_capacity(inputs.len());
         let mut header = None;
@@ -123,7 +123,7 @@ impl Source {
 
     /// Total bytes of the file inputs.
     pub fn total_bytes(&self) -> u64 {
-        self.inputs.iter().filter_map(|i| i.len()).sum()
+        self.inputs.iter().filter_map(|i| i.size()).sum()
     }
 
     /// Reads the splits of worker `me` and hands their records to `on_batch`, a batch at a time

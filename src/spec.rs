@@ -55,7 +55,7 @@ impl FilterSpec {
         if hashes == 0 || hashes > scheme.max_hashes() {
             return Err(Error::invalid("hashes", format!("{hashes} is not between 1 and {} ({scheme} filters)", scheme.max_hashes())));
         }
-        if matches!(scheme, Scheme::SparkV1 | Scheme::SparkV2) && bits % 64 != 0 {
+        if matches!(scheme, Scheme::SparkV1 | Scheme::SparkV2) && !bits.is_multiple_of(64) {
             return Err(Error::invalid("bits", format!("{bits} is not a whole number of 64-bit words, as Spark filters are")));
         }
         if matches!(scheme, Scheme::SparkV1 | Scheme::Hadoop(_)) && seed != 0 {
@@ -65,7 +65,7 @@ impl FilterSpec {
             if !scheme.is_native() {
                 return Err(Error::invalid("layout", format!("the blocked layout is for native filters, not {scheme}")));
             }
-            if bits % BLOCK_BITS != 0 {
+            if !bits.is_multiple_of(BLOCK_BITS) {
                 return Err(Error::invalid("bits", format!("{bits} is not a whole number of {BLOCK_BITS}-bit blocks")));
             }
         }

@@ -30,7 +30,7 @@ impl Input {
     }
 
     /// The size in bytes, when known.
-    pub fn len(&self) -> Option<u64> {
+    pub fn size(&self) -> Option<u64> {
         match self {
             Input::File { len, .. } => Some(*len),
             Input::Stdin => None,
@@ -70,7 +70,7 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
                     files.push(Input::File { path, len: meta.len() });
                 }
             }
-            files.sort_by(|a, b| a.name().cmp(&b.name()));
+            files.sort_by_key(|a| a.name());
             if files.is_empty() {
                 return Err(Error::invalid("input", format!("{}: directory holds no input files", arg.display())));
             }
@@ -125,7 +125,7 @@ pub fn plan_splits(inputs: &[Input], split_size: u64) -> Result<Vec<Split>> {
     }
     let mut splits = Vec::new();
     for (input_index, input) in inputs.iter().enumerate() {
-        match input.len() {
+        match input.size() {
             None => splits.push(Split { index: splits.len(), input: input_index, start: 0, end: u64::MAX }),
             Some(len) => {
                 let mut start = 0;
@@ -393,7 +393,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in");
         std::fs::write(&path, data).unwrap();
-        let inputs = resolve_inputs(&[path.clone()]).unwrap();
+        let inputs = resolve_inputs(std::slice::from_ref(&path)).unwrap();
         let mut out = Vec::new();
         for split in plan_splits(&inputs, size).unwrap() {
             let mut r = SplitReader::open(&path, &split, 1 << 20).unwrap();
@@ -426,7 +426,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in");
         std::fs::write(&path, data).unwrap();
-        let inputs = resolve_inputs(&[path.clone()]).unwrap();
+        let inputs = resolve_inputs(std::slice::from_ref(&path)).unwrap();
         for size in 1..=data.len() as u64 + 1 {
             for max in [1, 2, 3, 64] {
                 let mut got = Vec::new();

@@ -117,7 +117,7 @@ const ESTIMATE_MARGIN: f64 = 1.25;
 /// An upper estimate of the number of keys: the input bytes over the mean record length of a
 /// sample, plus a margin. Every process computes the same figure from the same files.
 fn estimate_items(source: &Source) -> Result<(u64, String)> {
-    if source.inputs.iter().any(|i| *i == Input::Stdin) {
+    if source.inputs.contains(&Input::Stdin) {
         return Err(Error::invalid(
             "expected items",
             "the size of standard input is unknown: give --expected-items N (or --bits and --hashes)",
@@ -184,7 +184,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let output = config.output.clone();
     let job_sized = sized.clone();
 
-    let guards = crate::cluster::execute(&cluster, move |worker| {
+    let guards = crate::cluster::execute(cluster, move |worker| {
         let empty = BloomFilter::new(job_sized.spec).sized_for(job_sized.expected_items, job_sized.target_fpp);
         let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None);
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();

@@ -32,6 +32,9 @@ use timely::dataflow::operators::probe::Handle as ProbeHandle;
 use timely::dataflow::operators::Probe;
 use timely::worker::Worker;
 
+/// A differential update of the exact shuffle join: a survivor's (key, (worker, sequence)).
+type SurvivorUpdate = ((Vec<u8>, (u32, u64)), u64, isize);
+
 /// Where the global filter comes from.
 #[derive(Clone, Debug)]
 pub enum FilterSource {
@@ -380,7 +383,7 @@ impl Job {
                 .semijoin(build_keys.distinct())
                 .inner
                 .unary::<timely::container::CapacityContainerBuilder<Vec<()>>, _, _, _>(
-                    Exchange::new(|((_, (w, _)), _, _): &((Vec<u8>, (u32, u64)), u64, isize)| *w as u64),
+                    Exchange::new(|((_, (w, _)), _, _): &SurvivorUpdate| *w as u64),
                     "CollectMatches",
                     move |_cap, _info| {
                         move |input, _output| {
