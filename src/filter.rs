@@ -66,11 +66,7 @@ impl BloomFilter {
         match self.spec.layout {
             Layout::Blocked => {
                 let probe = self.spec.block_probe(key);
-                let mask = probe.mask(self.spec.hashes);
-                let line = self.bits.line_mut(probe.block);
-                for (word, bits) in line.iter_mut().zip(mask) {
-                    *word |= bits;
-                }
+                self.set_probe(&probe);
             }
             Layout::Standard => {
                 for pos in self.spec.positions(key) {
@@ -97,8 +93,23 @@ impl BloomFilter {
         // Branch-free: a test that stopped at the first clear bit would branch on loaded data,
         // and each misprediction would make the next key wait for this key's cache miss.
         let line = self.bits.line(probe.block);
-        let mask = probe.mask(self.spec.hashes);
-        line.iter().zip(mask).fold(0u64, |missing, (word, m)| missing | (m & !word)) == 0
+        let mut all = 1u64;
+        probe.for_each_bit(self.spec.hashes, |bit| {
+            all &= line[(bit >> 6) as usize] >> (bit & 63);
+            true
+        });
+        all & 1 == 1
+    }
+
+    /// Sets the k bits of a blocked probe, in its one cache line.
+    #[inline(always)]
+    fn set_probe(&mut self, probe: &BlockProbe) {
+        let k = self.spec.hashes;
+        let line = self.bits.line_mut(probe.block);
+        probe.for_each_bit(k, |bit| {
+            line[(bit >> 6) as usize] |= 1u64 << (bit & 63);
+            true
+        });
     }
 
     /// Asks the CPU to start loading the cache line a blocked probe will test.
@@ -129,10 +140,7 @@ impl BloomFilter {
                 self.prefetch(probe);
             }
             for probe in &probes[..group.len()] {
-                let mask = probe.mask(self.spec.hashes);
-                for (word, bits) in self.bits.line_mut(probe.block).iter_mut().zip(mask) {
-                    *word |= bits;
-                }
+                self.set_probe(probe);
             }
         }
         self.items_inserted += keys.len() as u64;
@@ -147,20 +155,15 @@ impl BloomFilter {
             answers.extend(keys.iter().map(|k| self.contains(k)));
             return;
         }
-        let k = self.spec.hashes;
         for group in keys.chunks(BATCH) {
-            // Phase 1: hash, prefetch, and build each key's mask while the lines load.
-            let mut probes = [(0usize, [0u64; 8]); BATCH];
-            for (slot, key) in probes.iter_mut().zip(group) {
-                let probe = self.spec.block_probe(key);
-                self.prefetch(&probe);
-                *slot = (probe.block, probe.mask(k));
+            // Phase 1: hash and prefetch every key's line.
+            let mut probes = [BlockProbe::default(); BATCH];
+            for (probe, key) in probes.iter_mut().zip(group) {
+                *probe = self.spec.block_probe(key);
+                self.prefetch(probe);
             }
-            // Phase 2: test, branch-free.
-            answers.extend(probes[..group.len()].iter().map(|(block, mask)| {
-                let line = self.bits.line(*block);
-                line.iter().zip(mask).fold(0u64, |missing, (word, m)| missing | (m & !word)) == 0
-            }));
+            // Phase 2: test, by then the lines have (mostly) arrived.
+            answers.extend(probes[..group.len()].iter().map(|p| self.contains_probe(p)));
         }
     }
 

@@ -170,16 +170,6 @@ impl BlockProbe {
         true
     }
 
-    /// The in-block positions as a mask of the block's 8 words.
-    #[inline(always)]
-    pub fn mask(&self, k: u32) -> [u64; 8] {
-        let mut mask = [0u64; 8];
-        self.for_each_bit(k, |bit| {
-            mask[(bit >> 6) as usize] |= 1u64 << (bit & 63);
-            true
-        });
-        mask
-    }
 }
 
 /// The positions of one key, in order, under any scheme.
