@@ -54,26 +54,30 @@ pub fn owned_range(owner: usize, peers: usize, words: usize) -> Range<usize> {
     cut(owner)..cut(owner + 1)
 }
 
-/// The slices worker `me` sends in reduce-scatter round `round`: at most one chunk to each other
-/// owner. Empty once every chunk has been sent.
+/// Chunks sent to each owner per reduce-scatter round: the rounds bound the memory in flight
+/// (8 MiB per peer) while keeping their number, each a progress round trip, small.
+pub const ROUND_CHUNKS: usize = 8;
+
+/// The slices worker `me` sends in reduce-scatter round `round`: at most [`ROUND_CHUNKS`]
+/// chunks to each other owner. Empty once every chunk has been sent.
 pub fn scatter_round(filter: &BloomFilter, me: usize, peers: usize, round: usize) -> Vec<Slice> {
     let words = filter.bits().words();
-    (0..peers)
-        .filter(|&owner| owner != me)
-        .filter_map(|owner| {
-            let range = owned_range(owner, peers, words.len());
-            let start = range.start + round * CHUNK_WORDS;
-            (start < range.end).then(|| {
-                let end = (start + CHUNK_WORDS).min(range.end);
-                Slice { to: owner as u32, offset: start as u64, words: words[start..end].to_vec() }
-            })
-        })
-        .collect()
+    let mut slices = Vec::new();
+    for owner in (0..peers).filter(|&owner| owner != me) {
+        let range = owned_range(owner, peers, words.len());
+        let first = range.start + round * ROUND_CHUNKS * CHUNK_WORDS;
+        let last = (first + ROUND_CHUNKS * CHUNK_WORDS).min(range.end);
+        for start in (first..last).step_by(CHUNK_WORDS) {
+            let end = (start + CHUNK_WORDS).min(last);
+            slices.push(Slice { to: owner as u32, offset: start as u64, words: words[start..end].to_vec() });
+        }
+    }
+    slices
 }
 
 /// Rounds needed to scatter every chunk.
 pub fn scatter_rounds(words: usize, peers: usize) -> usize {
-    (0..peers).map(|o| owned_range(o, peers, words).len().div_ceil(CHUNK_WORDS)).max().unwrap_or(0)
+    (0..peers).map(|o| owned_range(o, peers, words).len().div_ceil(CHUNK_WORDS * ROUND_CHUNKS)).max().unwrap_or(0)
 }
 
 /// The reduce-scatter and gather steps as timely operators.

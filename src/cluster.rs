@@ -138,7 +138,7 @@ where
 }
 
 /// How often a connection to a peer that is not up yet is retried.
-const RETRY: Duration = Duration::from_millis(20);
+const RETRY: Duration = Duration::from_millis(2);
 
 /// One connected stream per other process (`None` at this process's own index).
 fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {

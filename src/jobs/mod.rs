@@ -80,8 +80,8 @@ pub(crate) fn global_filter(
     }
     report.elapsed_secs = started.elapsed().as_secs_f64();
 
-    // Reduce-scatter in rounds of at most one chunk per owner, so that at most one chunk per
-    // peer is in flight from this worker whatever the filter's size.
+    // Reduce-scatter in rounds of a few chunks per owner, so that the data in flight from this
+    // worker stays bounded whatever the filter's size.
     let rounds = scatter_rounds(filter.borrow().bits().words().len(), peers);
     for round in 0..rounds {
         let batch = scatter_round(&filter.borrow(), me, peers, round);
