@@ -16,7 +16,8 @@ fn write_filter(dir: &std::path::Path, name: &str, spec: FilterSpec, keys: &[&st
 
 #[test]
 fn every_command_has_help() {
-    for cmd in [vec!["--help"], vec!["info", "--help"], vec!["query", "--help"], vec!["merge", "--help"]] {
+    let commands = ["info", "query", "merge", "build", "semijoin", "demo", "gen", "gen semijoin-bench"];
+    for cmd in std::iter::once(vec!["--help"]).chain(commands.iter().map(|c| c.split(' ').chain(["--help"]).collect())) {
         let out = ok(&run(&cmd));
         assert!(out.contains("Usage"), "{cmd:?}: {out}");
     }
