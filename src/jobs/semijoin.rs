@@ -169,7 +169,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     let peers = cluster.peers();
     let mine = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;
     let build_bytes = match &planned {
-        PlannedFilter::Build { source, .. } => source.bytes_of(mine.clone(), peers) * if config.exact { 2 } else { 1 },
+        PlannedFilter::Build { source, .. } => source.bytes_of(mine.clone(), peers) * if config.exact && config.exact_strategy == ExactStrategy::Shuffle { 2 } else { 1 },
         PlannedFilter::File { .. } => 0,
     };
     let counter = Arc::new(AtomicU64::new(0));
