@@ -76,44 +76,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
     println!("\n== 2. prune events.csv with it (Bloom semi-join: no probe record crosses the network)\n");
     let pruned = dir.join("pruned");
-    let stats = semijoin::run(SemijoinConfig {
-        filter: FilterSource::File(filter.clone()),
-        probe_inputs: vec![events.clone()],
-        probe_scan: scan("customer_id"),
-        output: pruned.clone(),
-        exact: false,
-        exact_strategy: ExactStrategy::Auto,
-        broadcast_limit: 64 << 20,
-        overwrite: true,
-        cluster: cluster.clone(),
-        progress: false,
-    })?
-    .expect("a single process is process 0");
-    super::semijoin::print_summary(&stats);
+    semijoin_step(FilterSource::File(filter.clone()), &events, &pruned, false, &cluster)?;
 
-    println!("\n== 3. the same join made exact: differential-dataflow removes the false positives\n");
+    println!("\n== 3. the same join made exact: the build keys, broadcast to every process, remove the false positives\n");
     let exact = dir.join("exact");
-    let stats = semijoin::run(SemijoinConfig {
-        filter: FilterSource::Build {
-            inputs: vec![customers.clone()],
-            scan: scan("customer_id"),
-            sizing: Sizing::Expected { items: 3000, fpp: 0.01 },
-            scheme: Scheme::NativeLookup3,
-            layout: Layout::Blocked,
-            seed: 0,
-        },
-        probe_inputs: vec![events.clone()],
-        probe_scan: scan("customer_id"),
-        output: exact.clone(),
-        exact: true,
-        exact_strategy: ExactStrategy::Auto,
-        broadcast_limit: 64 << 20,
-        overwrite: true,
-        cluster,
-        progress: false,
-    })?
-    .expect("a single process is process 0");
-    super::semijoin::print_summary(&stats);
+    let build_side = FilterSource::Build {
+        inputs: vec![customers.clone()],
+        scan: scan("customer_id"),
+        sizing: Sizing::Expected { items: 3000, fpp: 0.01 },
+        scheme: Scheme::NativeLookup3,
+        layout: Layout::Blocked,
+        seed: 0,
+    };
+    semijoin_step(build_side, &events, &exact, true, &cluster)?;
 
     let (c, e, f) = (customers.display(), events.display(), filter.display());
     println!("\n== done. Results are in {}/: the filter, pruned/ and exact/ (part files and _SUCCESS).", dir.display());
@@ -123,5 +98,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     println!("  bloomflow semijoin --filter {f} --probe {e} --probe-key customer_id -o {} --overwrite -w {w}", pruned.display());
     println!("  bloomflow semijoin --build {c} --build-key customer_id --probe {e} --probe-key customer_id --exact -o {} --overwrite -w {w}", exact.display());
     println!("  jobs/local-cluster.sh 2 1 -- build {c} -k customer_id -o {f}     # as 2 processes");
+    Ok(())
+}
+
+/// Runs one semi-join of the demo into `output` and prints its summary.
+fn semijoin_step(filter: FilterSource, events: &Path, output: &Path, exact: bool, cluster: &ClusterConfig) -> anyhow::Result<()> {
+    let stats = semijoin::run(SemijoinConfig {
+        filter,
+        probe_inputs: vec![events.to_path_buf()],
+        probe_scan: scan("customer_id"),
+        output: output.to_path_buf(),
+        exact,
+        exact_strategy: ExactStrategy::Auto,
+        broadcast_limit: 64 << 20,
+        overwrite: true,
+        cluster: cluster.clone(),
+        progress: false,
+    })?
+    .expect("a single process is process 0");
+    super::semijoin::print_summary(&stats);
     Ok(())
 }
