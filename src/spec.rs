@@ -122,7 +122,7 @@ impl FilterSpec {
             Layout::Standard => self.scheme.positions(key, self.seed, self.bits, self.hashes),
             Layout::Blocked => {
                 let probe = self.block_probe(key);
-                Positions::Blocked { base: probe.block as u64 * BLOCK_BITS, probe, i: 0, k: self.hashes }
+                Positions::Blocked { base: probe.block as u64 * BLOCK_BITS, bits: probe.bits(self.hashes) }
             }
         }
     }

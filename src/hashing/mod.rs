@@ -157,19 +157,42 @@ impl BlockProbe {
     /// Returns whether `f` said true to all of them.
     #[inline(always)]
     pub fn for_each_bit(&self, k: u32, mut f: impl FnMut(u32) -> bool) -> bool {
-        let mut z = self.z;
-        for i in 0..k {
-            if i > 0 && i % 7 == 0 {
-                z = remix(self.z.wrapping_add(i as u64));
-            }
-            if !f((z & 511) as u32) {
-                return false;
-            }
-            z >>= 9;
-        }
-        true
+        self.bits(k).all(|bit| f(bit))
     }
 
+    /// The k in-block bit positions (0..512), in order.
+    #[inline(always)]
+    pub fn bits(&self, k: u32) -> BlockBits {
+        BlockBits { z0: self.z, z: self.z, i: 0, k }
+    }
+}
+
+/// The in-block positions of a [`BlockProbe`]: 9 bits at a time of its remixed hash, remixed
+/// again every 7 positions.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockBits {
+    z0: u64,
+    z: u64,
+    i: u32,
+    k: u32,
+}
+
+impl Iterator for BlockBits {
+    type Item = u32;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<u32> {
+        if self.i == self.k {
+            return None;
+        }
+        if self.i > 0 && self.i % 7 == 0 {
+            self.z = remix(self.z0.wrapping_add(self.i as u64));
+        }
+        let bit = (self.z & 511) as u32;
+        self.z >>= 9;
+        self.i += 1;
+        Some(bit)
+    }
 }
 
 /// The positions of one key, in order, under any scheme.
@@ -183,7 +206,7 @@ pub enum Positions<'a> {
     /// c = h1·(2^31−1); for each position: c += h2, index = ~c if negative, position index mod m.
     SparkV2 { c: i64, h2: i64, i: u32, k: u32, m: u64 },
     /// The blocked layout: `base` is the block's first bit.
-    Blocked { base: u64, probe: BlockProbe, i: u32, k: u32 },
+    Blocked { base: u64, bits: BlockBits },
 }
 
 impl Iterator for Positions<'_> {
@@ -212,22 +235,7 @@ impl Iterator for Positions<'_> {
                 *i += 1;
                 Some(c as u64 % *m)
             }
-            Positions::Blocked { base, probe, i, k } => {
-                if *i == *k {
-                    return None;
-                }
-                // The i-th in-block position (positions are few: recomputing the prefix is cheap).
-                let (mut n, mut found) = (0, 0);
-                probe.for_each_bit(*i + 1, |bit| {
-                    if n == *i {
-                        found = bit;
-                    }
-                    n += 1;
-                    true
-                });
-                *i += 1;
-                Some(*base + found as u64)
-            }
+            Positions::Blocked { base, bits } => bits.next().map(|bit| *base + bit as u64),
             Positions::SparkV2 { c, h2, i, k, m } => {
                 if *i == *k {
                     return None;

@@ -160,6 +160,10 @@ fn invalid_sizes_and_rates() {
         (vec!["--max-record-bytes", "0"], vec!["--max-record-bytes"]),
         (vec!["-w", "0"], vec!["-w", "at least 1"]),
         (vec!["-n", "2", "-p", "2"], vec!["-p", "not below the number of processes"]),
+        (vec!["--format", "spark", "--hash", "murmur"], vec!["--hash murmur is not a hash of --format spark"]),
+        (vec!["--hash", "jenkins"], vec!["--hash jenkins is not a hash of --format native"]),
+        (vec!["--format", "hadoop", "--layout", "blocked"], vec!["--layout blocked is for native filters"]),
+        (vec!["--spark-version", "1"], vec!["--spark-version is for --format spark"]),
     ] {
         build_fails(dir.path(), &build, "id", &flags, &needles);
     }
@@ -320,4 +324,17 @@ fn the_disk_filling_up_while_writing() {
     assert!(!joined.join("_SUCCESS").exists());
     let parts = std::fs::read_dir(&joined).map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count()).unwrap_or(0);
     assert_eq!(parts, 0);
+}
+
+#[test]
+fn bad_hostfiles() {
+    let dir = tempdir();
+    let (build, _) = inputs(dir.path());
+    let garbled = path_str(dir.path(), "garbled-hosts");
+    std::fs::write(&garbled, "127.0.0.1:2101\n# a comment\nnot an address\n").unwrap();
+    build_fails(dir.path(), &build, "id", &["-n", "2", "--hostfile", &garbled], &["garbled-hosts:3", "expected host:port"]);
+    let short = path_str(dir.path(), "short-hosts");
+    std::fs::write(&short, "127.0.0.1:2101\n").unwrap();
+    build_fails(dir.path(), &build, "id", &["-n", "2", "--hostfile", &short], &["short-hosts lists 1 address(es), but -n is 2"]);
+    build_fails(dir.path(), &build, "id", &["-n", "2", "--hostfile", &path_str(dir.path(), "missing-hosts")], &["missing-hosts", "No such file"]);
 }
