@@ -94,10 +94,7 @@ impl BloomFilter {
         // and each misprediction would make the next key wait for this key's cache miss.
         let line = self.bits.line(probe.block);
         let mut all = 1u64;
-        probe.for_each_bit(self.spec.hashes, |bit| {
-            all &= line[(bit >> 6) as usize] >> (bit & 63);
-            true
-        });
+        probe.for_each_bit(self.spec.hashes, |bit| all &= line[(bit >> 6) as usize] >> (bit & 63));
         all & 1 == 1
     }
 
@@ -106,10 +103,7 @@ impl BloomFilter {
     fn set_probe(&mut self, probe: &BlockProbe) {
         let k = self.spec.hashes;
         let line = self.bits.line_mut(probe.block);
-        probe.for_each_bit(k, |bit| {
-            line[(bit >> 6) as usize] |= 1u64 << (bit & 63);
-            true
-        });
+        probe.for_each_bit(k, |bit| line[(bit >> 6) as usize] |= 1u64 << (bit & 63));
     }
 
     /// Asks the CPU to start loading the cache line a blocked probe will test.

@@ -28,10 +28,33 @@ fn finish(a: &mut u32, b: &mut u32, c: &mut u32) {
     *c ^= *b; *c = c.wrapping_sub(rot(*b, 24));
 }
 
-fn word(bytes: &[u8]) -> u32 {
-    let mut w = [0u8; 4];
-    w[..bytes.len()].copy_from_slice(bytes);
-    u32::from_le_bytes(w)
+/// The little-endian word at `bytes[at..at + 4]`.
+#[inline(always)]
+fn word(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+/// The last 1..=12 bytes of a key as lookup3 reads them: three little-endian words of the bytes
+/// zero-padded to 12. Built from overlapping whole-word loads shifted into place, because a
+/// byte copy into a padded buffer (a `memcpy` call of variable length) cost more than the
+/// mixing itself on short keys.
+#[inline(always)]
+fn tail_words(rest: &[u8]) -> (u32, u32, u32) {
+    let r = rest.len();
+    debug_assert!((1..=12).contains(&r));
+    if r >= 8 {
+        // Bytes 8..r, taken from the word ending at r and shifted down past the bytes before 8.
+        let high = (word(rest, r - 4) as u64 >> (8 * (12 - r))) as u32;
+        (word(rest, 0), word(rest, 4), high)
+    } else if r >= 4 {
+        let high = (word(rest, r - 4) as u64 >> (8 * (8 - r))) as u32;
+        (word(rest, 0), high, 0)
+    } else {
+        // 1..=3 bytes: first, middle and last byte (which coincide when r < 3).
+        let (mid, last) = (r / 2, r - 1);
+        let low = rest[0] as u32 | (rest[mid] as u32) << (8 * mid) | (rest[last] as u32) << (8 * last);
+        (low, 0, 0)
+    }
 }
 
 /// lookup3 `hashlittle(key, len, initval)` as Hadoop's `JenkinsHash.hash(bytes, len, seed)`.
@@ -47,9 +70,9 @@ pub fn hashlittle2(key: &[u8], pc: u32, pb: u32) -> (u32, u32) {
     let (mut a, mut b, mut c) = (init, init, init.wrapping_add(pb));
     let mut rest = key;
     while rest.len() > 12 {
-        a = a.wrapping_add(word(&rest[0..4]));
-        b = b.wrapping_add(word(&rest[4..8]));
-        c = c.wrapping_add(word(&rest[8..12]));
+        a = a.wrapping_add(word(rest, 0));
+        b = b.wrapping_add(word(rest, 4));
+        c = c.wrapping_add(word(rest, 8));
         mix(&mut a, &mut b, &mut c);
         rest = &rest[12..];
     }
@@ -57,17 +80,32 @@ pub fn hashlittle2(key: &[u8], pc: u32, pb: u32) -> (u32, u32) {
         return (c, b);
     }
     // The last 1..=12 bytes, zero-padded: a block of exactly 12 goes here, not through mix.
-    let mut tail = [0u8; 12];
-    tail[..rest.len()].copy_from_slice(rest);
-    a = a.wrapping_add(word(&tail[0..4]));
-    b = b.wrapping_add(word(&tail[4..8]));
-    c = c.wrapping_add(word(&tail[8..12]));
+    let (x, y, z) = tail_words(rest);
+    a = a.wrapping_add(x);
+    b = b.wrapping_add(y);
+    c = c.wrapping_add(z);
     finish(&mut a, &mut b, &mut c);
     (c, b)
 }
 
 #[cfg(test)]
 mod tests {
+    /// The padded-buffer reading of the tail, as lookup3.c's byte-wise switch does it.
+    fn tail_by_copy(rest: &[u8]) -> (u32, u32, u32) {
+        let mut t = [0u8; 12];
+        t[..rest.len()].copy_from_slice(rest);
+        let w = |i: usize| u32::from_le_bytes(t[i..i + 4].try_into().unwrap());
+        (w(0), w(4), w(8))
+    }
+
+    #[test]
+    fn tail_words_equal_the_zero_padded_copy_for_every_length() {
+        let bytes: Vec<u8> = (0..12u8).map(|i| i.wrapping_mul(37).wrapping_add(0x81)).collect();
+        for r in 1..=12 {
+            assert_eq!(super::tail_words(&bytes[..r]), tail_by_copy(&bytes[..r]), "length {r}");
+        }
+    }
+
     #[test]
     fn published_lookup3_vectors() {
         let s = b"Four score and seven years ago";

@@ -153,11 +153,20 @@ impl BlockProbe {
         BlockProbe { block: mulshift(x, blocks) as usize, z: remix(x) }
     }
 
-    /// The k in-block bit positions (0..512), passed to `f` in order; stops when `f` says false.
-    /// Returns whether `f` said true to all of them.
+    /// The k in-block bit positions (0..512), passed to `f` in order: the same positions as
+    /// [`bits`](BlockProbe::bits), with the usual k ≤ 7 (one remix holds 7 positions of 9 bits)
+    /// as a plain shift loop, free of the iterator's per-position remix check.
     #[inline(always)]
-    pub fn for_each_bit(&self, k: u32, mut f: impl FnMut(u32) -> bool) -> bool {
-        self.bits(k).all(|bit| f(bit))
+    pub fn for_each_bit(&self, k: u32, mut f: impl FnMut(u32)) {
+        if k <= POSITIONS_PER_REMIX {
+            let mut z = self.z;
+            for _ in 0..k {
+                f((z & 511) as u32);
+                z >>= 9;
+            }
+        } else {
+            self.bits(k).for_each(f);
+        }
     }
 
     /// The k in-block bit positions (0..512), in order.
@@ -166,6 +175,9 @@ impl BlockProbe {
         BlockBits { z0: self.z, z: self.z, i: 0, k }
     }
 }
+
+/// In-block positions of 9 bits each taken from one 64-bit remix.
+const POSITIONS_PER_REMIX: u32 = 7;
 
 /// The in-block positions of a [`BlockProbe`]: 9 bits at a time of its remixed hash, remixed
 /// again every 7 positions.
@@ -185,7 +197,7 @@ impl Iterator for BlockBits {
         if self.i == self.k {
             return None;
         }
-        if self.i > 0 && self.i % 7 == 0 {
+        if self.i > 0 && self.i % POSITIONS_PER_REMIX == 0 {
             self.z = remix(self.z0.wrapping_add(self.i as u64));
         }
         let bit = (self.z & 511) as u32;
