@@ -86,7 +86,9 @@ pub(crate) fn global_filter(
     for round in 0..rounds {
         let batch = scatter_round(&filter.borrow(), me, peers, round);
         for slice in batch {
+            // Each slice leaves at once, so the next is copied out while this one travels.
             slices_in.send(slice);
+            slices_in.flush();
         }
         slices_in.advance_to(round as u64 + 1);
         worker.step_or_park_while(PARK, || probe.less_than(slices_in.time()));
