@@ -188,6 +188,7 @@ impl Source {
             }
         };
         let mut skip_header = opts.format.has_header && split.start == 0;
+        let mut unreported = 0u64;
         loop {
             let first_offset = reader.next_batch(BATCH_LINES, &mut lines)?;
             let Some(last) = lines.last() else { break };
@@ -232,11 +233,17 @@ impl Source {
             let keys: Vec<&[u8]> = items.iter().map(|(_, k)| k.get(buf, &arena)).collect();
             let records: Vec<&[u8]> = items.iter().map(|(r, _)| &buf[r.clone()]).collect();
             on_batch(&RecordBatch { keys: &keys, records: &records })?;
-            progress.fetch_add(batch_bytes, Ordering::Relaxed);
-            if abort.load(Ordering::Relaxed) {
-                return Ok(());
+            // Progress and abort are shared by every worker: touched once per MiB, not once per
+            // batch, so that the workers do not pass their cache line back and forth.
+            unreported += batch_bytes;
+            if unreported >= PROGRESS_STEP {
+                progress.fetch_add(std::mem::take(&mut unreported), Ordering::Relaxed);
+                if abort.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
             }
         }
+        progress.fetch_add(unreported, Ordering::Relaxed);
         Ok(())
     }
 
@@ -254,6 +261,9 @@ impl Source {
         Ok(())
     }
 }
+
+/// Bytes read between updates of the shared progress counter (and checks of the abort flag).
+const PROGRESS_STEP: u64 = 1 << 20;
 
 /// Lines read and handed over per batch.
 pub const BATCH_LINES: usize = 128;

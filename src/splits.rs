@@ -404,27 +404,36 @@ impl Iterator for ByteIter<'_> {
 /// Bit i set where `bytes[i] == needle`, for i < min(64, bytes.len()).
 #[inline(always)]
 fn byte_mask64(bytes: &[u8], needle: u8) -> u64 {
-    if bytes.len() < 64 {
-        let mut padded = [0u8; 64];
-        padded[..bytes.len()].copy_from_slice(bytes);
-        let valid = (1u64 << bytes.len()) - 1;
-        return byte_mask64(&padded, needle) & valid;
+    match bytes.first_chunk::<64>() {
+        Some(block) => block_mask(block, needle),
+        None => short_mask(bytes, needle),
     }
+}
+
+/// [`byte_mask64`] of a slice shorter than 64 bytes (the end of a buffer): padded, then masked.
+#[cold]
+fn short_mask(bytes: &[u8], needle: u8) -> u64 {
+    let mut padded = [0u8; 64];
+    padded[..bytes.len()].copy_from_slice(bytes);
+    block_mask(&padded, needle) & ((1u64 << bytes.len()) - 1)
+}
+
+#[inline(always)]
+fn block_mask(block: &[u8; 64], needle: u8) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of x86_64; the four unaligned 16-byte loads are inside `bytes`,
-        // which holds at least 64 bytes.
+        // SAFETY: SSE2 is part of x86_64; the four unaligned 16-byte loads are inside the block.
         unsafe {
             let n = _mm_set1_epi8(needle as i8);
-            let p = bytes.as_ptr() as *const __m128i;
+            let p = block.as_ptr() as *const __m128i;
             let m = |i: usize| _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(p.add(i)), n)) as u16 as u64;
             m(0) | (m(1) << 16) | (m(2) << 32) | (m(3) << 48)
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        bytes[..64].iter().enumerate().fold(0u64, |m, (i, &b)| m | (((b == needle) as u64) << i))
+        block.iter().enumerate().fold(0u64, |m, (i, &b)| m | (((b == needle) as u64) << i))
     }
 }
 
