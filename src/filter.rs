@@ -4,6 +4,8 @@
 use crate::bits::BitArray;
 use crate::error::Result;
 use crate::params;
+#[cfg(target_arch = "x86_64")]
+use crate::hashing::block_avx2;
 use crate::hashing::BlockProbe;
 use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 
@@ -81,13 +83,37 @@ impl BloomFilter {
     #[inline]
     pub fn contains(&self, key: &[u8]) -> bool {
         match self.spec.layout {
-            Layout::Blocked => self.contains_probe(&self.spec.block_probe(key)),
+            Layout::Blocked => {
+                let probe = self.spec.block_probe(key);
+                #[cfg(target_arch = "x86_64")]
+                if self.avx2_test() {
+                    // SAFETY: the CPU has AVX2 (checked by avx2_test).
+                    return unsafe { self.test_avx2(&probe) };
+                }
+                self.contains_probe(&probe)
+            }
             Layout::Standard => self.spec.positions(key).all(|pos| self.bits.get(pos)),
         }
     }
 
+    /// Whether blocked queries can use the AVX2 test: the CPU has it, and k fits it.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn avx2_test(&self) -> bool {
+        self.spec.hashes <= block_avx2::MAX_K && block_avx2::available()
+    }
+
+    /// The blocked layout's test of one probe with AVX2: a small function of its own, since
+    /// code compiled for AVX2 cannot inline into code compiled without it.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn test_avx2(&self, probe: &BlockProbe) -> bool {
+        // SAFETY: the caller checked that the CPU has AVX2 and that k fits the test.
+        unsafe { block_avx2::test(self.bits.line(probe.block), probe.remixed(), self.spec.hashes) }
+    }
+
     /// The blocked layout's test of a key whose probe is computed (and its line perhaps
-    /// prefetched) already.
+    /// prefetched) already: the portable reference for the AVX2 test.
     #[inline(always)]
     pub fn contains_probe(&self, probe: &BlockProbe) -> bool {
         // Branch-free: a test that stopped at the first clear bit would branch on loaded data,
@@ -149,6 +175,26 @@ impl BloomFilter {
             answers.extend(keys.iter().map(|k| self.contains(k)));
             return;
         }
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2_test() {
+            // SAFETY: the CPU has AVX2 (checked by avx2_test).
+            return unsafe { self.contains_batch_avx2(keys, answers) };
+        }
+        self.contains_groups(keys, answers, |p| self.contains_probe(p));
+    }
+
+    /// [`contains_batch`](Self::contains_batch) with the AVX2 test, compiled for AVX2 as a whole.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn contains_batch_avx2(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
+        let k = self.spec.hashes;
+        // SAFETY: the caller checked that the CPU has AVX2 and that k fits the test.
+        self.contains_groups(keys, answers, |p| unsafe { block_avx2::test(self.bits.line(p.block), p.remixed(), k) });
+    }
+
+    /// The batched blocked query, with `test` answering for one probe.
+    #[inline(always)]
+    fn contains_groups(&self, keys: &[&[u8]], answers: &mut Vec<bool>, test: impl Fn(&BlockProbe) -> bool) {
         for group in keys.chunks(BATCH) {
             // Phase 1: hash and prefetch every key's line.
             let mut probes = [BlockProbe::default(); BATCH];
@@ -157,7 +203,7 @@ impl BloomFilter {
                 self.prefetch(probe);
             }
             // Phase 2: test, by then the lines have (mostly) arrived.
-            answers.extend(probes[..group.len()].iter().map(|p| self.contains_probe(p)));
+            answers.extend(probes[..group.len()].iter().map(&test));
         }
     }
 
@@ -260,6 +306,29 @@ mod tests {
         f.clear();
         assert!(!f.contains(b"x"));
         assert_eq!(f.bits_set(), 0);
+    }
+
+    /// `contains` and `contains_batch` may take the AVX2 test; `contains_probe` is the portable
+    /// one. They must answer alike for every k, on members and non-members.
+    #[test]
+    fn every_blocked_query_path_answers_alike() {
+        use crate::hashing::Scheme;
+        for k in 1..=9 {
+            let spec = FilterSpec { hashes: k, ..FilterSpec::sized_for(Scheme::NativeLookup3, Layout::Blocked, 2000, 0.05, 3).unwrap() };
+            let mut f = BloomFilter::new(spec);
+            let keys: Vec<Vec<u8>> = (0..6000u32).map(|i| format!("key-{i}").into_bytes()).collect();
+            let refs: Vec<&[u8]> = keys.iter().map(|k| k.as_slice()).collect();
+            f.insert_batch(&refs[..2000]);
+            let mut batched = Vec::new();
+            f.contains_batch(&refs, &mut batched);
+            let mut positives = 0;
+            for (key, &b) in refs.iter().zip(&batched) {
+                let portable = f.contains_probe(&f.spec.block_probe(key));
+                assert_eq!((f.contains(key), b), (portable, portable), "k {k}");
+                positives += portable as usize;
+            }
+            assert!(positives >= 2000 && positives < 6000, "k {k}: {positives} positives");
+        }
     }
 
     #[test]

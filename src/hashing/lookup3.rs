@@ -64,7 +64,7 @@ pub fn hash(key: &[u8], seed: u32) -> u32 {
 
 /// lookup3 `hashlittle2(key, len, &pc, &pb)`: two 32-bit hashes (c, b) from one pass, with `pc`
 /// and `pb` as the two seeds. `hashlittle2(k, s, 0).0 == hashlittle(k, s)`.
-#[inline]
+#[inline(always)]
 pub fn hashlittle2(key: &[u8], pc: u32, pb: u32) -> (u32, u32) {
     let init = 0xdead_beef_u32.wrapping_add(key.len() as u32).wrapping_add(pc);
     let (mut a, mut b, mut c) = (init, init, init.wrapping_add(pb));

@@ -2,6 +2,8 @@
 //! identity: bloomflow's native one, and Hadoop's and Spark's, reproduced bit for bit so that
 //! their filter files can be read, written and merged (see ../shared/interop/README.md).
 
+#[cfg(target_arch = "x86_64")]
+pub mod block_avx2;
 pub mod lookup3;
 pub mod hadoop_murmur;
 pub mod native;
@@ -153,6 +155,12 @@ impl BlockProbe {
         BlockProbe { block: mulshift(x, blocks) as usize, z: remix(x) }
     }
 
+    /// The remixed hash the in-block positions are taken from, 9 bits each.
+    #[inline(always)]
+    pub fn remixed(&self) -> u64 {
+        self.z
+    }
+
     /// The k in-block bit positions (0..512), passed to `f` in order: the same positions as
     /// [`bits`](BlockProbe::bits), with the usual k ≤ 7 (one remix holds 7 positions of 9 bits)
     /// as a plain shift loop, free of the iterator's per-position remix check.
@@ -177,7 +185,7 @@ impl BlockProbe {
 }
 
 /// In-block positions of 9 bits each taken from one 64-bit remix.
-const POSITIONS_PER_REMIX: u32 = 7;
+pub(crate) const POSITIONS_PER_REMIX: u32 = 7;
 
 /// The in-block positions of a [`BlockProbe`]: 9 bits at a time of its remixed hash, remixed
 /// again every 7 positions.
