@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::ops::Range;
 use std::rc::Rc;
-use std::collections::VecDeque;
-use timely::container::{ContainerBuilder, LengthPreservingContainerBuilder, PushInto};
+use crate::messages::OneAtATime;
 use timely::dataflow::channels::pact::ExchangeCore;
 use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::Stream;
@@ -29,84 +28,12 @@ pub struct Slice {
     pub to: u32,
     /// Index of the first word.
     pub offset: u64,
-    #[serde(with = "words_as_bytes")]
+    #[serde(with = "crate::messages::words_as_bytes")]
     pub words: Vec<u64>,
 }
 
-/// Filter words cross process boundaries as one little-endian byte string: bincode encodes a
-/// `Vec<u64>` word by word, a byte string as one copy.
-mod words_as_bytes {
-    use serde::de::{Error, Visitor};
-    use serde::{Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(words: &[u64], s: S) -> Result<S::Ok, S::Error> {
-        if cfg!(target_endian = "little") {
-            s.serialize_bytes(bytemuck::cast_slice(words))
-        } else {
-            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            s.serialize_bytes(&bytes)
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u64>, D::Error> {
-        d.deserialize_bytes(WordsVisitor)
-    }
-
-    struct WordsVisitor;
-
-    impl<'de> Visitor<'de> for WordsVisitor {
-        type Value = Vec<u64>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("filter words as a byte string of a multiple of 8 bytes")
-        }
-
-        fn visit_bytes<E: Error>(self, bytes: &[u8]) -> Result<Vec<u64>, E> {
-            if bytes.len() % 8 != 0 {
-                return Err(E::invalid_length(bytes.len(), &self));
-            }
-            Ok(bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect())
-        }
-
-        fn visit_byte_buf<E: Error>(self, bytes: Vec<u8>) -> Result<Vec<u64>, E> {
-            self.visit_bytes(&bytes)
-        }
-    }
-}
-
-/// A container builder that makes every slice a message of its own. Timely's default packs
-/// about 200 `Slice`s (8 KiB of the structs, not of their words) per message, so a filter's
-/// whole share left as one message, and serializing, sending, receiving and merging it ran one
-/// after another between processes instead of overlapping chunk by chunk.
-#[derive(Default)]
-pub struct SliceAtATime {
-    pending: VecDeque<Vec<Slice>>,
-    current: Vec<Slice>,
-}
-
-impl PushInto<Slice> for SliceAtATime {
-    fn push_into(&mut self, slice: Slice) {
-        self.pending.push_back(vec![slice]);
-    }
-}
-
-impl ContainerBuilder for SliceAtATime {
-    type Container = Vec<Slice>;
-
-    fn extract(&mut self) -> Option<&mut Vec<Slice>> {
-        self.current = self.pending.pop_front()?;
-        Some(&mut self.current)
-    }
-
-    fn finish(&mut self) -> Option<&mut Vec<Slice>> {
-        self.extract()
-    }
-}
-
-impl LengthPreservingContainerBuilder for SliceAtATime {}
-
 /// Routes each slice to its `to` worker, one message per slice.
-fn to_receiver() -> ExchangeCore<SliceAtATime, impl FnMut(&Slice) -> u64 + 'static> {
+fn to_receiver() -> ExchangeCore<OneAtATime<Slice>, impl FnMut(&Slice) -> u64 + 'static> {
     ExchangeCore::new_core(|s: &Slice| s.to as u64)
 }
 
@@ -174,7 +101,7 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
     fn bloom_merge(self, filter: Rc<RefCell<BloomFilter>>, gather: Gather) -> Self {
         let peers = self.scope().peers();
         let me = self.scope().index();
-        self.unary_frontier::<SliceAtATime, _, _, _>(to_receiver(), "BloomMerge", move |cap, _info| {
+        self.unary_frontier::<OneAtATime<Slice>, _, _, _>(to_receiver(), "BloomMerge", move |cap, _info| {
             let mut cap = Some(cap);
             move |(input, frontier), output| {
                 input.for_each(|_time, data| {
@@ -210,7 +137,7 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
     }
 
     fn bloom_collect(self, filter: Rc<RefCell<BloomFilter>>) -> Self {
-        self.unary::<SliceAtATime, _, _, _>(to_receiver(), "BloomCollect", move |_cap, _info| {
+        self.unary::<OneAtATime<Slice>, _, _, _>(to_receiver(), "BloomCollect", move |_cap, _info| {
             move |input, _output| {
                 input.for_each(|_time, data| {
                     let mut f = filter.borrow_mut();
@@ -228,20 +155,6 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slices_round_trip_through_bincode_as_bytes() {
-        let slice = Slice { to: 3, offset: 17, words: vec![0, 1, u64::MAX, 0x0123_4567_89ab_cdef] };
-        let bytes = bincode::serialize(&slice).unwrap();
-        // to, offset, length prefix, then the words' bytes.
-        assert_eq!(bytes.len(), 4 + 8 + 8 + 32);
-        let back: Slice = bincode::deserialize(&bytes).unwrap();
-        assert_eq!((back.to, back.offset, back.words), (3, 17, slice.words));
-        let mut truncated = bincode::serialize(&Slice { to: 0, offset: 0, words: vec![] }).unwrap();
-        truncated[12] = 3; // a byte string of 3 bytes: not whole words
-        truncated.extend_from_slice(&[1, 2, 3]);
-        assert!(bincode::deserialize::<Slice>(&truncated).is_err());
-    }
 
     #[test]
     fn owned_ranges_cover_the_words_exactly() {

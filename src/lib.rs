@@ -31,3 +31,4 @@ pub mod gen;
 pub mod output;
 pub mod cleanup;
 pub mod keyset;
+pub mod messages;

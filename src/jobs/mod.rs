@@ -12,7 +12,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use timely::dataflow::channels::pact::Exchange;
+use crate::messages::OneAtATime;
+use timely::dataflow::channels::pact::{Exchange, ExchangeCore};
 use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
 use timely::dataflow::operators::{Input, Probe};
@@ -181,15 +182,15 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
     let received = Rc::new(RefCell::new(Vec::<Vec<u8>>::new()));
     let probe = ProbeHandle::new();
     let mut input = worker.dataflow::<u64, _, _>(|scope| {
-        let (input, pieces) = scope.new_input::<Vec<(u32, Vec<u8>)>>();
+        let (input, pieces) = scope.new_input::<Vec<KeyPiece>>();
         let sink = Rc::clone(&received);
         pieces
             .unary::<timely::container::CapacityContainerBuilder<Vec<()>>, _, _, _>(
-                Exchange::new(|(to, _): &(u32, Vec<u8>)| *to as u64),
+                ExchangeCore::<OneAtATime<KeyPiece>, _>::new_core(|p: &KeyPiece| p.to as u64),
                 "GatherKeys",
                 move |_cap, _info| {
                     move |input, _output| {
-                        input.for_each(|_time, data| sink.borrow_mut().extend(data.drain(..).map(|(_, piece)| piece)));
+                        input.for_each(|_time, data| sink.borrow_mut().extend(data.drain(..).map(|p| p.keys)));
                     }
                 },
             )
@@ -198,7 +199,9 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
     });
     for piece in crate::keyset::chunks(keys.as_bytes(), 1 << 20) {
         for &to in receivers {
-            input.send((to as u32, piece.to_vec()));
+            // Each piece leaves at once, so the next is copied out while this one travels.
+            input.send(KeyPiece { to: to as u32, keys: piece.to_vec() });
+            input.flush();
         }
     }
     drop(keys);
@@ -210,6 +213,14 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
     }
     shared.barrier.wait();
     std::sync::Arc::clone(shared.set.get().expect("the process's first worker built the set"))
+}
+
+/// About 1 MiB of whole build keys (see `keyset::chunks`) for worker `to`.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct KeyPiece {
+    to: u32,
+    #[serde(with = "crate::messages::bytes")]
+    keys: Vec<u8>,
 }
 
 /// Delivers each `(to, from, report)` to worker `to`.
