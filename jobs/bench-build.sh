@@ -20,20 +20,23 @@ bytes=$(stat -c %s "$probe")
 cat "$probe" > /dev/null   # warm the page cache
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-time_cmd() { # prints the median wall seconds of "$@"
-  for _ in $(seq "$runs"); do
-    local s e
-    s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N)
-    echo "$e - $s" | bc -l
-  done | median
+seconds() { # the wall seconds of one run of "$@"
+  local s e
+  s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N)
+  echo "$e - $s" | bc -l
 }
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-wc_s=$(time_cmd wc -l "$probe")
-w1_s=$(time_cmd "$bin" build "$probe" -k customer_id --expected-items 20000000 -o "$out/w1.bloom" -w 1 --no-progress)
-w2_s=$(time_cmd "$bin" build "$probe" -k customer_id --expected-items 20000000 -o "$out/w2.bloom" -w 2 --no-progress)
-p2_s=$(time_cmd "$here/local-cluster.sh" 2 1 -- build "$probe" -k customer_id --expected-items 20000000 -o "$out/p2.bloom" --no-progress)
+# Runs are interleaved (every command once per round) so that the host's drifting speed falls on
+# all of them alike instead of on whichever ran during a slow spell.
+for _ in $(seq "$runs"); do
+  seconds wc -l "$probe" >> "$out/wc"
+  seconds "$bin" build "$probe" -k customer_id --expected-items 20000000 -o "$out/w1.bloom" -w 1 --no-progress >> "$out/w1"
+  seconds "$bin" build "$probe" -k customer_id --expected-items 20000000 -o "$out/w2.bloom" -w 2 --no-progress >> "$out/w2"
+  seconds "$here/local-cluster.sh" 2 1 -- build "$probe" -k customer_id --expected-items 20000000 -o "$out/p2.bloom" --no-progress >> "$out/p2"
+done
+wc_s=$(median < "$out/wc") w1_s=$(median < "$out/w1") w2_s=$(median < "$out/w2") p2_s=$(median < "$out/p2")
 cmp -s "$out/w1.bloom" "$out/w2.bloom" && cmp -s "$out/w1.bloom" "$out/p2.bloom" || { echo "filters differ!" >&2; exit 1; }
 
 mbs() { echo "$bytes / $1 / 1000000" | bc -l; }

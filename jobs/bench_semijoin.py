@@ -81,15 +81,19 @@ with open(probe, "rb") as src, open(small_probe, "wb") as dst:
         dst.write(line)
 subprocess.run(["cat", str(probe), str(build)], stdout=subprocess.DEVNULL, check=True)  # warm cache
 env_cluster = dict(os.environ, BLOOMFLOW=bloomflow)
-results = {}
-for name, cmd in TOOLS:
-    walls, rss = [], []
-    for _ in range(runs):
+# Runs are interleaved (every tool once per round) so that the host's drifting speed falls on all
+# tools alike instead of on whichever ran during a slow spell.
+walls = {name: [] for name, _ in TOOLS}
+rss = {name: [] for name, _ in TOOLS}
+for round_ in range(runs):
+    for name, cmd in TOOLS:
         w, r = run_once(cmd)
-        walls.append(w)
-        rss.append(r)
-    results[name] = (statistics.median(walls), max(rss))
-    print(f"  {name}: {results[name][0]:.3f} s, {results[name][1]:.0f} MiB", file=sys.stderr)
+        walls[name].append(w)
+        rss[name].append(r)
+    print(f"  round {round_ + 1} of {runs} done", file=sys.stderr)
+results = {name: (statistics.median(walls[name]), max(rss[name])) for name, _ in TOOLS}
+for name, (wall, peak) in results.items():
+    print(f"  {name}: {wall:.3f} s, {peak:.0f} MiB", file=sys.stderr)
 small_rss = max(run_once(bloomflow_cmd("exact-2m", "--exact", probe_file=small_probe))[1] for _ in range(runs))
 
 parts = lambda d: sorted((out / d).glob("part-*"))
