@@ -171,12 +171,26 @@ fn slot_and_tag(hash: u64, mask: usize) -> (usize, u32) {
 /// An exact set of keys, built once and then only queried. Keys of up to 8 bytes live in the
 /// table itself, so a lookup touches one cache line, and batched lookups prefetch those lines so
 /// that the misses overlap; longer keys live in an arena. About 24 bytes per key.
+///
+/// The set is cut into partitions by hash, so that the workers of a process can each build one
+/// at the same time (see [`KeySet::build_partition`]); a key is looked up in its own partition only.
 pub struct KeySet {
-    table: Part,
+    parts: Vec<Part>,
 }
+
+/// A partition of a [`KeySet`], built on its own.
+pub struct Partition(Part);
 
 fn hasher() -> foldhash::fast::FixedState {
     foldhash::fast::FixedState::with_seed(0x626c_6f6f_6d66_6c77)
+}
+
+/// The partition of a hash among `parts`: the high bits of the hash times an odd constant, which
+/// depend on every bit of the hash, so that the low bits (the slot) stay uniform within a
+/// partition.
+#[inline(always)]
+fn partition_of(hash: u64, parts: usize) -> usize {
+    crate::hashing::mulshift(hash.wrapping_mul(0x9E37_79B9_7F4A_7C15), parts as u64) as usize
 }
 
 /// Every key of encoded pieces (see [`KeyArena`]), in order.
@@ -198,12 +212,24 @@ impl KeySet {
     /// The set of the keys in `pieces`, sized for `keys` keys (it grows if there are more). A
     /// key given twice takes two slots; membership is unaffected.
     pub fn build(pieces: &[Vec<u8>], keys: u64) -> KeySet {
+        KeySet::from_partitions(vec![KeySet::build_partition(pieces, keys, 0, 1)])
+    }
+
+    /// Partition `index` of `count` of the set of the keys in `pieces` (`keys` of them in all):
+    /// the keys whose hash falls in it. Every key is hashed, so each builder reads all the
+    /// pieces; the partitions' inserts, the costly part, are shared out.
+    pub fn build_partition(pieces: &[Vec<u8>], keys: u64, index: usize, count: usize) -> Partition {
         let h = hasher();
-        let mut table = Part::with_capacity(keys as usize);
+        // A partition's share, with room for the deviation of a random split.
+        let share = keys as usize / count + (keys as usize / count).isqrt() * 4 + 16;
+        let mut table = Part::with_capacity(share);
         // Inserts in groups whose slots are prefetched first, so that the misses overlap.
         let mut group: Vec<(u64, &[u8])> = Vec::with_capacity(BATCH);
         for key in encoded_keys(pieces) {
             let hash = h.hash_one(key);
+            if count > 1 && partition_of(hash, count) != index {
+                continue;
+            }
             prefetch(&table.slots[slot_and_tag(hash, table.mask).0]);
             group.push((hash, key));
             if group.len() == BATCH {
@@ -211,14 +237,29 @@ impl KeySet {
             }
         }
         group.drain(..).for_each(|(hash, key)| table.insert(hash, key));
-        KeySet { table }
+        Partition(table)
+    }
+
+    /// The set made of partitions 0..n of one `build_partition` count n, in index order.
+    pub fn from_partitions(parts: Vec<Partition>) -> KeySet {
+        assert!(!parts.is_empty(), "a key set has at least one partition");
+        KeySet { parts: parts.into_iter().map(|p| p.0).collect() }
+    }
+
+    #[inline(always)]
+    fn part(&self, hash: u64) -> &Part {
+        if self.parts.len() == 1 {
+            &self.parts[0]
+        } else {
+            &self.parts[partition_of(hash, self.parts.len())]
+        }
     }
 
     /// Whether `key` is in the set.
     #[inline]
     pub fn contains(&self, key: &[u8]) -> bool {
         let hash = hasher().hash_one(key);
-        self.table.probe(hash, key)
+        self.part(hash).probe(hash, key)
     }
 
     /// Answers many keys: every key's slot is prefetched before any is probed.
@@ -229,19 +270,20 @@ impl KeySet {
             let mut hashes = [0u64; BATCH];
             for (hash, key) in hashes.iter_mut().zip(group) {
                 *hash = h.hash_one(key);
-                prefetch(&self.table.slots[slot_and_tag(*hash, self.table.mask).0]);
+                let part = self.part(*hash);
+                prefetch(&part.slots[slot_and_tag(*hash, part.mask).0]);
             }
-            answers.extend(group.iter().zip(&hashes).map(|(key, &hash)| self.table.probe(hash, key)));
+            answers.extend(group.iter().zip(&hashes).map(|(key, &hash)| self.part(hash).probe(hash, key)));
         }
     }
 
     /// Keys held, duplicates included.
     pub fn len(&self) -> usize {
-        self.table.keys
+        self.parts.iter().map(|p| p.keys).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.table.keys == 0
+        self.len() == 0
     }
 }
 
@@ -284,6 +326,30 @@ mod tests {
             let mut answers = Vec::new();
             set.contains_batch(&keys, &mut answers);
             assert_eq!(answers, [true, false, true, false]);
+        }
+    }
+
+    #[test]
+    fn partitions_built_apart_make_the_same_set() {
+        let mut arena = KeyArena::default();
+        for i in 0..20_000u32 {
+            arena.push(format!("key-{i}").as_bytes());
+        }
+        arena.push(b"a key longer than eight bytes");
+        let pieces = pieces_of(&arena, 4096);
+        for count in [2, 3, 5] {
+            let parts = (0..count).map(|i| KeySet::build_partition(&pieces, 20_001, i, count)).collect();
+            let set = KeySet::from_partitions(parts);
+            assert_eq!(set.len(), 20_001, "{count} partitions");
+            // Each partition holds a fair share (the split is by hash).
+            assert!(set.parts.iter().all(|p| p.keys > 20_001 / count / 2), "{count} partitions");
+            assert!((0..20_000).all(|i| set.contains(format!("key-{i}").as_bytes())));
+            assert!(set.contains(b"a key longer than eight bytes"));
+            let probes: Vec<Vec<u8>> = (15_000..25_000u32).map(|i| format!("key-{i}").into_bytes()).collect();
+            let refs: Vec<&[u8]> = probes.iter().map(|k| k.as_slice()).collect();
+            let mut answers = Vec::new();
+            set.contains_batch(&refs, &mut answers);
+            assert!(answers.iter().enumerate().all(|(i, &a)| a == (i < 5_000)), "{count} partitions");
         }
     }
 

@@ -164,19 +164,31 @@ pub(crate) fn all_reports<R: ExchangeData + Clone>(worker: &mut Worker, report: 
 /// What the workers of one process share: the broadcast key set, built by the process's first
 /// worker (one thread builds it faster than several on this kind of machine, where they contend).
 pub(crate) struct SharedKeys {
+    /// The build keys, as the process's first worker received them; released once the set is
+    /// built.
+    pieces: std::sync::Mutex<Option<std::sync::Arc<Vec<Vec<u8>>>>>,
+    /// The partitions of the set, one by each worker of the process.
+    partitions: std::sync::Mutex<Vec<Option<crate::keyset::Partition>>>,
     set: std::sync::OnceLock<std::sync::Arc<KeySet>>,
     barrier: std::sync::Barrier,
+    local_workers: usize,
 }
 
 impl SharedKeys {
     pub(crate) fn new(local_workers: usize) -> Self {
-        SharedKeys { set: std::sync::OnceLock::new(), barrier: std::sync::Barrier::new(local_workers) }
+        SharedKeys {
+            pieces: std::sync::Mutex::new(None),
+            partitions: std::sync::Mutex::new((0..local_workers).map(|_| None).collect()),
+            set: std::sync::OnceLock::new(),
+            barrier: std::sync::Barrier::new(local_workers),
+            local_workers,
+        }
     }
 }
 
 /// Gives every process all the build keys in one exact set: each worker sends its keys once to
-/// the first worker of every process (`receivers`), which builds the set; the process's other
-/// workers wait for it and share it.
+/// the first worker of every process (`receivers`); then every worker of the process builds one
+/// partition of the set from them, at the same time, and they share the whole.
 pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u64, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
     let me = worker.index();
     let received = Rc::new(RefCell::new(Vec::<Vec<u8>>::new()));
@@ -207,12 +219,25 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
     drop(keys);
     drop(input);
     worker.step_or_park_while(PARK, || !probe.done());
-    if receivers.contains(&me) {
-        let pieces = received.take();
-        let _ = shared.set.set(std::sync::Arc::new(KeySet::build(&pieces, total_keys)));
+    const LOCKED: &str = "no worker panics holding the lock";
+    let local = me % shared.local_workers;
+    if local == 0 {
+        *shared.pieces.lock().expect(LOCKED) = Some(std::sync::Arc::new(received.take()));
     }
     shared.barrier.wait();
-    std::sync::Arc::clone(shared.set.get().expect("the process's first worker built the set"))
+    let pieces = shared.pieces.lock().expect(LOCKED).clone().expect("the process's first worker received the keys");
+    let partition = KeySet::build_partition(&pieces, total_keys, local, shared.local_workers);
+    drop(pieces);
+    shared.partitions.lock().expect(LOCKED)[local] = Some(partition);
+    shared.barrier.wait();
+    if local == 0 {
+        shared.pieces.lock().expect(LOCKED).take();
+        let partitions = std::mem::take(&mut *shared.partitions.lock().expect(LOCKED));
+        let set = KeySet::from_partitions(partitions.into_iter().map(|p| p.expect("every worker built its partition")).collect());
+        let _ = shared.set.set(std::sync::Arc::new(set));
+    }
+    shared.barrier.wait();
+    std::sync::Arc::clone(shared.set.get().expect("the process's first worker assembled the set"))
 }
 
 /// About 1 MiB of whole build keys (see `keyset::chunks`) for worker `to`.
