@@ -119,7 +119,7 @@ fn measure<F>(
     }
 }
 
-/// Queries through `contains_batch` (probes computed and lines prefetched 16 keys at a time);
+/// Queries through `contains_batch` (probes computed and lines prefetched 64 keys at a time);
 /// inserts are not batched, so the insert column repeats the unbatched filter's figure.
 fn measure_batched(name: &'static str, present: &Keys, absent: &Keys, filter: &BloomFilter) -> Row {
     let batch_time = |keys: &Keys| -> (f64, usize) {

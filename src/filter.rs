@@ -327,7 +327,7 @@ mod tests {
                 assert_eq!((f.contains(key), b), (portable, portable), "k {k}");
                 positives += portable as usize;
             }
-            assert!(positives >= 2000 && positives < 6000, "k {k}: {positives} positives");
+            assert!((2000..6000).contains(&positives), "k {k}: {positives} positives");
         }
     }
 

@@ -102,7 +102,7 @@ pub mod words_as_bytes {
         }
 
         fn visit_bytes<E: Error>(self, bytes: &[u8]) -> Result<Vec<u64>, E> {
-            if bytes.len() % 8 != 0 {
+            if !bytes.len().is_multiple_of(8) {
                 return Err(E::invalid_length(bytes.len(), &self));
             }
             Ok(bytes.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect())

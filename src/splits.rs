@@ -469,7 +469,7 @@ mod tests {
                     rng ^= rng << 13;
                     rng ^= rng >> 7;
                     rng ^= rng << 17;
-                    if rng % 5 == 0 { b'\n' } else { b'a' + (rng % 7) as u8 }
+                    if rng.is_multiple_of(5) { b'\n' } else { b'a' + (rng % 7) as u8 }
                 })
                 .collect();
             for start in 0..len.min(70) {

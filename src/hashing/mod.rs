@@ -205,7 +205,7 @@ impl Iterator for BlockBits {
         if self.i == self.k {
             return None;
         }
-        if self.i > 0 && self.i % POSITIONS_PER_REMIX == 0 {
+        if self.i > 0 && self.i.is_multiple_of(POSITIONS_PER_REMIX) {
             self.z = remix(self.z0.wrapping_add(self.i as u64));
         }
         let bit = (self.z & 511) as u32;
