@@ -333,6 +333,7 @@ impl Job {
         let (mut survivors, mut kept, mut pruned_bytes) = (0u64, 0u64, 0u64);
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
         let (mut maybe, mut matches) = (Vec::new(), Vec::new());
+        let mut spare_keys: Vec<&[u8]> = Vec::new();
         report.scan = self.probe.scan_worker(me, peers, abort, counter, |batch| {
             filter.contains_batch(batch.keys, &mut answers);
             maybe.clear();
@@ -345,8 +346,10 @@ impl Job {
             }
             survivors += maybe.len() as u64;
             if let Some(set) = exact {
-                let keys: Vec<&[u8]> = maybe.iter().map(|&i| batch.keys[i]).collect();
+                let mut keys = crate::scan::recycle(std::mem::take(&mut spare_keys));
+                keys.extend(maybe.iter().map(|&i| batch.keys[i]));
                 set.contains_batch(&keys, &mut matches);
+                spare_keys = crate::scan::recycle(keys);
             } else {
                 matches.clear();
                 matches.resize(maybe.len(), true);
