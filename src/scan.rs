@@ -4,7 +4,7 @@
 //! buffer per split, no allocation per record.
 
 use crate::error::{Error, Result};
-use crate::records::{extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, RecordFormat};
+use crate::records::{extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
 use crate::splits::{self, line_number, Input, Split, SplitReader};
 use serde::{Deserialize, Serialize};
@@ -197,6 +197,11 @@ impl Source {
             let Some(last) = lines.last() else { break };
             let buf = reader.buffer();
             let quoted = memchr::memchr(b'"', &buf[lines[0].start..last.end]).is_some();
+            // Without quotes, a byte key is a slice of its line, so the batch is assembled as it
+            // is read; otherwise some keys land in the arena, and are placed once it stops growing.
+            let direct = !quoted && opts.key_rules.key_type == KeyType::Bytes;
+            let mut keys = recycle(std::mem::take(&mut spare_keys));
+            let mut records = recycle(std::mem::take(&mut spare_records));
             items.clear();
             arena.clear();
             let batch_bytes = (last.end - lines[0].start) as u64;
@@ -221,7 +226,17 @@ impl Source {
                     unquoted_field(text, delimiter, index)
                 };
                 match key.and_then(|key| opts.key_rules.encode(key, &mut long_buf)) {
-                    Ok(key) => items.push((range.clone(), locate_key(buf, key, &mut arena))),
+                    Ok(key) => match locate_key(buf, key, &mut arena) {
+                        KeyAt::Buffer(at) if direct => {
+                            keys.push(&buf[at]);
+                            records.push(&buf[range.clone()]);
+                        }
+                        at => {
+                            // Order: a direct batch must not put any record aside.
+                            assert!(!direct, "an unquoted byte key is a slice of its line");
+                            items.push((range.clone(), at))
+                        }
+                    },
                     Err(err) => {
                         // Finding a line number may mean counting newlines from the file's start:
                         // done only for the records that are described.
@@ -233,8 +248,6 @@ impl Source {
                 }
             }
             stats.bytes += batch_bytes;
-            let mut keys = recycle(std::mem::take(&mut spare_keys));
-            let mut records = recycle(std::mem::take(&mut spare_records));
             keys.extend(items.iter().map(|(_, k)| k.get(buf, &arena)));
             records.extend(items.iter().map(|(r, _)| &buf[r.clone()]));
             on_batch(&RecordBatch { keys: &keys, records: &records })?;
