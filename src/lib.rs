@@ -6,6 +6,7 @@
 
 pub mod atomic;
 pub mod bits;
+pub mod bytemask;
 pub mod counting;
 pub mod error;
 pub mod filter;

@@ -180,7 +180,8 @@ pub fn unquoted_field(line: &[u8], delimiter: u8, index: usize) -> Result<&[u8],
     let mut seen = 0; // delimiters passed
     let mut window = 0;
     while window + 32 <= line.len() {
-        let mut mask = delimiter_mask32(&line[window..window + 32], delimiter);
+        let block = line[window..window + 32].try_into().expect("32 bytes");
+        let mut mask = crate::bytemask::mask32(block, delimiter);
         while mask != 0 {
             let at = window + mask.trailing_zeros() as usize;
             if seen == index {
@@ -205,29 +206,6 @@ pub fn unquoted_field(line: &[u8], delimiter: u8, index: usize) -> Result<&[u8],
         Ok(&line[start..])
     } else {
         Err(KeyError::MissingField { fields: seen + 1 })
-    }
-}
-
-/// Bit i set where `bytes[i]` (i < 32) is the delimiter.
-#[inline(always)]
-fn delimiter_mask32(bytes: &[u8], delimiter: u8) -> u32 {
-    assert!(bytes.len() >= 32);
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of x86_64; both unaligned loads are inside `bytes` (32 bytes).
-        unsafe {
-            let d = _mm_set1_epi8(delimiter as i8);
-            let lo = _mm_loadu_si128(bytes.as_ptr() as *const __m128i);
-            let hi = _mm_loadu_si128(bytes.as_ptr().add(16) as *const __m128i);
-            let lo = _mm_movemask_epi8(_mm_cmpeq_epi8(lo, d)) as u32;
-            let hi = _mm_movemask_epi8(_mm_cmpeq_epi8(hi, d)) as u32;
-            lo | (hi << 16)
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        bytes[..32].iter().enumerate().fold(0u32, |m, (i, &b)| m | (((b == delimiter) as u32) << i))
     }
 }
 

@@ -405,7 +405,7 @@ impl Iterator for ByteIter<'_> {
 #[inline(always)]
 fn byte_mask64(bytes: &[u8], needle: u8) -> u64 {
     match bytes.first_chunk::<64>() {
-        Some(block) => block_mask(block, needle),
+        Some(block) => crate::bytemask::mask64(block, needle),
         None => short_mask(bytes, needle),
     }
 }
@@ -415,26 +415,7 @@ fn byte_mask64(bytes: &[u8], needle: u8) -> u64 {
 fn short_mask(bytes: &[u8], needle: u8) -> u64 {
     let mut padded = [0u8; 64];
     padded[..bytes.len()].copy_from_slice(bytes);
-    block_mask(&padded, needle) & ((1u64 << bytes.len()) - 1)
-}
-
-#[inline(always)]
-fn block_mask(block: &[u8; 64], needle: u8) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of x86_64; the four unaligned 16-byte loads are inside the block.
-        unsafe {
-            let n = _mm_set1_epi8(needle as i8);
-            let p = block.as_ptr() as *const __m128i;
-            let m = |i: usize| _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128(p.add(i)), n)) as u16 as u64;
-            m(0) | (m(1) << 16) | (m(2) << 32) | (m(3) << 48)
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        block.iter().enumerate().fold(0u64, |m, (i, &b)| m | (((b == needle) as u64) << i))
-    }
+    crate::bytemask::mask64(&padded, needle) & ((1u64 << bytes.len()) - 1)
 }
 
 /// The 1-based line number of the record at `offset` in `path`, for error messages (counts the

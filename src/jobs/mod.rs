@@ -161,8 +161,8 @@ pub(crate) fn all_reports<R: ExchangeData + Clone>(worker: &mut Worker, report: 
     reports
 }
 
-/// What the workers of one process share: the broadcast key set, built by the process's first
-/// worker (one thread builds it faster than several on this kind of machine, where they contend).
+/// What the workers of one process share: the broadcast build keys and the exact key set that
+/// all of them build from those keys, one hash partition each, at the same time.
 pub(crate) struct SharedKeys {
     /// The build keys, as the process's first worker received them; released once the set is
     /// built.
