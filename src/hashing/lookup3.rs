@@ -57,6 +57,42 @@ fn tail_words(rest: &[u8]) -> (u32, u32, u32) {
     }
 }
 
+/// Word `i` (bytes 4i..4i + 4) of a key of at least 4 bytes, zero-padded past its end, without
+/// a branch: the word at 4i if the key has it all, else the word ending at the key's end
+/// shifted down past the bytes before 4i (the bytes past the end then read as zero; a word
+/// wholly past the end is a shift of 32 or more, which reads as zero too).
+#[inline(always)]
+fn padded_word(key: &[u8], i: usize) -> u32 {
+    let at = (4 * i).min(key.len() - 4);
+    word(key, at).checked_shr(8 * (4 * i - at) as u32).unwrap_or(0)
+}
+
+/// `hashlittle2` of a key of 4..=24 bytes, with one branch on its length (at most 12 bytes:
+/// add, finish; else add, mix, add, finish) instead of the general loop's three (a block to
+/// mix or not, then the tail's size, twice). Keys whose lengths vary mispredict those: on
+/// keys of 8–20 bytes they cost 3.3 of the 7.9 ns a hash took, and on ids of 7 or 8 digits
+/// the tail's size alone mispredicts half the time. The words come from [`padded_word`].
+#[inline(always)]
+fn hashlittle2_short(key: &[u8], init: u32, pb: u32) -> (u32, u32) {
+    debug_assert!((4..=24).contains(&key.len()));
+    let (mut a, mut b, mut c) = (init, init, init.wrapping_add(pb));
+    if key.len() <= 12 {
+        a = a.wrapping_add(padded_word(key, 0));
+        b = b.wrapping_add(padded_word(key, 1));
+        c = c.wrapping_add(padded_word(key, 2));
+    } else {
+        a = a.wrapping_add(word(key, 0));
+        b = b.wrapping_add(word(key, 4));
+        c = c.wrapping_add(word(key, 8));
+        mix(&mut a, &mut b, &mut c);
+        a = a.wrapping_add(padded_word(key, 3));
+        b = b.wrapping_add(padded_word(key, 4));
+        c = c.wrapping_add(padded_word(key, 5));
+    }
+    finish(&mut a, &mut b, &mut c);
+    (c, b)
+}
+
 /// lookup3 `hashlittle(key, len, initval)` as Hadoop's `JenkinsHash.hash(bytes, len, seed)`.
 pub fn hash(key: &[u8], seed: u32) -> u32 {
     hashlittle2(key, seed, 0).0
@@ -67,6 +103,9 @@ pub fn hash(key: &[u8], seed: u32) -> u32 {
 #[inline(always)]
 pub fn hashlittle2(key: &[u8], pc: u32, pb: u32) -> (u32, u32) {
     let init = 0xdead_beef_u32.wrapping_add(key.len() as u32).wrapping_add(pc);
+    if (4..=24).contains(&key.len()) {
+        return hashlittle2_short(key, init, pb);
+    }
     let (mut a, mut b, mut c) = (init, init, init.wrapping_add(pb));
     let mut rest = key;
     while rest.len() > 12 {
@@ -103,6 +142,54 @@ mod tests {
         let bytes: Vec<u8> = (0..12u8).map(|i| i.wrapping_mul(37).wrapping_add(0x81)).collect();
         for r in 1..=12 {
             assert_eq!(super::tail_words(&bytes[..r]), tail_by_copy(&bytes[..r]), "length {r}");
+        }
+    }
+
+    /// lookup3 as lookup3.c has it: blocks of 12 mixed while more than 12 bytes remain, the
+    /// last 1..=12 zero-padded and finished (none: no finish).
+    fn reference(key: &[u8], pc: u32, pb: u32) -> (u32, u32) {
+        let init = 0xdead_beef_u32.wrapping_add(key.len() as u32).wrapping_add(pc);
+        let (mut a, mut b, mut c) = (init, init, init.wrapping_add(pb));
+        let mut rest = key;
+        while rest.len() > 12 {
+            let (x, y, z) = tail_by_copy(&rest[..12]);
+            a = a.wrapping_add(x);
+            b = b.wrapping_add(y);
+            c = c.wrapping_add(z);
+            super::mix(&mut a, &mut b, &mut c);
+            rest = &rest[12..];
+        }
+        if rest.is_empty() {
+            return (c, b);
+        }
+        let (x, y, z) = tail_by_copy(rest);
+        a = a.wrapping_add(x);
+        b = b.wrapping_add(y);
+        c = c.wrapping_add(z);
+        super::finish(&mut a, &mut b, &mut c);
+        (c, b)
+    }
+
+    /// Every length 0..=40 (the short path's 4..=24 and both sides of it), at every offset in
+    /// a larger buffer (the short path's loads must stay inside the key), with both seeds.
+    #[test]
+    fn hashlittle2_equals_the_reference_for_every_length_and_offset() {
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let bytes: Vec<u8> = (0..200)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        for len in 0..=40 {
+            for offset in 0..16 {
+                let key = &bytes[offset..offset + len];
+                for (pc, pb) in [(0, 0), (7, 0), (0, 0xdeadbeef), (0x9e3779b9, 3)] {
+                    assert_eq!(super::hashlittle2(key, pc, pb), reference(key, pc, pb), "length {len} offset {offset} seeds {pc} {pb}");
+                }
+            }
         }
     }
 
