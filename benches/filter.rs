@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo bench --bench filter` (set BLOOMFLOW_BENCH_N to change n).
 
-use bloomflow::hashing::Scheme;
+use bloomflow::hashing::{BlockKernel, Scheme};
 use bloomflow::{BloomFilter, FilterSpec, Layout};
 use std::hint::black_box;
 use std::time::Instant;
@@ -80,49 +80,44 @@ fn time_per_key(keys: &Keys, mut op: impl FnMut(&[u8]) -> bool) -> (f64, usize) 
     (start.elapsed().as_nanos() as f64 / keys.ends.len() as f64, yes)
 }
 
-/// Query passes per measurement; the fastest is kept. The host's speed drifts, and the
-/// fastest pass is the one least disturbed by it (every pass answers the same).
-const QUERY_PASSES: usize = 3;
-
-/// The fastest of [`QUERY_PASSES`] runs of a query pass: (ns per key, true answers).
-fn best_of(mut pass: impl FnMut() -> (f64, usize)) -> (f64, usize) {
-    let runs: Vec<(f64, usize)> = (0..QUERY_PASSES).map(|_| pass()).collect();
-    assert!(runs.windows(2).all(|w| w[0].1 == w[1].1), "query passes disagree");
-    runs.into_iter().min_by(|a, b| a.0.total_cmp(&b.0)).expect("at least one pass")
+/// Inserts every key, in ns per key.
+fn time_inserts(keys: &Keys, mut insert: impl FnMut(&[u8])) -> f64 {
+    time_per_key(keys, |k| {
+        insert(k);
+        true
+    })
+    .0
 }
 
-/// Measures one filter given its insert and contains operations.
-fn measure<F>(
+/// Query rounds: every contender runs one hit pass and one miss pass per round, in turn, and
+/// keeps its fastest. The host's speed drifts over seconds; interleaving puts the drift on
+/// every contender alike, and the fastest pass is the one least disturbed by it.
+const ROUNDS: usize = 5;
+
+/// One query pass over the present and the absent keys: (hit ns, miss ns, hits, false positives).
+type Pass<'a> = Box<dyn Fn() -> (f64, f64, usize, usize) + 'a>;
+
+/// A filter under test: its figures from the build, and its query pass.
+struct Contender<'a> {
     name: &'static str,
     bits: f64,
-    present: &Keys,
-    absent: &Keys,
-    filter: &mut F,
-    insert: impl Fn(&mut F, &[u8]),
-    contains: impl Fn(&F, &[u8]) -> bool,
-) -> Row {
-    let n = present.ends.len();
-    let (insert_ns, _) = time_per_key(present, |k| {
-        insert(filter, k);
-        true
-    });
-    let (hit_ns, hits) = best_of(|| time_per_key(present, |k| contains(filter, k)));
-    assert_eq!(hits, n, "{name} has false negatives");
-    let (miss_ns, false_pos) = best_of(|| time_per_key(absent, |k| contains(filter, k)));
-    Row {
-        name,
-        bits_per_key: bits / n as f64,
-        insert_ns,
-        hit_ns,
-        miss_ns,
-        fpp: false_pos as f64 / absent.ends.len() as f64,
-    }
+    insert_ns: f64,
+    pass: Pass<'a>,
 }
 
-/// Queries through `contains_batch` (probes computed and lines prefetched 64 keys at a time);
-/// inserts are not batched, so the insert column repeats the unbatched filter's figure.
-fn measure_batched(name: &'static str, present: &Keys, absent: &Keys, filter: &BloomFilter) -> Row {
-    let batch_time = |keys: &Keys| -> (f64, usize) {
+/// A query pass of `contains` over both key sets (monomorphized per filter: the pass is called
+/// through a box once per pass, never per key).
+fn pass<'a>(present: &'a Keys, absent: &'a Keys, contains: impl Fn(&[u8]) -> bool + 'a) -> Pass<'a> {
+    Box::new(move || {
+        let (hit_ns, hits) = time_per_key(present, &contains);
+        let (miss_ns, false_pos) = time_per_key(absent, &contains);
+        (hit_ns, miss_ns, hits, false_pos)
+    })
+}
+
+/// A query pass through `contains_batch` (probes computed and lines prefetched 64 keys at a time).
+fn batched_pass<'a>(present: &'a Keys, absent: &'a Keys, filter: &'a BloomFilter) -> Pass<'a> {
+    let time = move |keys: &Keys| -> (f64, usize) {
         let all: Vec<&[u8]> = keys.iter().collect();
         let mut answers = Vec::with_capacity(1024);
         let mut yes = 0;
@@ -133,17 +128,37 @@ fn measure_batched(name: &'static str, present: &Keys, absent: &Keys, filter: &B
         }
         (start.elapsed().as_nanos() as f64 / all.len() as f64, yes)
     };
-    let (hit_ns, hits) = best_of(|| batch_time(present));
-    assert_eq!(hits, present.ends.len(), "{name} has false negatives");
-    let (miss_ns, false_pos) = best_of(|| batch_time(absent));
-    Row {
-        name,
-        bits_per_key: filter.spec().bits as f64 / present.ends.len() as f64,
-        insert_ns: f64::NAN,
-        hit_ns,
-        miss_ns,
-        fpp: false_pos as f64 / absent.ends.len() as f64,
+    Box::new(move || {
+        let (hit_ns, hits) = time(present);
+        let (miss_ns, false_pos) = time(absent);
+        (hit_ns, miss_ns, hits, false_pos)
+    })
+}
+
+/// Runs the query rounds and returns each contender's row.
+fn measure_all(contenders: &[Contender], n: usize) -> Vec<Row> {
+    let mut best = vec![(f64::INFINITY, f64::INFINITY, 0usize); contenders.len()];
+    for round in 0..ROUNDS {
+        eprintln!("query round {} of {ROUNDS}...", round + 1);
+        for (c, best) in contenders.iter().zip(&mut best) {
+            let (hit_ns, miss_ns, hits, false_pos) = (c.pass)();
+            assert_eq!(hits, n, "{} has false negatives", c.name);
+            assert!(round == 0 || false_pos == best.2, "{}: query passes disagree", c.name);
+            *best = (best.0.min(hit_ns), best.1.min(miss_ns), false_pos);
+        }
     }
+    contenders
+        .iter()
+        .zip(best)
+        .map(|(c, (hit_ns, miss_ns, false_pos))| Row {
+            name: c.name,
+            bits_per_key: c.bits / n as f64,
+            insert_ns: c.insert_ns,
+            hit_ns,
+            miss_ns,
+            fpp: false_pos as f64 / n as f64,
+        })
+        .collect()
 }
 
 fn main() {
@@ -152,44 +167,36 @@ fn main() {
     eprintln!("generating {n} present and {n} absent keys of 8-20 bytes...");
     let present = Keys::generate(0, n);
     let absent = Keys::generate(1, n);
-    let mut rows = Vec::new();
+    let (present, absent) = (&present, &absent);
 
+    // Every filter is built (and its inserts timed) first; the query rounds come after.
+    let mut ours = Vec::new();
     for (name, scheme, layout) in [
         ("bloomflow standard, lookup2 (native)", Scheme::Native, Layout::Standard),
         ("bloomflow standard, lookup3", Scheme::NativeLookup3, Layout::Standard),
         ("bloomflow blocked, lookup3", Scheme::NativeLookup3, Layout::Blocked),
     ] {
         let spec = FilterSpec::sized_for(scheme, layout, n as u64, p, 0).unwrap();
-        let mut ours = BloomFilter::new(spec);
-        rows.push(measure(name, spec.bits as f64, &present, &absent, &mut ours,
-            |f, k| f.insert(k), |f, k| f.contains(k)));
-        if layout == Layout::Blocked {
-            rows.push(measure_batched("bloomflow blocked, lookup3, batched queries", &present, &absent, &ours));
-        }
+        let mut filter = BloomFilter::new(spec);
+        let insert_ns = time_inserts(present, |k| filter.insert(k));
+        ours.push((name, filter, insert_ns));
     }
 
     let mut fb = fastbloom::BloomFilter::with_false_pos(p).expected_items(n);
-    let bits = fb.num_bits() as f64;
-    rows.push(measure("fastbloom 0.17 (SipHash)", bits, &present, &absent, &mut fb,
-        |f, k| { f.insert(k); }, |f, k| f.contains(k)));
-    drop(fb);
-
+    let fb_insert = time_inserts(present, |k| {
+        fb.insert(k);
+    });
     let mut fbf = fastbloom::BloomFilter::with_false_pos(p)
         .hasher(foldhash::fast::FixedState::with_seed(7))
         .expected_items(n);
-    let bits = fbf.num_bits() as f64;
-    rows.push(measure("fastbloom 0.17 + foldhash", bits, &present, &absent, &mut fbf,
-        |f, k| { f.insert(k); }, |f, k| f.contains(k)));
-    drop(fbf);
-
+    let fbf_insert = time_inserts(present, |k| {
+        fbf.insert(k);
+    });
     // sbbf takes a 64-bit hash: xxh3, the fastest good hash, as its users pair it.
     let mut sb = sbbf_rs_safe::Filter::new(10, n);
-    let bits = (sb.as_bytes().len() * 8) as f64;
-    rows.push(measure("sbbf-rs-safe 0.3 + xxh3", bits, &present, &absent, &mut sb,
-        |f, k| { f.insert_hash(xxhash_rust::xxh3::xxh3_64(k)); },
-        |f, k| f.contains_hash(xxhash_rust::xxh3::xxh3_64(k))));
-    drop(sb);
-
+    let sb_insert = time_inserts(present, |k| {
+        sb.insert_hash(xxhash_rust::xxh3::xxh3_64(k));
+    });
     // The same filter fed bloomflow's own Jenkins hash (lookup3 hashlittle2, 64 bits): this
     // row compares the two blocked layouts alone, with the hash's cost equal on both sides.
     let jenkins = |k: &[u8]| {
@@ -197,10 +204,53 @@ fn main() {
         ((a as u64) << 32) | b as u64
     };
     let mut sbj = sbbf_rs_safe::Filter::new(10, n);
-    let bits = (sbj.as_bytes().len() * 8) as f64;
-    rows.push(measure("sbbf-rs-safe 0.3 + lookup3", bits, &present, &absent, &mut sbj,
-        |f, k| { f.insert_hash(jenkins(k)); },
-        |f, k| f.contains_hash(jenkins(k))));
+    let sbj_insert = time_inserts(present, |k| {
+        sbj.insert_hash(jenkins(k));
+    });
+
+    let mut contenders = Vec::new();
+    for (name, filter, insert_ns) in &ours {
+        let bits = filter.spec().bits as f64;
+        contenders.push(Contender { name, bits, insert_ns: *insert_ns, pass: pass(present, absent, |k| filter.contains(k)) });
+        if filter.spec().layout != Layout::Blocked {
+            continue;
+        }
+        contenders.push(Contender {
+            name: "bloomflow blocked, lookup3, batched queries",
+            bits,
+            insert_ns: f64::NAN,
+            pass: batched_pass(present, absent, filter),
+        });
+        // The kernels this CPU runs other than the detected one (whose figures are the plain
+        // row's): what single-key queries cost where AVX-512 or AVX2 is absent.
+        let k = filter.spec().hashes;
+        let detected = BlockKernel::detect(k);
+        eprintln!("blocked-layout kernel this CPU runs for k = {k}: {}", detected.name());
+        for (kernel, name) in [
+            (BlockKernel::Avx2, "bloomflow blocked, lookup3, avx2 test"),
+            (BlockKernel::Portable, "bloomflow blocked, lookup3, portable test"),
+        ] {
+            if kernel != detected && kernel.runs(k) {
+                contenders.push(Contender { name, bits, insert_ns: f64::NAN, pass: pass(present, absent, move |key| filter.contains_with(kernel, key)) });
+            }
+        }
+    }
+    let (fb, fbf, sb, sbj) = (&fb, &fbf, &sb, &sbj);
+    contenders.push(Contender { name: "fastbloom 0.17 (SipHash)", bits: fb.num_bits() as f64, insert_ns: fb_insert, pass: pass(present, absent, |k| fb.contains(k)) });
+    contenders.push(Contender { name: "fastbloom 0.17 + foldhash", bits: fbf.num_bits() as f64, insert_ns: fbf_insert, pass: pass(present, absent, |k| fbf.contains(k)) });
+    contenders.push(Contender {
+        name: "sbbf-rs-safe 0.3 + xxh3",
+        bits: (sb.as_bytes().len() * 8) as f64,
+        insert_ns: sb_insert,
+        pass: pass(present, absent, |k| sb.contains_hash(xxhash_rust::xxh3::xxh3_64(k))),
+    });
+    contenders.push(Contender {
+        name: "sbbf-rs-safe 0.3 + lookup3",
+        bits: (sbj.as_bytes().len() * 8) as f64,
+        insert_ns: sbj_insert,
+        pass: pass(present, absent, move |k| sbj.contains_hash(jenkins(k))),
+    });
+    let rows = measure_all(&contenders, n);
 
     println!("\nn = {n} string keys of 8-20 bytes, target false-positive rate {p}\n");
     println!("| filter | bits/key | insert ns | query hit ns | query miss ns | measured FPP |");

@@ -2,7 +2,7 @@
 //! Two filters can be combined only when their identities are equal.
 
 use crate::error::{Error, Result};
-use crate::hashing::{BlockProbe, Positions, Scheme};
+use crate::hashing::{BlockProbe, PairHash, Positions, Scheme};
 use crate::params;
 use serde::{Deserialize, Serialize};
 
@@ -131,6 +131,14 @@ impl FilterSpec {
     #[inline(always)]
     pub fn block_probe(&self, key: &[u8]) -> BlockProbe {
         let (a, b) = self.scheme.native_pair(key, self.seed);
+        BlockProbe::new(a, b, self.bits / BLOCK_BITS)
+    }
+
+    /// [`block_probe`](Self::block_probe) with the scheme's hash given as a type `H`, which
+    /// must be this spec's (the hot loops choose `H` once by the scheme, then call this).
+    #[inline(always)]
+    pub fn block_probe_by<H: PairHash>(&self, key: &[u8]) -> BlockProbe {
+        let (a, b) = H::pair(key, self.seed);
         BlockProbe::new(a, b, self.bits / BLOCK_BITS)
     }
 

@@ -4,11 +4,15 @@
 
 #[cfg(target_arch = "x86_64")]
 pub mod block_avx2;
+#[cfg(target_arch = "x86_64")]
+pub mod block_avx512;
+pub mod block_kernel;
 pub mod lookup3;
 pub mod hadoop_murmur;
 pub mod native;
 pub mod spark_murmur3;
 
+pub use block_kernel::BlockKernel;
 pub use native::{mulshift, native_hash, NativePositions};
 use serde::{Deserialize, Serialize};
 
@@ -97,8 +101,8 @@ impl Scheme {
     #[inline(always)]
     pub fn native_pair(self, key: &[u8], seed: u32) -> (u32, u32) {
         match self {
-            Scheme::NativeLookup3 => lookup3::hashlittle2(key, seed, 0),
-            _ => native_hash(key, seed),
+            Scheme::NativeLookup3 => Lookup3Pair::pair(key, seed),
+            _ => Lookup2Pair::pair(key, seed),
         }
     }
 
@@ -128,6 +132,35 @@ impl Scheme {
                 Positions::SparkV2 { c, h2: h2 as i32 as i64, i: 0, k, m }
             }
         }
+    }
+}
+
+/// A native scheme's hash pair as a type, for the hot loops of the blocked layout: each is
+/// compiled once per scheme, with its hash inline and without the other scheme's code. One
+/// function holding both (an inline lookup3 and a lookup2 call) measured twice as slow per
+/// single-key query as the lookup3-only one: 17 against 9 ns.
+pub trait PairHash {
+    /// The (a, b) pair of [`Scheme::native_pair`].
+    fn pair(key: &[u8], seed: u32) -> (u32, u32);
+}
+
+/// [`Scheme::NativeLookup3`]'s pair: lookup3 `hashlittle2` once.
+pub struct Lookup3Pair;
+
+/// [`Scheme::Native`]'s pair: lookup2 twice.
+pub struct Lookup2Pair;
+
+impl PairHash for Lookup3Pair {
+    #[inline(always)]
+    fn pair(key: &[u8], seed: u32) -> (u32, u32) {
+        lookup3::hashlittle2(key, seed, 0)
+    }
+}
+
+impl PairHash for Lookup2Pair {
+    #[inline(always)]
+    fn pair(key: &[u8], seed: u32) -> (u32, u32) {
+        native_hash(key, seed)
     }
 }
 
