@@ -200,17 +200,25 @@ impl BloomFilter {
             }
             return;
         }
+        match self.spec.scheme {
+            Scheme::NativeLookup3 => self.insert_groups::<Lookup3Pair>(keys),
+            _ => self.insert_groups::<Lookup2Pair>(keys),
+        }
+        self.items_inserted += keys.len() as u64;
+    }
+
+    /// The batched blocked insert, compiled once per native scheme.
+    fn insert_groups<H: PairHash>(&mut self, keys: &[&[u8]]) {
         for group in keys.chunks(BATCH) {
             let mut probes = [BlockProbe::default(); BATCH];
             for (probe, key) in probes.iter_mut().zip(group) {
-                *probe = self.spec.block_probe(key);
+                *probe = self.spec.block_probe_by::<H>(key);
                 self.prefetch(probe);
             }
             for probe in &probes[..group.len()] {
                 self.set_probe(probe);
             }
         }
-        self.items_inserted += keys.len() as u64;
     }
 
     /// Answers many keys at once: computes every key's probe and prefetches its cache line
