@@ -1,7 +1,8 @@
 //! `bloomflow info FILE [--json]`.
 
 use bloomflow::format::{self, StoredFilter};
-use bloomflow::hashing::Scheme;
+use bloomflow::hashing::{BlockKernel, Scheme};
+use bloomflow::Layout;
 use bloomflow::params;
 use serde::Serialize;
 use std::io::Write;
@@ -24,6 +25,8 @@ struct Info {
     format: String,
     scheme: String,
     layout: String,
+    /// The blocked layout's query code on this CPU (none for the standard layout).
+    query_kernel: Option<&'static str>,
     seed: u32,
     bits: u64,
     hashes: u32,
@@ -57,6 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         scheme: spec.scheme.to_string(),
         layout: spec.layout.to_string(),
+        query_kernel: (spec.layout == Layout::Blocked).then(|| BlockKernel::detect(spec.hashes).name()),
         seed: spec.seed,
         bits: spec.bits,
         hashes: spec.hashes,
@@ -82,6 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ("format", info.format.clone()),
         ("scheme", info.scheme.clone()),
         ("layout", info.layout.clone()),
+        ("query kernel", info.query_kernel.map_or_else(|| "(standard layout)".to_string(), |k| format!("{k} (this CPU)"))),
         ("seed", info.seed.to_string()),
         ("bits (m)", info.bits.to_string()),
         ("hashes (k)", info.hashes.to_string()),

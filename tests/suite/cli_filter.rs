@@ -2,7 +2,8 @@
 
 use crate::util::*;
 use bloomflow::format::native;
-use bloomflow::{BloomFilter, CountingBloomFilter, FilterSpec};
+use bloomflow::hashing::{BlockKernel, Scheme};
+use bloomflow::{BloomFilter, CountingBloomFilter, FilterSpec, Layout};
 
 fn write_filter(dir: &std::path::Path, name: &str, spec: FilterSpec, keys: &[&str]) -> String {
     let mut f = BloomFilter::new(spec);
@@ -77,7 +78,9 @@ fn info_reports_parameters_in_text_and_json() {
     assert!(text.contains("bits (m)              9586"), "{text}");
     assert!(text.contains("hashes (k)            7"), "{text}");
     assert!(text.contains("format                native v1"), "{text}");
+    assert!(text.contains("query kernel          (standard layout)"), "{text}");
     let json: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &p, "--json"]))).unwrap();
+    assert!(json["query_kernel"].is_null(), "{json}");
     assert_eq!(json["kind"], "bloom");
     assert_eq!(json["bits"], 9586);
     assert_eq!(json["hashes"], 7);
@@ -88,6 +91,21 @@ fn info_reports_parameters_in_text_and_json() {
     assert!((est - 1000.0).abs() < 50.0, "{est}");
     let fpp = json["estimated_fpp"].as_f64().unwrap();
     assert!((0.005..0.02).contains(&fpp), "{fpp}");
+}
+
+/// A blocked filter names the query code this CPU runs for it.
+#[test]
+fn info_names_the_query_kernel_of_a_blocked_filter() {
+    let dir = tempdir();
+    let spec = FilterSpec::sized_for(Scheme::NativeLookup3, Layout::Blocked, 1000, 0.01, 0).unwrap();
+    let path = dir.path().join("b.bloom");
+    native::write_plain(&path, &BloomFilter::new(spec)).unwrap();
+    let p = path.to_string_lossy();
+    let kernel = BlockKernel::detect(spec.hashes).name();
+    assert!(ok(&run(&["info", &p])).contains(&format!("query kernel          {kernel} (this CPU)")));
+    let json: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &p, "--json"]))).unwrap();
+    assert_eq!(json["query_kernel"], kernel);
+    assert_eq!(json["layout"], "blocked");
 }
 
 #[test]
