@@ -7,6 +7,7 @@
 use bloomflow::hashing::{BlockKernel, Scheme};
 use bloomflow::{BloomFilter, FilterSpec, Layout};
 use std::hint::black_box;
+use std::ops::Range;
 use std::time::Instant;
 
 /// Keys stored back to back, so that the timing loops measure the filter and not allocation.
@@ -44,8 +45,13 @@ impl Keys {
     }
 
     fn iter(&self) -> impl Iterator<Item = &[u8]> {
-        let mut start = 0;
-        self.ends.iter().map(move |&end| {
+        self.slice(0..self.ends.len())
+    }
+
+    /// Keys `range` (by index).
+    fn slice(&self, range: Range<usize>) -> impl Iterator<Item = &[u8]> {
+        let mut start = if range.start == 0 { 0 } else { self.ends[range.start - 1] };
+        self.ends[range].iter().map(move |&end| {
             let k = &self.bytes[start..end];
             start = end;
             k
@@ -70,32 +76,35 @@ struct Row {
     fpp: f64,
 }
 
-/// Times `op` over every key, in ns per key, and returns how many calls said true.
-fn time_per_key(keys: &Keys, mut op: impl FnMut(&[u8]) -> bool) -> (f64, usize) {
+/// Times `op` over `keys`, in ns in all, and returns how many calls said true.
+fn time_keys<'k>(keys: impl Iterator<Item = &'k [u8]>, mut op: impl FnMut(&[u8]) -> bool) -> (f64, usize) {
     let start = Instant::now();
     let mut yes = 0usize;
-    for k in keys.iter() {
+    for k in keys {
         yes += op(black_box(k)) as usize;
     }
-    (start.elapsed().as_nanos() as f64 / keys.ends.len() as f64, yes)
+    (start.elapsed().as_nanos() as f64, yes)
 }
 
 /// Inserts every key, in ns per key.
 fn time_inserts(keys: &Keys, mut insert: impl FnMut(&[u8])) -> f64 {
-    time_per_key(keys, |k| {
+    let (ns, _) = time_keys(keys.iter(), |k| {
         insert(k);
         true
-    })
-    .0
+    });
+    ns / keys.ends.len() as f64
 }
 
-/// Query rounds: every contender runs one hit pass and one miss pass per round, in turn, and
-/// keeps its fastest. The host's speed drifts over seconds; interleaving puts the drift on
-/// every contender alike, and the fastest pass is the one least disturbed by it.
+/// Query rounds: in every round, each slice of the keys is queried by every contender in turn
+/// (a hit pass and a miss pass), and each contender keeps its fastest time per slice. The
+/// host's speed drifts over seconds: slices of a fraction of a second put the same drift on
+/// every contender, and the fastest of the rounds is the one least disturbed by it.
 const ROUNDS: usize = 5;
+const SLICES: usize = 5;
 
-/// One query pass over the present and the absent keys: (hit ns, miss ns, hits, false positives).
-type Pass<'a> = Box<dyn Fn() -> (f64, f64, usize, usize) + 'a>;
+/// A query pass over one slice of the present and the absent keys: (hit ns, miss ns, hits,
+/// false positives), ns in all.
+type Pass<'a> = Box<dyn Fn(Range<usize>) -> (f64, f64, usize, usize) + 'a>;
 
 /// A filter under test: its figures from the build, and its query pass.
 struct Contender<'a> {
@@ -105,20 +114,20 @@ struct Contender<'a> {
     pass: Pass<'a>,
 }
 
-/// A query pass of `contains` over both key sets (monomorphized per filter: the pass is called
-/// through a box once per pass, never per key).
+/// A query pass of `contains` (monomorphized per filter: the pass is called through a box once
+/// per slice, never per key).
 fn pass<'a>(present: &'a Keys, absent: &'a Keys, contains: impl Fn(&[u8]) -> bool + 'a) -> Pass<'a> {
-    Box::new(move || {
-        let (hit_ns, hits) = time_per_key(present, &contains);
-        let (miss_ns, false_pos) = time_per_key(absent, &contains);
+    Box::new(move |range| {
+        let (hit_ns, hits) = time_keys(present.slice(range.clone()), &contains);
+        let (miss_ns, false_pos) = time_keys(absent.slice(range), &contains);
         (hit_ns, miss_ns, hits, false_pos)
     })
 }
 
 /// A query pass through `contains_batch` (probes computed and lines prefetched 64 keys at a time).
 fn batched_pass<'a>(present: &'a Keys, absent: &'a Keys, filter: &'a BloomFilter) -> Pass<'a> {
-    let time = move |keys: &Keys| -> (f64, usize) {
-        let all: Vec<&[u8]> = keys.iter().collect();
+    let time = move |keys: &Keys, range: Range<usize>| -> (f64, usize) {
+        let all: Vec<&[u8]> = keys.slice(range).collect();
         let mut answers = Vec::with_capacity(1024);
         let mut yes = 0;
         let start = Instant::now();
@@ -126,37 +135,42 @@ fn batched_pass<'a>(present: &'a Keys, absent: &'a Keys, filter: &'a BloomFilter
             filter.contains_batch(black_box(chunk), &mut answers);
             yes += answers.iter().filter(|&&a| a).count();
         }
-        (start.elapsed().as_nanos() as f64 / all.len() as f64, yes)
+        (start.elapsed().as_nanos() as f64, yes)
     };
-    Box::new(move || {
-        let (hit_ns, hits) = time(present);
-        let (miss_ns, false_pos) = time(absent);
+    Box::new(move |range| {
+        let (hit_ns, hits) = time(present, range.clone());
+        let (miss_ns, false_pos) = time(absent, range);
         (hit_ns, miss_ns, hits, false_pos)
     })
 }
 
 /// Runs the query rounds and returns each contender's row.
 fn measure_all(contenders: &[Contender], n: usize) -> Vec<Row> {
-    let mut best = vec![(f64::INFINITY, f64::INFINITY, 0usize); contenders.len()];
+    let slices: Vec<Range<usize>> = (0..SLICES).map(|i| i * n / SLICES..(i + 1) * n / SLICES).collect();
+    // Per contender and slice: fastest hit ns, fastest miss ns, false positives.
+    let mut best = vec![vec![(f64::INFINITY, f64::INFINITY, 0usize); SLICES]; contenders.len()];
     for round in 0..ROUNDS {
         eprintln!("query round {} of {ROUNDS}...", round + 1);
-        for (c, best) in contenders.iter().zip(&mut best) {
-            let (hit_ns, miss_ns, hits, false_pos) = (c.pass)();
-            assert_eq!(hits, n, "{} has false negatives", c.name);
-            assert!(round == 0 || false_pos == best.2, "{}: query passes disagree", c.name);
-            *best = (best.0.min(hit_ns), best.1.min(miss_ns), false_pos);
+        for (s, range) in slices.iter().enumerate() {
+            for (c, best) in contenders.iter().zip(&mut best) {
+                let (hit_ns, miss_ns, hits, false_pos) = (c.pass)(range.clone());
+                assert_eq!(hits, range.len(), "{} has false negatives", c.name);
+                let b = &mut best[s];
+                assert!(round == 0 || false_pos == b.2, "{}: query passes disagree", c.name);
+                *b = (b.0.min(hit_ns), b.1.min(miss_ns), false_pos);
+            }
         }
     }
     contenders
         .iter()
         .zip(best)
-        .map(|(c, (hit_ns, miss_ns, false_pos))| Row {
+        .map(|(c, slices)| Row {
             name: c.name,
             bits_per_key: c.bits / n as f64,
             insert_ns: c.insert_ns,
-            hit_ns,
-            miss_ns,
-            fpp: false_pos as f64 / n as f64,
+            hit_ns: slices.iter().map(|b| b.0).sum::<f64>() / n as f64,
+            miss_ns: slices.iter().map(|b| b.1).sum::<f64>() / n as f64,
+            fpp: slices.iter().map(|b| b.2).sum::<usize>() as f64 / n as f64,
         })
         .collect()
 }
