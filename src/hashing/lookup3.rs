@@ -171,7 +171,7 @@ mod tests {
     }
 
     /// Every length 0..=40 (the short path's 4..=24 and both sides of it), at every offset in
-    /// a larger buffer (the short path's loads must stay inside the key), with both seeds.
+    /// a larger buffer (the short path's loads must stay inside the key), with four pairs of seeds.
     #[test]
     fn hashlittle2_equals_the_reference_for_every_length_and_offset() {
         let mut x = 0x2545_F491_4F6C_DD1Du64;
