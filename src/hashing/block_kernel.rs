@@ -2,8 +2,35 @@
 //! chosen at run time by what the CPU has. They answer alike (tests in `filter.rs` and in each
 //! kernel's module); they differ only in instructions per query.
 
-/// A blocked-layout membership test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+use std::sync::OnceLock;
+
+/// The environment variable that caps the kernel: `avx2` keeps the AVX-512 test off (on CPUs
+/// that lower their clock for 512-bit instructions, say), `portable` both vector tests.
+pub const KERNEL_VAR: &str = "BLOOMFLOW_KERNEL";
+
+/// The fastest kernel [`BlockKernel::detect`] may choose, read from [`KERNEL_VAR`] once.
+static CAP: OnceLock<BlockKernel> = OnceLock::new();
+
+fn cap_from_env() -> BlockKernel {
+    parse_cap(std::env::var(KERNEL_VAR).ok().as_deref()).unwrap_or_else(|warning| {
+        eprintln!("bloomflow: {warning}");
+        BlockKernel::Avx512
+    })
+}
+
+/// The cap a value of [`KERNEL_VAR`] sets: none (the fastest) when unset or empty; a warning
+/// for a name that is no kernel's. A warning, not an error: the variable tunes speed only, and
+/// every kernel answers alike.
+fn parse_cap(value: Option<&str>) -> Result<BlockKernel, String> {
+    match value {
+        None | Some("") => Ok(BlockKernel::Avx512),
+        Some(name) => BlockKernel::from_name(name)
+            .ok_or_else(|| format!("ignoring {KERNEL_VAR}={name:?}: expected avx512, avx2 or portable")),
+    }
+}
+
+/// A blocked-layout membership test, in order of speed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum BlockKernel {
     /// Plain Rust, any CPU and any k: the reference.
     Portable,
@@ -17,16 +44,16 @@ impl BlockKernel {
     /// Every kernel, fastest last.
     pub const ALL: [BlockKernel; 3] = [BlockKernel::Portable, BlockKernel::Avx2, BlockKernel::Avx512];
 
-    /// The fastest kernel this CPU runs for k hashes.
-    #[inline(always)]
+    /// The fastest kernel this CPU runs for k hashes, and no faster than the environment's
+    /// [`KERNEL_VAR`] allows.
     pub fn detect(k: u32) -> Self {
-        if BlockKernel::Avx512.runs(k) {
-            BlockKernel::Avx512
-        } else if BlockKernel::Avx2.runs(k) {
-            BlockKernel::Avx2
-        } else {
-            BlockKernel::Portable
-        }
+        let cap = *CAP.get_or_init(cap_from_env);
+        BlockKernel::ALL.into_iter().rev().find(|&kernel| kernel <= cap && kernel.runs(k)).unwrap_or(BlockKernel::Portable)
+    }
+
+    /// The kernel a name given to [`KERNEL_VAR`] (or printed by [`name`](Self::name)) stands for.
+    pub fn from_name(name: &str) -> Option<Self> {
+        BlockKernel::ALL.into_iter().find(|kernel| kernel.name() == name)
     }
 
     /// Whether this CPU runs this kernel for k hashes (the vector tests hold one remix's
@@ -51,5 +78,31 @@ impl BlockKernel {
             BlockKernel::Avx2 => "avx2",
             BlockKernel::Avx512 => "avx512",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_environment_caps_the_kernel_by_name() {
+        assert_eq!(parse_cap(None), Ok(BlockKernel::Avx512));
+        assert_eq!(parse_cap(Some("")), Ok(BlockKernel::Avx512));
+        for kernel in BlockKernel::ALL {
+            assert_eq!(parse_cap(Some(kernel.name())), Ok(kernel));
+        }
+        let warning = parse_cap(Some("sse9")).unwrap_err();
+        assert!(warning.contains("BLOOMFLOW_KERNEL=\"sse9\"") && warning.contains("expected avx512, avx2 or portable"), "{warning}");
+    }
+
+    #[test]
+    fn kernels_are_ordered_by_speed_and_portable_always_runs() {
+        assert!(BlockKernel::Portable < BlockKernel::Avx2 && BlockKernel::Avx2 < BlockKernel::Avx512);
+        for k in [1, 7, 8, 32] {
+            assert!(BlockKernel::Portable.runs(k));
+        }
+        // No vector kernel takes a k beyond one remix's positions.
+        assert!(!BlockKernel::Avx2.runs(8) && !BlockKernel::Avx512.runs(8));
     }
 }

@@ -106,6 +106,14 @@ fn info_names_the_query_kernel_of_a_blocked_filter() {
     let json: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &p, "--json"]))).unwrap();
     assert_eq!(json["query_kernel"], kernel);
     assert_eq!(json["layout"], "blocked");
+
+    // BLOOMFLOW_KERNEL caps the choice; a name that is no kernel's is ignored with a warning.
+    let with_env = |value: &str| bin().args(["info", &p]).env("BLOOMFLOW_KERNEL", value).output().unwrap();
+    assert!(ok(&with_env("portable")).contains("query kernel          portable (this CPU)"));
+    let out = with_env("sse9");
+    assert!(ok(&out).contains(&format!("query kernel          {kernel} (this CPU)")));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("ignoring BLOOMFLOW_KERNEL=\"sse9\""), "{stderr}");
 }
 
 #[test]
