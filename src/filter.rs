@@ -229,18 +229,22 @@ impl BloomFilter {
     /// before testing any, so that the memory loads overlap instead of waiting one by one.
     /// Standard-layout filters answer key by key.
     pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
-        self.contains_batch_with(self.kernel, keys, answers);
+        self.contains_batch_by_kernel(self.kernel, keys, answers);
     }
 
     /// [`contains_batch`](Self::contains_batch) with a chosen blocked-layout kernel (see
     /// [`contains_with`](Self::contains_with)).
     pub fn contains_batch_with(&self, kernel: BlockKernel, keys: &[&[u8]], answers: &mut Vec<bool>) {
+        self.contains_batch_by_kernel(self.runnable(kernel), keys, answers);
+    }
+
+    /// The batched query with `kernel`, which must run on this CPU.
+    fn contains_batch_by_kernel(&self, kernel: BlockKernel, keys: &[&[u8]], answers: &mut Vec<bool>) {
         answers.clear();
         if self.spec.layout != Layout::Blocked {
             answers.extend(keys.iter().map(|k| self.contains(k)));
             return;
         }
-        let kernel = self.runnable(kernel);
         match self.spec.scheme {
             Scheme::NativeLookup3 => self.contains_batch_by::<Lookup3Pair>(kernel, keys, answers),
             _ => self.contains_batch_by::<Lookup2Pair>(kernel, keys, answers),

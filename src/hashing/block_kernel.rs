@@ -81,6 +81,38 @@ impl BlockKernel {
     }
 }
 
+/// What the tests of every vector kernel check: on 200,000 random lines, from sparse to nearly
+/// full, and every k in `ks`, `test` answers as the positions tested one by one do, and both
+/// answers occur often.
+#[cfg(all(test, target_arch = "x86_64"))]
+pub(crate) fn check_against_scalar(ks: std::ops::RangeInclusive<u32>, test: impl Fn(&[u64; 8], u64, u32) -> bool) {
+    let scalar = |line: &[u64; 8], z: u64, k: u32| {
+        (0..k).all(|j| {
+            let p = (z >> (9 * j)) & 511;
+            line[(p >> 6) as usize] >> (p & 63) & 1 == 1
+        })
+    };
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let (mut yes, mut no) = (0, 0);
+    for round in 0..200_000 {
+        let density = round % 4;
+        let line: [u64; 8] = std::array::from_fn(|_| (0..=density).fold(0, |w, _| w | next()));
+        let z = next();
+        for k in ks.clone() {
+            let want = scalar(&line, z, k);
+            assert_eq!(test(&line, z, k), want, "line {line:x?} z {z:#x} k {k}");
+            if want { yes += 1 } else { no += 1 }
+        }
+    }
+    assert!(yes > 100_000 && no > 100_000, "both answers exercised: {yes} yes, {no} no");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
