@@ -205,24 +205,42 @@ impl BloomFilter {
             return;
         }
         match self.spec.scheme {
-            Scheme::NativeLookup3 => self.insert_groups::<Lookup3Pair>(keys),
-            _ => self.insert_groups::<Lookup2Pair>(keys),
+            Scheme::NativeLookup3 => self.insert_groups_by::<Lookup3Pair>(keys),
+            _ => self.insert_groups_by::<Lookup2Pair>(keys),
         }
         self.items_inserted += keys.len() as u64;
     }
 
-    /// The batched blocked insert, compiled once per native scheme.
-    fn insert_groups<H: PairHash>(&mut self, keys: &[&[u8]]) {
-        for group in keys.chunks(BATCH) {
-            let mut probes = [BlockProbe::default(); BATCH];
-            for (probe, key) in probes.iter_mut().zip(group) {
-                *probe = self.spec.block_probe_by::<H>(key);
-                self.prefetch(probe);
-            }
-            for probe in &probes[..group.len()] {
+    /// The batched blocked insert, compiled once per native scheme, with the AVX-512 hash of
+    /// 16 keys at a time where the filter's kernel is `avx512`.
+    fn insert_groups_by<H: PairHash>(&mut self, keys: &[&[u8]]) {
+        let seed = self.spec.seed;
+        match self.kernel {
+            // SAFETY: the filter's kernel is one this CPU runs.
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx512 => unsafe { self.insert_groups_avx512::<H>(keys) },
+            _ => self.insert_groups(keys, |group, out| H::pairs(group, seed, out)),
+        }
+    }
+
+    /// The batched insert compiled for AVX-512 as a whole, so that the wide hash inlines.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn insert_groups_avx512<H: PairHash>(&mut self, keys: &[&[u8]]) {
+        let seed = self.spec.seed;
+        // SAFETY: the caller checked that the CPU runs the avx512 kernel.
+        self.insert_groups(keys, |group, out| unsafe { H::pairs_avx512(group, seed, out) });
+    }
+
+    /// The batched blocked insert, with `pairs` hashing each group of keys.
+    #[inline(always)]
+    fn insert_groups(&mut self, keys: &[&[u8]], pairs: impl Fn(&[&[u8]], &mut [(u32, u32)])) {
+        let (spec, lines) = (self.spec, self.bits.line_ptr(0));
+        pipelined(keys, |group| probe_group(spec, lines, group, &pairs), |probes| {
+            for probe in probes {
                 self.set_probe(probe);
             }
-        }
+        });
     }
 
     /// Answers many keys at once: computes every key's probe and prefetches its cache line
@@ -252,47 +270,54 @@ impl BloomFilter {
     }
 
     fn contains_batch_by<H: PairHash>(&self, kernel: BlockKernel, keys: &[&[u8]], answers: &mut Vec<bool>) {
+        let seed = self.spec.seed;
         match kernel {
             // SAFETY (both): the caller checked that the CPU runs the kernel for this k.
             #[cfg(target_arch = "x86_64")]
             BlockKernel::Avx512 => unsafe { self.contains_batch_avx512::<H>(keys, answers) },
             #[cfg(target_arch = "x86_64")]
             BlockKernel::Avx2 => unsafe { self.contains_batch_avx2::<H>(keys, answers) },
-            _ => self.contains_groups::<H>(keys, answers, |p| self.contains_probe(p)),
+            _ => self.contains_groups(keys, answers, |group, out| H::pairs(group, seed, out), |p| self.contains_probe(p)),
         }
     }
 
-    /// The batched query with the AVX-512 test, compiled for AVX-512 as a whole.
+    /// The batched query with the AVX-512 hash and test, compiled for AVX-512 as a whole.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     unsafe fn contains_batch_avx512<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
-        let k = self.spec.hashes;
-        // SAFETY: the caller checked that the CPU has AVX-512F and that k fits the test.
-        self.contains_groups::<H>(keys, answers, |p| unsafe { block_avx512::test(self.bits.line(p.block), p.remixed(), k) });
+        let (k, seed) = (self.spec.hashes, self.spec.seed);
+        // SAFETY (both): the caller checked that the CPU runs the avx512 kernel for this k.
+        self.contains_groups(
+            keys,
+            answers,
+            |group, out| unsafe { H::pairs_avx512(group, seed, out) },
+            |p| unsafe { block_avx512::test(self.bits.line(p.block), p.remixed(), k) },
+        );
     }
 
     /// The batched query with the AVX2 test, compiled for AVX2 as a whole.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn contains_batch_avx2<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
-        let k = self.spec.hashes;
+        let (k, seed) = (self.spec.hashes, self.spec.seed);
         // SAFETY: the caller checked that the CPU has AVX2 and that k fits the test.
-        self.contains_groups::<H>(keys, answers, |p| unsafe { block_avx2::test(self.bits.line(p.block), p.remixed(), k) });
+        self.contains_groups(keys, answers, |group, out| H::pairs(group, seed, out), |p| unsafe {
+            block_avx2::test(self.bits.line(p.block), p.remixed(), k)
+        });
     }
 
-    /// The batched blocked query, with `test` answering for one probe.
+    /// The batched blocked query, with `pairs` hashing each group of keys and `test`
+    /// answering for one probe.
     #[inline(always)]
-    fn contains_groups<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>, test: impl Fn(&BlockProbe) -> bool) {
-        for group in keys.chunks(BATCH) {
-            // Phase 1: hash and prefetch every key's line.
-            let mut probes = [BlockProbe::default(); BATCH];
-            for (probe, key) in probes.iter_mut().zip(group) {
-                *probe = self.spec.block_probe_by::<H>(key);
-                self.prefetch(probe);
-            }
-            // Phase 2: test, by then the lines have (mostly) arrived.
-            answers.extend(probes[..group.len()].iter().map(&test));
-        }
+    fn contains_groups(
+        &self,
+        keys: &[&[u8]],
+        answers: &mut Vec<bool>,
+        pairs: impl Fn(&[&[u8]], &mut [(u32, u32)]),
+        test: impl Fn(&BlockProbe) -> bool,
+    ) {
+        let lines = self.bits.line_ptr(0);
+        pipelined(keys, |group| probe_group(self.spec, lines, group, &pairs), |probes| answers.extend(probes.iter().map(&test)));
     }
 
     /// ORs `other` into `self`: the filter of both key sets. Refuses a different identity.
@@ -379,6 +404,52 @@ impl BloomFilter {
             }
         }
     }
+}
+
+/// Runs `then` on the probes of each group of [`BATCH`] keys one group late: a group is hashed
+/// and its lines prefetched while the lines of the group before it arrive, so the memory system
+/// always has a group's loads in flight. (Hashing and testing each group in turn left it idle
+/// during every test phase.)
+#[inline(always)]
+fn pipelined(keys: &[&[u8]], mut probe: impl FnMut(&[&[u8]]) -> [BlockProbe; BATCH], mut then: impl FnMut(&[BlockProbe])) {
+    let mut waiting: Option<([BlockProbe; BATCH], usize)> = None;
+    for group in keys.chunks(BATCH) {
+        let probes = probe(group);
+        if let Some((probes, len)) = waiting.replace((probes, group.len())) {
+            then(&probes[..len]);
+        }
+    }
+    if let Some((probes, len)) = waiting {
+        then(&probes[..len]);
+    }
+}
+
+/// The first phase of a batched operation: hashes a group of at most [`BATCH`] keys with
+/// `pairs`, computes their probes and prefetches their lines (`lines` is the first line of
+/// the filter's bits).
+#[inline(always)]
+fn probe_group(spec: FilterSpec, lines: *const u8, group: &[&[u8]], pairs: impl Fn(&[&[u8]], &mut [(u32, u32)])) -> [BlockProbe; BATCH] {
+    let mut hashes = [(0, 0); BATCH];
+    pairs(group, &mut hashes[..group.len()]);
+    let mut probes = [BlockProbe::default(); BATCH];
+    for (probe, &(a, b)) in probes.iter_mut().zip(&hashes[..group.len()]) {
+        *probe = spec.block_probe_of(a, b);
+        prefetch(lines.wrapping_add(probe.block * 64));
+    }
+    probes
+}
+
+/// Asks the CPU to start loading the cache line at `line`: a hint, which reads nothing and
+/// cannot fault.
+#[inline(always)]
+fn prefetch(line: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching has no effect on memory and faults on no address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(line as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = line;
 }
 
 #[cfg(test)]

@@ -139,6 +139,12 @@ impl FilterSpec {
     #[inline(always)]
     pub fn block_probe_by<H: PairHash>(&self, key: &[u8]) -> BlockProbe {
         let (a, b) = H::pair(key, self.seed);
+        self.block_probe_of(a, b)
+    }
+
+    /// Where a key whose hash pair is (a, b) lives in the blocked layout.
+    #[inline(always)]
+    pub fn block_probe_of(&self, a: u32, b: u32) -> BlockProbe {
         BlockProbe::new(a, b, self.bits / BLOCK_BITS)
     }
 

@@ -10,10 +10,11 @@ use std::arch::x86_64::*;
 /// The largest k this test handles: the positions one remix holds.
 pub const MAX_K: u32 = super::POSITIONS_PER_REMIX;
 
-/// Whether the CPU has AVX-512F (std caches the answer).
+/// Whether the CPU has AVX-512F, and the BW and VL extensions the kernel's batched hash needs
+/// ([`super::lookup3_x16`]; every AVX-512 CPU since 2017 has all three). std caches the answer.
 #[inline(always)]
 pub fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
+    super::lookup3_x16::available()
 }
 
 /// Whether all k ≤ 7 positions of remixed hash `z` are set in `line`. Position j is bits

@@ -8,6 +8,8 @@ pub mod block_avx2;
 pub mod block_avx512;
 pub mod block_kernel;
 pub mod lookup3;
+#[cfg(target_arch = "x86_64")]
+pub mod lookup3_x16;
 pub mod hadoop_murmur;
 pub mod native;
 pub mod spark_murmur3;
@@ -143,6 +145,25 @@ impl Scheme {
 pub trait PairHash {
     /// The (a, b) pair of [`Scheme::native_pair`].
     fn pair(key: &[u8], seed: u32) -> (u32, u32);
+
+    /// The pairs of a group of keys, `out[i]` for `keys[i]`, in code compiled for AVX-512
+    /// (the blocked layout's `avx512` kernel): one key at a time unless the scheme's hash has
+    /// a wide form.
+    ///
+    /// # Safety
+    /// The CPU must run the `avx512` kernel ([`BlockKernel::Avx512`]).
+    #[inline(always)]
+    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut [(u32, u32)]) {
+        Self::pairs(keys, seed, out)
+    }
+
+    /// The pairs of a group of keys, one key at a time.
+    #[inline(always)]
+    fn pairs(keys: &[&[u8]], seed: u32, out: &mut [(u32, u32)]) {
+        for (slot, key) in out.iter_mut().zip(keys) {
+            *slot = Self::pair(key, seed);
+        }
+    }
 }
 
 /// [`Scheme::NativeLookup3`]'s pair: lookup3 `hashlittle2` once.
@@ -155,6 +176,16 @@ impl PairHash for Lookup3Pair {
     #[inline(always)]
     fn pair(key: &[u8], seed: u32) -> (u32, u32) {
         lookup3::hashlittle2(key, seed, 0)
+    }
+
+    /// Sixteen keys to a vector ([`lookup3_x16`]).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut [(u32, u32)]) {
+        for (keys, out) in keys.chunks(lookup3_x16::MAX_KEYS).zip(out.chunks_mut(lookup3_x16::MAX_KEYS)) {
+            // SAFETY: the caller runs the avx512 kernel, which needs what the wide hash needs.
+            unsafe { lookup3_x16::hashlittle2_wide(keys, seed, out) };
+        }
     }
 }
 
