@@ -5,7 +5,7 @@ use crate::bits::BitArray;
 use crate::error::Result;
 use crate::params;
 #[cfg(target_arch = "x86_64")]
-use crate::hashing::{block_avx2, block_avx512};
+use crate::hashing::{block_avx2, block_avx512, lookup3_x16::Pairs};
 use crate::hashing::{BlockKernel, BlockProbe, Lookup2Pair, Lookup3Pair, PairHash, Scheme};
 use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 
@@ -219,24 +219,24 @@ impl BloomFilter {
             // SAFETY: the filter's kernel is one this CPU runs.
             #[cfg(target_arch = "x86_64")]
             BlockKernel::Avx512 => unsafe { self.insert_groups_avx512::<H>(keys) },
-            _ => self.insert_groups(keys, |group, out| H::pairs(group, seed, out)),
+            _ => self.insert_groups(keys, |spec, lines, group| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out))),
         }
     }
 
     /// The batched insert compiled for AVX-512 as a whole, so that the wide hash inlines.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
     unsafe fn insert_groups_avx512<H: PairHash>(&mut self, keys: &[&[u8]]) {
-        let seed = self.spec.seed;
         // SAFETY: the caller checked that the CPU runs the avx512 kernel.
-        self.insert_groups(keys, |group, out| unsafe { H::pairs_avx512(group, seed, out) });
+        self.insert_groups(keys, |spec, lines, group| unsafe { probe_group_avx512::<H>(spec, lines, group) });
     }
 
-    /// The batched blocked insert, with `pairs` hashing each group of keys.
+    /// The batched blocked insert, with `probe` hashing, probing and prefetching each group of
+    /// keys ([`probe_group`]).
     #[inline(always)]
-    fn insert_groups(&mut self, keys: &[&[u8]], pairs: impl Fn(&[&[u8]], &mut [(u32, u32)])) {
+    fn insert_groups(&mut self, keys: &[&[u8]], probe: impl Fn(FilterSpec, *const u8, &[&[u8]]) -> [BlockProbe; BATCH]) {
         let (spec, lines) = (self.spec, self.bits.line_ptr(0));
-        pipelined(keys, |group| probe_group(spec, lines, group, &pairs), |probes| {
+        pipelined(keys, |group| probe(spec, lines, group), |probes| {
             for probe in probes {
                 self.set_probe(probe);
             }
@@ -277,20 +277,22 @@ impl BloomFilter {
             BlockKernel::Avx512 => unsafe { self.contains_batch_avx512::<H>(keys, answers) },
             #[cfg(target_arch = "x86_64")]
             BlockKernel::Avx2 => unsafe { self.contains_batch_avx2::<H>(keys, answers) },
-            _ => self.contains_groups(keys, answers, |group, out| H::pairs(group, seed, out), |p| self.contains_probe(p)),
+            _ => self.contains_groups(keys, answers, |spec, lines, group| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out)), |p| {
+                self.contains_probe(p)
+            }),
         }
     }
 
     /// The batched query with the AVX-512 hash and test, compiled for AVX-512 as a whole.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
     unsafe fn contains_batch_avx512<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
-        let (k, seed) = (self.spec.hashes, self.spec.seed);
+        let k = self.spec.hashes;
         // SAFETY (both): the caller checked that the CPU runs the avx512 kernel for this k.
         self.contains_groups(
             keys,
             answers,
-            |group, out| unsafe { H::pairs_avx512(group, seed, out) },
+            |spec, lines, group| unsafe { probe_group_avx512::<H>(spec, lines, group) },
             |p| unsafe { block_avx512::test(self.bits.line(p.block), p.remixed(), k) },
         );
     }
@@ -301,23 +303,23 @@ impl BloomFilter {
     unsafe fn contains_batch_avx2<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         let (k, seed) = (self.spec.hashes, self.spec.seed);
         // SAFETY: the caller checked that the CPU has AVX2 and that k fits the test.
-        self.contains_groups(keys, answers, |group, out| H::pairs(group, seed, out), |p| unsafe {
+        self.contains_groups(keys, answers, |spec, lines, group| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out)), |p| unsafe {
             block_avx2::test(self.bits.line(p.block), p.remixed(), k)
         });
     }
 
-    /// The batched blocked query, with `pairs` hashing each group of keys and `test`
-    /// answering for one probe.
+    /// The batched blocked query, with `probe` hashing, probing and prefetching each group of
+    /// keys ([`probe_group`]) and `test` answering for one probe.
     #[inline(always)]
     fn contains_groups(
         &self,
         keys: &[&[u8]],
         answers: &mut Vec<bool>,
-        pairs: impl Fn(&[&[u8]], &mut [(u32, u32)]),
+        probe: impl Fn(FilterSpec, *const u8, &[&[u8]]) -> [BlockProbe; BATCH],
         test: impl Fn(&BlockProbe) -> bool,
     ) {
         let lines = self.bits.line_ptr(0);
-        pipelined(keys, |group| probe_group(self.spec, lines, group, &pairs), |probes| answers.extend(probes.iter().map(&test)));
+        pipelined(keys, |group| probe(self.spec, lines, group), |probes| answers.extend(probes.iter().map(&test)));
     }
 
     /// ORs `other` into `self`: the filter of both key sets. Refuses a different identity.
@@ -434,6 +436,33 @@ fn probe_group(spec: FilterSpec, lines: *const u8, group: &[&[u8]], pairs: impl 
     let mut probes = [BlockProbe::default(); BATCH];
     for (probe, &(a, b)) in probes.iter_mut().zip(&hashes[..group.len()]) {
         *probe = spec.block_probe_of(a, b);
+        prefetch(lines.wrapping_add(probe.block * 64));
+    }
+    probes
+}
+
+/// [`probe_group`] for the avx512 kernel: the scheme's wide hash if it has one, and the
+/// probes computed eight to a vector where the filter has fewer than 2^32 blocks (256 GiB).
+///
+/// # Safety
+/// The CPU must run the avx512 kernel.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, group: &[&[u8]]) -> [BlockProbe; BATCH] {
+    let mut pairs = Pairs::default();
+    // SAFETY: the caller runs the avx512 kernel.
+    unsafe { H::pairs_avx512(group, spec.seed, &mut pairs) };
+    let mut probes = [BlockProbe::default(); BATCH];
+    let blocks = spec.bits / BLOCK_BITS;
+    if blocks < 1 << 32 {
+        block_avx512::probes(&pairs, blocks, &mut probes);
+    } else {
+        for (i, probe) in probes.iter_mut().enumerate() {
+            *probe = spec.block_probe_of(pairs.c[i], pairs.b[i]);
+        }
+    }
+    for probe in &probes[..group.len()] {
         prefetch(lines.wrapping_add(probe.block * 64));
     }
     probes

@@ -36,14 +36,29 @@ pub fn available() -> bool {
 /// One 32-bit lane per key, [`MAX_KEYS`] keys.
 type Lanes = [__m512i; VECTORS];
 
-/// `hashlittle2(keys[i], pc, 0)` for the (at most [`MAX_KEYS`]) keys, as (c, b) in `out[i]`.
+/// The hash pairs of a group of keys, one array per half: `c[i]`, `b[i]` for key i.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct Pairs {
+    pub c: [u32; MAX_KEYS],
+    pub b: [u32; MAX_KEYS],
+}
+
+impl Default for Pairs {
+    fn default() -> Self {
+        Pairs { c: [0; MAX_KEYS], b: [0; MAX_KEYS] }
+    }
+}
+
+/// `hashlittle2(keys[i], pc, 0)` for the (at most [`MAX_KEYS`]) keys, as (`out.c[i]`,
+/// `out.b[i]`); the lanes past the keys hold hashes of nothing.
 ///
 /// # Safety
 /// The CPU must have AVX-512F, BW and VL ([`available`]).
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut [(u32, u32)]) {
-    debug_assert!(keys.len() <= MAX_KEYS && out.len() >= keys.len());
+pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
+    debug_assert!(keys.len() <= MAX_KEYS);
     let mut lens = [0u32; MAX_KEYS];
     for (len, key) in lens.iter_mut().zip(keys) {
         *len = key.len() as u32;
@@ -68,18 +83,19 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut [(u32, u32)]) 
     }
     finish(&mut a, &mut b, &mut c);
 
-    let (mut cs, mut bs) = ([0u32; MAX_KEYS], [0u32; MAX_KEYS]);
     for v in 0..VECTORS {
         // An empty key is not finished: its hashes are the initial values.
         let empty = _mm512_cmpeq_epu32_mask(len[v], _mm512_setzero_si512());
-        // SAFETY: each vector's 16 lanes are inside `cs` and `bs`.
+        // SAFETY: each vector's 16 lanes are inside `out.c` and `out.b`.
         unsafe {
-            _mm512_storeu_si512(cs.as_mut_ptr().add(v * LANES) as *mut _, _mm512_mask_mov_epi32(c[v], empty, init[v]));
-            _mm512_storeu_si512(bs.as_mut_ptr().add(v * LANES) as *mut _, _mm512_mask_mov_epi32(b[v], empty, init[v]));
+            _mm512_storeu_si512(out.c.as_mut_ptr().add(v * LANES) as *mut _, _mm512_mask_mov_epi32(c[v], empty, init[v]));
+            _mm512_storeu_si512(out.b.as_mut_ptr().add(v * LANES) as *mut _, _mm512_mask_mov_epi32(b[v], empty, init[v]));
         }
     }
-    for (i, (slot, key)) in out.iter_mut().zip(keys).enumerate() {
-        *slot = if key.len() <= MAX_LANE_LEN { (cs[i], bs[i]) } else { super::lookup3::hashlittle2(key, pc, 0) };
+    for (i, key) in keys.iter().enumerate() {
+        if key.len() > MAX_LANE_LEN {
+            (out.c[i], out.b[i]) = super::lookup3::hashlittle2(key, pc, 0);
+        }
     }
 }
 
@@ -246,11 +262,11 @@ mod tests {
                             &bytes[at..at + len]
                         })
                         .collect();
-                    let mut out = [(0, 0); MAX_KEYS];
+                    let mut out = Pairs::default();
                     // SAFETY: the CPU has what the function needs (checked above).
                     unsafe { hashlittle2_wide(&keys, seed, &mut out) };
                     for (i, key) in keys.iter().enumerate() {
-                        assert_eq!(out[i], hashlittle2(key, seed, 0), "lane {i} of {group}, length {}, seed {seed}", key.len());
+                        assert_eq!((out.c[i], out.b[i]), hashlittle2(key, seed, 0), "lane {i} of {group}, length {}, seed {seed}", key.len());
                         checked += 1;
                     }
                 }
@@ -258,11 +274,11 @@ mod tests {
         }
         // Keys that end at the buffer's last byte.
         let tail: Vec<&[u8]> = (0..LANES).map(|i| &bytes[bytes.len() - i..]).collect();
-        let mut out = [(0, 0); MAX_KEYS];
+        let mut out = Pairs::default();
         // SAFETY: as above.
         unsafe { hashlittle2_wide(&tail, 1, &mut out) };
         for (i, key) in tail.iter().enumerate() {
-            assert_eq!(out[i], hashlittle2(key, 1, 0), "tail key of length {i}");
+            assert_eq!((out.c[i], out.b[i]), hashlittle2(key, 1, 0), "tail key of length {i}");
         }
         assert!(checked > 15_000, "{checked} lanes checked");
     }
@@ -290,10 +306,10 @@ mod tests {
             for group in [1, 16, keys.len()] {
                 for start in 0..=keys.len() - group {
                     let group = &keys[start..start + group];
-                    let mut out = [(0, 0); MAX_KEYS];
+                    let mut out = Pairs::default();
                     hashlittle2_wide(group, 3, &mut out);
-                    for (key, got) in group.iter().zip(out) {
-                        assert_eq!(got, hashlittle2(key, 3, 0), "key of length {} at the page's end", key.len());
+                    for (i, key) in group.iter().enumerate() {
+                        assert_eq!((out.c[i], out.b[i]), hashlittle2(key, 3, 0), "key of length {} at the page's end", key.len());
                     }
                 }
             }

@@ -146,15 +146,18 @@ pub trait PairHash {
     /// The (a, b) pair of [`Scheme::native_pair`].
     fn pair(key: &[u8], seed: u32) -> (u32, u32);
 
-    /// The pairs of a group of keys, `out[i]` for `keys[i]`, in code compiled for AVX-512
-    /// (the blocked layout's `avx512` kernel): one key at a time unless the scheme's hash has
-    /// a wide form.
+    /// The pairs of a group of at most [`lookup3_x16::MAX_KEYS`] keys, in code compiled for
+    /// AVX-512 (the blocked layout's `avx512` kernel): one key at a time unless the scheme's
+    /// hash has a wide form.
     ///
     /// # Safety
     /// The CPU must run the `avx512` kernel ([`BlockKernel::Avx512`]).
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut [(u32, u32)]) {
-        Self::pairs(keys, seed, out)
+    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut lookup3_x16::Pairs) {
+        for (i, key) in keys.iter().enumerate() {
+            (out.c[i], out.b[i]) = Self::pair(key, seed);
+        }
     }
 
     /// The pairs of a group of keys, one key at a time.
@@ -181,11 +184,9 @@ impl PairHash for Lookup3Pair {
     /// Sixteen keys to a vector ([`lookup3_x16`]).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut [(u32, u32)]) {
-        for (keys, out) in keys.chunks(lookup3_x16::MAX_KEYS).zip(out.chunks_mut(lookup3_x16::MAX_KEYS)) {
-            // SAFETY: the caller runs the avx512 kernel, which needs what the wide hash needs.
-            unsafe { lookup3_x16::hashlittle2_wide(keys, seed, out) };
-        }
+    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut lookup3_x16::Pairs) {
+        // SAFETY: the caller runs the avx512 kernel, which needs what the wide hash needs.
+        unsafe { lookup3_x16::hashlittle2_wide(keys, seed, out) };
     }
 }
 
@@ -200,6 +201,7 @@ impl PairHash for Lookup2Pair {
 /// x = a << 32 | b) and, inside the block's 512 bits, k positions taken 9 bits at a time from a
 /// remix of x (remixed again every 7 positions), so that they do not correlate with the block.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)] // block, then z: the AVX-512 kernel writes probes as pairs of 64-bit lanes
 pub struct BlockProbe {
     pub block: usize,
     z: u64,
