@@ -6,6 +6,8 @@ use crate::error::Result;
 use crate::params;
 #[cfg(target_arch = "x86_64")]
 use crate::hashing::{block_avx2, block_avx512, lookup3_x16::Pairs};
+#[cfg(target_arch = "x86_64")]
+use crate::hashing::block_kernel::test_runs;
 use crate::hashing::{BlockKernel, BlockProbe, Lookup2Pair, Lookup3Pair, PairHash, Scheme};
 use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 
@@ -129,7 +131,7 @@ impl BloomFilter {
     #[inline(always)]
     fn contains_blocked_by<H: PairHash>(&self, kernel: BlockKernel, key: &[u8]) -> bool {
         match kernel {
-            // SAFETY (both): the caller checked that the CPU runs the kernel for this k.
+            // SAFETY (both): the caller checked that the CPU runs the kernel.
             #[cfg(target_arch = "x86_64")]
             BlockKernel::Avx512 => unsafe { self.contains_avx512::<H>(key) },
             #[cfg(target_arch = "x86_64")]
@@ -150,8 +152,8 @@ impl BloomFilter {
     #[target_feature(enable = "avx512f")]
     unsafe fn contains_avx512<H: PairHash>(&self, key: &[u8]) -> bool {
         let probe = self.spec.block_probe_by::<H>(key);
-        // SAFETY: the caller checked that the CPU has AVX-512F and that k fits the test.
-        unsafe { block_avx512::test(self.bits.line(probe.block), probe.remixed(), self.spec.hashes) }
+        // SAFETY: the caller checked that the CPU runs the avx512 kernel.
+        test_runs(self.bits.line(probe.block), probe.remixed(), self.spec.hashes, |line, z, k| unsafe { block_avx512::test(line, z, k) })
     }
 
     /// One blocked query with the AVX2 test, hash included.
@@ -159,8 +161,8 @@ impl BloomFilter {
     #[target_feature(enable = "avx2")]
     unsafe fn contains_avx2<H: PairHash>(&self, key: &[u8]) -> bool {
         let probe = self.spec.block_probe_by::<H>(key);
-        // SAFETY: the caller checked that the CPU has AVX2 and that k fits the test.
-        unsafe { block_avx2::test(self.bits.line(probe.block), probe.remixed(), self.spec.hashes) }
+        // SAFETY: the caller checked that the CPU has AVX2.
+        test_runs(self.bits.line(probe.block), probe.remixed(), self.spec.hashes, |line, z, k| unsafe { block_avx2::test(line, z, k) })
     }
 
     /// The blocked layout's test of a key whose probe is computed (and its line perhaps
@@ -272,7 +274,7 @@ impl BloomFilter {
     fn contains_batch_by<H: PairHash>(&self, kernel: BlockKernel, keys: &[&[u8]], answers: &mut Vec<bool>) {
         let seed = self.spec.seed;
         match kernel {
-            // SAFETY (both): the caller checked that the CPU runs the kernel for this k.
+            // SAFETY (both): the caller checked that the CPU runs the kernel.
             #[cfg(target_arch = "x86_64")]
             BlockKernel::Avx512 => unsafe { self.contains_batch_avx512::<H>(keys, answers) },
             #[cfg(target_arch = "x86_64")]
@@ -288,12 +290,12 @@ impl BloomFilter {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
     unsafe fn contains_batch_avx512<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         let k = self.spec.hashes;
-        // SAFETY (both): the caller checked that the CPU runs the avx512 kernel for this k.
+        // SAFETY (both): the caller checked that the CPU runs the avx512 kernel.
         self.contains_groups(
             keys,
             answers,
             |spec, lines, group| unsafe { probe_group_avx512::<H>(spec, lines, group) },
-            |p| unsafe { block_avx512::test(self.bits.line(p.block), p.remixed(), k) },
+            |p| test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx512::test(line, z, k) }),
         );
     }
 
@@ -302,9 +304,9 @@ impl BloomFilter {
     #[target_feature(enable = "avx2")]
     unsafe fn contains_batch_avx2<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         let (k, seed) = (self.spec.hashes, self.spec.seed);
-        // SAFETY: the caller checked that the CPU has AVX2 and that k fits the test.
-        self.contains_groups(keys, answers, |spec, lines, group| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out)), |p| unsafe {
-            block_avx2::test(self.bits.line(p.block), p.remixed(), k)
+        // SAFETY: the caller checked that the CPU has AVX2.
+        self.contains_groups(keys, answers, |spec, lines, group| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out)), |p| {
+            test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx2::test(line, z, k) })
         });
     }
 
@@ -504,7 +506,8 @@ mod tests {
         let kernels: Vec<BlockKernel> = BlockKernel::ALL.into_iter().filter(|kernel| kernel.runs(1)).collect();
         eprintln!("kernels this CPU runs: {kernels:?}");
         for scheme in [Scheme::NativeLookup3, Scheme::Native] {
-            for k in 1..=9 {
+            // Up to three remixes' positions (the vector tests take 7 at a time).
+            for k in 1..=17 {
                 let spec = FilterSpec { hashes: k, ..FilterSpec::sized_for(scheme, Layout::Blocked, 2000, 0.05, 3).unwrap() };
                 let mut f = BloomFilter::new(spec);
                 let keys: Vec<Vec<u8>> = (0..6000u32).map(|i| format!("key-{i}").into_bytes()).collect();

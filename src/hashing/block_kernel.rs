@@ -34,9 +34,9 @@ fn parse_cap(value: Option<&str>) -> Result<BlockKernel, String> {
 pub enum BlockKernel {
     /// Plain Rust, any CPU and any k: the reference.
     Portable,
-    /// x86-64 with AVX2, k ≤ 7.
+    /// x86-64 with AVX2.
     Avx2,
-    /// x86-64 with AVX-512F, k ≤ 7.
+    /// x86-64 with AVX-512 F, BW, VL and DQ; batches are also hashed and probed in vectors.
     Avx512,
 }
 
@@ -56,16 +56,17 @@ impl BlockKernel {
         BlockKernel::ALL.into_iter().find(|kernel| kernel.name() == name)
     }
 
-    /// Whether this CPU runs this kernel for k hashes (the vector tests hold one remix's
-    /// positions, so k ≤ 7).
+    /// Whether this CPU runs this kernel for k hashes (every kernel takes any k: the vector
+    /// tests take a remix's 7 positions at a time, [`test_runs`]).
     #[inline(always)]
     pub fn runs(self, k: u32) -> bool {
+        let _ = k;
         match self {
             BlockKernel::Portable => true,
             #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx2 => k <= super::block_avx2::MAX_K && super::block_avx2::available(),
+            BlockKernel::Avx2 => super::block_avx2::available(),
             #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx512 => k <= super::block_avx512::MAX_K && super::block_avx512::available(),
+            BlockKernel::Avx512 => super::block_avx512::available(),
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,
         }
@@ -79,6 +80,22 @@ impl BlockKernel {
             BlockKernel::Avx512 => "avx512",
         }
     }
+}
+
+/// `test` of the (up to 7) positions one remix holds, extended to any k: each run of 7 positions
+/// comes from its own remix, remix(z + i) for the run starting at position i, as
+/// [`BlockBits`](super::BlockBits) draws them (z is the probe's first remix).
+#[inline(always)]
+pub(crate) fn test_runs(line: &[u64; 8], z: u64, k: u32, test: impl Fn(&[u64; 8], u64, u32) -> bool) -> bool {
+    const RUN: u32 = super::POSITIONS_PER_REMIX;
+    if k <= RUN {
+        return test(line, z, k);
+    }
+    let mut all = test(line, z, RUN);
+    for start in (RUN..k).step_by(RUN as usize) {
+        all &= test(line, super::remix(z.wrapping_add(start as u64)), (k - start).min(RUN));
+    }
+    all
 }
 
 /// What the tests of every vector kernel check: on 200,000 random lines, from sparse to nearly
@@ -133,8 +150,41 @@ mod tests {
         assert!(BlockKernel::Portable < BlockKernel::Avx2 && BlockKernel::Avx2 < BlockKernel::Avx512);
         for k in [1, 7, 8, 32] {
             assert!(BlockKernel::Portable.runs(k));
+            // A kernel the CPU runs takes every k (the vector tests, 7 positions at a time).
+            for kernel in BlockKernel::ALL {
+                assert_eq!(kernel.runs(k), kernel.runs(1), "{kernel:?} k {k}");
+            }
         }
-        // No vector kernel takes a k beyond one remix's positions.
-        assert!(!BlockKernel::Avx2.runs(8) && !BlockKernel::Avx512.runs(8));
+    }
+
+    /// `test_runs` of a 7-position test answers as the positions tested one by one do, for k
+    /// up to 32 (five remixes).
+    #[test]
+    fn test_runs_extends_a_seven_position_test_to_every_k() {
+        use crate::hashing::BlockProbe;
+        let seven = |line: &[u64; 8], z: u64, k: u32| {
+            assert!(k <= 7, "a run of {k} positions");
+            (0..k).all(|j| {
+                let p = (z >> (9 * j)) & 511;
+                line[(p >> 6) as usize] >> (p & 63) & 1 == 1
+            })
+        };
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let (mut yes, mut no) = (0, 0);
+        for round in 0..20_000u64 {
+            x = crate::hashing::remix(x.wrapping_add(round));
+            // Dense lines (about 15/16 of the bits set), so that long runs of positions pass.
+            let line: [u64; 8] = std::array::from_fn(|i| {
+                let w = |s: u64| crate::hashing::remix(x ^ (i as u64) << 8 ^ s);
+                w(1) | w(2) | w(3) | w(4)
+            });
+            let probe = BlockProbe::new((x >> 32) as u32, x as u32, 1);
+            for k in 1..=32 {
+                let want = probe.bits(k).all(|p| line[(p >> 6) as usize] >> (p & 63) & 1 == 1);
+                assert_eq!(test_runs(&line, probe.remixed(), k, seven), want, "k {k}");
+                if want { yes += 1 } else { no += 1 }
+            }
+        }
+        assert!(yes > 10_000 && no > 10_000, "both answers exercised: {yes} yes, {no} no");
     }
 }

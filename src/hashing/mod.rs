@@ -209,7 +209,7 @@ pub struct BlockProbe {
 
 /// The splitmix64 finaliser: a bijective remix of all 64 bits.
 #[inline(always)]
-fn remix(mut z: u64) -> u64 {
+pub(crate) fn remix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
