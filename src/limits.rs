@@ -47,32 +47,56 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// Asks the kernel to back the whole pages inside `start..start + bytes` with transparent huge
+/// pages. madvise refuses (EINVAL) a start that is not page-aligned, and a large allocation
+/// starts a few bytes into its first page (its allocator's header), so the range is trimmed to
+/// whole pages first: passed as it was, the advice was refused for every filter.
+fn advise_huge_pages(start: usize, bytes: usize) {
+    const PAGE: usize = 4096;
+    let first = start.next_multiple_of(PAGE);
+    let end = (start + bytes) / PAGE * PAGE;
+    if end <= first {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: the range is whole pages inside the caller's allocation; madvise only advises
+    // the kernel about it and changes no contents.
+    unsafe {
+        libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE);
+    }
+}
+
 /// Allocates `n` zeroed values, asking the kernel for transparent huge pages when the block is
 /// large: a filter or key table is accessed at random, and with 4 KiB pages each access may also
 /// miss the TLB, and each first touch fault. Where huge pages are not available this is a plain
 /// zeroed allocation.
 ///
-/// Every page is then written once, here. A fresh page that is read before it is written maps
-/// the kernel's shared zero page, and the first write must replace that mapping and flush every
-/// CPU's TLB entry for it: with two workers running, an inter-processor interrupt per page (a VM
-/// exit on a virtual machine), which took an eighth of a two-worker semi-join's time.
+/// The memory is allocated untouched, advised, and only then zeroed, which writes every page
+/// once. The order matters twice over:
+/// - a page already touched stays a 4 KiB page. A zeroed allocation of this alignment (64) is
+///   not calloc but an allocation and a memset, which touched every page before the advice
+///   could take effect: no filter ever got a huge page;
+/// - a fresh page that is read before it is written maps the kernel's shared zero page, and the
+///   first write must replace that mapping and flush every CPU's TLB entry for it: with two
+///   workers running, an inter-processor interrupt per page (a VM exit on a virtual machine),
+///   which took an eighth of a two-worker semi-join's time.
 pub fn zeroed_huge<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
-    let mut v: Vec<T> = bytemuck::zeroed_vec(n);
     let bytes = n * std::mem::size_of::<T>();
-    if bytes >= 4 << 20 {
-        #[cfg(target_os = "linux")]
-        // SAFETY: madvise only advises the kernel about the allocation's own address range;
-        // it changes no contents (the pages are still zero and untouched).
-        unsafe {
-            libc::madvise(v.as_ptr() as *mut libc::c_void, bytes, libc::MADV_HUGEPAGE);
-        }
+    if bytes < 4 << 20 {
+        return bytemuck::zeroed_vec(n);
     }
-    let base = v.as_mut_ptr() as *mut u8;
-    for offset in (0..bytes).step_by(4096) {
-        // SAFETY: the offset is inside the allocation of `bytes` bytes, and writing a zero byte
-        // over zeroed memory keeps every value of the Zeroable T as it was. Volatile, so that the
-        // compiler cannot drop a write it knows stores what is already there.
-        unsafe { std::ptr::write_volatile(base.add(offset), 0) };
+    let layout = std::alloc::Layout::array::<T>(n).expect("a slice that fits the address space");
+    // SAFETY: the layout's size is at least 4 MiB, never zero.
+    let ptr = unsafe { std::alloc::alloc(layout) };
+    if ptr.is_null() {
+        std::alloc::handle_alloc_error(layout);
     }
-    v
+    advise_huge_pages(ptr as usize, bytes);
+    // SAFETY: `ptr` is a fresh allocation of `layout`, `bytes` long; all-zero bytes are a valid
+    // `T` (Zeroable), so after the write it holds n initialised values, and the Vec frees it
+    // with the same layout (an array of n `T`).
+    unsafe {
+        std::ptr::write_bytes(ptr, 0, bytes);
+        Vec::from_raw_parts(ptr as *mut T, n, n)
+    }
 }
