@@ -15,6 +15,10 @@ use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 /// the first key's line has arrived by the time the last key's prefetch is issued.
 pub const BATCH: usize = 64;
 
+// A group's hash pairs fit the wide hashes' output.
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(BATCH == crate::hashing::lookup3_x16::MAX_KEYS);
+
 /// A plain Bloom filter with its identity and the bookkeeping that `info` reports.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BloomFilter {
@@ -221,6 +225,8 @@ impl BloomFilter {
             // SAFETY: the filter's kernel is one this CPU runs.
             #[cfg(target_arch = "x86_64")]
             BlockKernel::Avx512 => unsafe { self.insert_groups_avx512::<H>(keys) },
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx2 => unsafe { self.insert_groups_avx2::<H>(keys) },
             _ => self.insert_groups(keys, |spec, lines, group| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out))),
         }
     }
@@ -231,6 +237,14 @@ impl BloomFilter {
     unsafe fn insert_groups_avx512<H: PairHash>(&mut self, keys: &[&[u8]]) {
         // SAFETY: the caller checked that the CPU runs the avx512 kernel.
         self.insert_groups(keys, |spec, lines, group| unsafe { probe_group_avx512::<H>(spec, lines, group) });
+    }
+
+    /// The batched insert compiled for AVX2 as a whole, so that the wide hash inlines.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn insert_groups_avx2<H: PairHash>(&mut self, keys: &[&[u8]]) {
+        // SAFETY: the caller checked that the CPU has AVX2.
+        self.insert_groups(keys, |spec, lines, group| unsafe { probe_group_avx2::<H>(spec, lines, group) });
     }
 
     /// The batched blocked insert, with `probe` hashing, probing and prefetching each group of
@@ -303,11 +317,14 @@ impl BloomFilter {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn contains_batch_avx2<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
-        let (k, seed) = (self.spec.hashes, self.spec.seed);
-        // SAFETY: the caller checked that the CPU has AVX2.
-        self.contains_groups(keys, answers, |spec, lines, group| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out)), |p| {
-            test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx2::test(line, z, k) })
-        });
+        let k = self.spec.hashes;
+        // SAFETY (both): the caller checked that the CPU has AVX2.
+        self.contains_groups(
+            keys,
+            answers,
+            |spec, lines, group| unsafe { probe_group_avx2::<H>(spec, lines, group) },
+            |p| test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx2::test(line, z, k) }),
+        );
     }
 
     /// The batched blocked query, with `probe` hashing, probing and prefetching each group of
@@ -470,6 +487,26 @@ unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, gr
     probes
 }
 
+/// [`probe_group`] for the avx2 kernel: the scheme's wide hash if it has one, then the probes
+/// one by one.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn probe_group_avx2<H: PairHash>(spec: FilterSpec, lines: *const u8, group: &[&[u8]]) -> [BlockProbe; BATCH] {
+    let mut pairs = Pairs::default();
+    // SAFETY: the caller checked that the CPU has AVX2.
+    unsafe { H::pairs_avx2(group, spec.seed, &mut pairs) };
+    let mut probes = [BlockProbe::default(); BATCH];
+    for (i, probe) in probes[..group.len()].iter_mut().enumerate() {
+        *probe = spec.block_probe_of(pairs.c[i], pairs.b[i]);
+        prefetch(lines.wrapping_add(probe.block * 64));
+    }
+    probes
+}
+
 /// Asks the CPU to start loading the cache line at `line`: a hint, which reads nothing and
 /// cannot fault.
 #[inline(always)]
@@ -500,7 +537,8 @@ mod tests {
 
     /// `contains` and `contains_batch` take the fastest kernel the CPU runs; `contains_probe` is
     /// the portable one. Every kernel this CPU runs must answer alike, in both paths, for every
-    /// k and both native schemes, on members and non-members.
+    /// k and both native schemes, on members and non-members, and its batched insert must set
+    /// the bits that inserting one key at a time sets.
     #[test]
     fn every_blocked_query_path_answers_alike() {
         let kernels: Vec<BlockKernel> = BlockKernel::ALL.into_iter().filter(|kernel| kernel.runs(1)).collect();
@@ -521,7 +559,14 @@ mod tests {
                 assert_eq!(batched, portable, "{scheme} k {k}: contains_batch");
                 let single: Vec<bool> = refs.iter().map(|key| f.contains(key)).collect();
                 assert_eq!(single, portable, "{scheme} k {k}: contains");
+                let mut one_by_one = BloomFilter::new(spec);
+                refs[..2000].iter().for_each(|key| one_by_one.insert(key));
+                assert_eq!(one_by_one.bits, f.bits, "{scheme} k {k}: insert_batch");
                 for &kernel in &kernels {
+                    // Each kernel's batched insert sets the bits one-by-one inserts set.
+                    let mut by_kernel = BloomFilter { kernel, ..BloomFilter::new(spec) };
+                    by_kernel.insert_batch(&refs[..2000]);
+                    assert_eq!(by_kernel.bits, f.bits, "{scheme} k {k}: insert_batch with {kernel:?}");
                     f.contains_batch_with(kernel, &refs, &mut batched);
                     assert_eq!(batched, portable, "{scheme} k {k}: contains_batch_with {kernel:?}");
                     let single: Vec<bool> = refs.iter().map(|key| f.contains_with(kernel, key)).collect();

@@ -67,11 +67,11 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     let word = |w: usize| -> Lanes { std::array::from_fn(|v| words[v][w]) };
     // SAFETY: each vector's 16 lanes are inside `lens`.
     let len: Lanes = std::array::from_fn(|v| unsafe { _mm512_loadu_si512(lens.as_ptr().add(v * LANES) as *const _) });
-    let init = map(len, |l| _mm512_add_epi32(l, _mm512_set1_epi32(0xdead_beef_u32.wrapping_add(pc) as i32)));
+    let init = len.add([_mm512_set1_epi32(0xdead_beef_u32.wrapping_add(pc) as i32); VECTORS]);
 
     // The first 12 bytes; then, for keys of 13..=24 bytes, mix and add the next 12 (words 3..5
     // are zero for shorter keys, but the mix is not, so it is kept only where the key is long).
-    let (mut a, mut b, mut c) = (add(init, word(0)), add(init, word(1)), add(init, word(2)));
+    let (mut a, mut b, mut c) = (init.add(word(0)), init.add(word(1)), init.add(word(2)));
     let (mut ma, mut mb, mut mc) = (a, b, c);
     mix(&mut ma, &mut mb, &mut mc);
     let long: [__mmask16; VECTORS] = std::array::from_fn(|v| _mm512_cmpgt_epu32_mask(len[v], _mm512_set1_epi32(12)));
@@ -165,70 +165,64 @@ fn transposed_words(keys: &[&[u8]]) -> [__m512i; 6] {
     [even(&w01), odd(&w01), even(&w23), odd(&w23), even(&w45), odd(&w45)]
 }
 
-/// `f` applied to every vector.
-#[inline(always)]
-fn map(x: Lanes, f: impl Fn(__m512i) -> __m512i) -> Lanes {
-    std::array::from_fn(|v| f(x[v]))
+/// Lane-wise u32 arithmetic on a group of vectors: what lookup3's rounds need. Implemented for
+/// the AVX-512 lanes here and the AVX2 lanes of [`super::lookup3_x8`]; the methods are inlined
+/// into functions compiled for the instructions they use.
+pub(crate) trait LaneOps: Copy {
+    fn add(self, other: Self) -> Self;
+    fn sub(self, other: Self) -> Self;
+    fn xor(self, other: Self) -> Self;
+    fn rot<const K: i32>(self) -> Self;
 }
 
-/// `f` applied to every pair of vectors.
-#[inline(always)]
-fn zip(x: Lanes, y: Lanes, f: impl Fn(__m512i, __m512i) -> __m512i) -> Lanes {
-    std::array::from_fn(|v| f(x[v], y[v]))
-}
+impl LaneOps for Lanes {
+    #[inline(always)]
+    fn add(self, other: Self) -> Self {
+        // SAFETY (all four): only called from functions compiled for AVX-512F.
+        std::array::from_fn(|v| unsafe { _mm512_add_epi32(self[v], other[v]) })
+    }
 
-/// Lane-wise rotate left, minus, xor and plus.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn rot<const K: i32>(x: Lanes) -> Lanes {
-    map(x, |x| _mm512_rol_epi32::<K>(x))
-}
+    #[inline(always)]
+    fn sub(self, other: Self) -> Self {
+        std::array::from_fn(|v| unsafe { _mm512_sub_epi32(self[v], other[v]) })
+    }
 
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn sub(x: Lanes, y: Lanes) -> Lanes {
-    zip(x, y, |x, y| _mm512_sub_epi32(x, y))
-}
+    #[inline(always)]
+    fn xor(self, other: Self) -> Self {
+        std::array::from_fn(|v| unsafe { _mm512_xor_si512(self[v], other[v]) })
+    }
 
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn xor(x: Lanes, y: Lanes) -> Lanes {
-    zip(x, y, |x, y| _mm512_xor_si512(x, y))
-}
-
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn add(x: Lanes, y: Lanes) -> Lanes {
-    zip(x, y, |x, y| _mm512_add_epi32(x, y))
+    #[inline(always)]
+    fn rot<const K: i32>(self) -> Self {
+        std::array::from_fn(|v| unsafe { _mm512_rol_epi32::<K>(self[v]) })
+    }
 }
 
 /// lookup3's `mix`, in every lane.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn mix(a: &mut Lanes, b: &mut Lanes, c: &mut Lanes) {
-    *a = xor(sub(*a, *c), rot::<4>(*c)); *c = add(*c, *b);
-    *b = xor(sub(*b, *a), rot::<6>(*a)); *a = add(*a, *c);
-    *c = xor(sub(*c, *b), rot::<8>(*b)); *b = add(*b, *a);
-    *a = xor(sub(*a, *c), rot::<16>(*c)); *c = add(*c, *b);
-    *b = xor(sub(*b, *a), rot::<19>(*a)); *a = add(*a, *c);
-    *c = xor(sub(*c, *b), rot::<4>(*b)); *b = add(*b, *a);
+#[inline(always)]
+pub(crate) fn mix<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
+    *a = a.sub(*c).xor(c.rot::<4>()); *c = c.add(*b);
+    *b = b.sub(*a).xor(a.rot::<6>()); *a = a.add(*c);
+    *c = c.sub(*b).xor(b.rot::<8>()); *b = b.add(*a);
+    *a = a.sub(*c).xor(c.rot::<16>()); *c = c.add(*b);
+    *b = b.sub(*a).xor(a.rot::<19>()); *a = a.add(*c);
+    *c = c.sub(*b).xor(b.rot::<4>()); *b = b.add(*a);
 }
 
 /// lookup3's `final`, in every lane.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn finish(a: &mut Lanes, b: &mut Lanes, c: &mut Lanes) {
-    *c = sub(xor(*c, *b), rot::<14>(*b));
-    *a = sub(xor(*a, *c), rot::<11>(*c));
-    *b = sub(xor(*b, *a), rot::<25>(*a));
-    *c = sub(xor(*c, *b), rot::<16>(*b));
-    *a = sub(xor(*a, *c), rot::<4>(*c));
-    *b = sub(xor(*b, *a), rot::<14>(*a));
-    *c = sub(xor(*c, *b), rot::<24>(*b));
+#[inline(always)]
+pub(crate) fn finish<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
+    *c = c.xor(*b).sub(b.rot::<14>());
+    *a = a.xor(*c).sub(c.rot::<11>());
+    *b = b.xor(*a).sub(a.rot::<25>());
+    *c = c.xor(*b).sub(b.rot::<16>());
+    *a = a.xor(*c).sub(c.rot::<4>());
+    *b = b.xor(*a).sub(a.rot::<14>());
+    *c = c.xor(*b).sub(b.rot::<24>());
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::hashing::lookup3::hashlittle2;
 
@@ -284,13 +278,20 @@ mod tests {
     }
 
     /// Keys that end at the last byte before an unreadable page, which a read past the key
-    /// would fault on: every length 0..=30, from groups of 1 to 64 keys.
+    /// would fault on: every length 0..=30, from groups of 1 to 31 keys.
     #[test]
     fn reads_nothing_past_a_key_at_the_end_of_a_page() {
         if !available() {
             eprintln!("skipped: this CPU has no AVX-512F/BW/VL");
             return;
         }
+        // SAFETY: the CPU has what the function needs (checked above).
+        at_the_end_of_a_page(|group, out| unsafe { hashlittle2_wide(group, 3, out) });
+    }
+
+    /// Checks a wide hash (`hash`, seed 3) on keys that end at the last byte before an
+    /// unreadable page: every length 0..=30, from groups of 1, 16 and 31 keys.
+    pub(crate) fn at_the_end_of_a_page(hash: impl Fn(&[&[u8]], &mut Pairs)) {
         const PAGE: usize = 4096;
         // SAFETY: a fresh anonymous mapping of two pages, the second made unreadable; it is
         // unmapped at the end and nothing else refers to it.
@@ -307,7 +308,7 @@ mod tests {
                 for start in 0..=keys.len() - group {
                     let group = &keys[start..start + group];
                     let mut out = Pairs::default();
-                    hashlittle2_wide(group, 3, &mut out);
+                    hash(group, &mut out);
                     for (i, key) in group.iter().enumerate() {
                         assert_eq!((out.c[i], out.b[i]), hashlittle2(key, 3, 0), "key of length {} at the page's end", key.len());
                     }

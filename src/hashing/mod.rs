@@ -10,6 +10,8 @@ pub mod block_kernel;
 pub mod lookup3;
 #[cfg(target_arch = "x86_64")]
 pub mod lookup3_x16;
+#[cfg(target_arch = "x86_64")]
+pub mod lookup3_x8;
 pub mod hadoop_murmur;
 pub mod native;
 pub mod spark_murmur3;
@@ -160,6 +162,18 @@ pub trait PairHash {
         }
     }
 
+    /// [`pairs_avx512`](Self::pairs_avx512) for the `avx2` kernel.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pairs_avx2(keys: &[&[u8]], seed: u32, out: &mut lookup3_x16::Pairs) {
+        for (i, key) in keys.iter().enumerate() {
+            (out.c[i], out.b[i]) = Self::pair(key, seed);
+        }
+    }
+
     /// The pairs of a group of keys, one key at a time.
     #[inline(always)]
     fn pairs(keys: &[&[u8]], seed: u32, out: &mut [(u32, u32)]) {
@@ -187,6 +201,14 @@ impl PairHash for Lookup3Pair {
     unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut lookup3_x16::Pairs) {
         // SAFETY: the caller runs the avx512 kernel, which needs what the wide hash needs.
         unsafe { lookup3_x16::hashlittle2_wide(keys, seed, out) };
+    }
+
+    /// Eight keys to a vector ([`lookup3_x8`]).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn pairs_avx2(keys: &[&[u8]], seed: u32, out: &mut lookup3_x16::Pairs) {
+        // SAFETY: the caller checked that the CPU has AVX2.
+        unsafe { lookup3_x8::hashlittle2_wide(keys, seed, out) };
     }
 }
 
