@@ -5,19 +5,15 @@ use crate::bits::BitArray;
 use crate::error::Result;
 use crate::params;
 #[cfg(target_arch = "x86_64")]
-use crate::hashing::{block_avx2, block_avx512, lookup3_x16::Pairs};
+use crate::hashing::{block_avx2, block_avx512};
 #[cfg(target_arch = "x86_64")]
 use crate::hashing::block_kernel::test_runs;
-use crate::hashing::{BlockKernel, BlockProbe, Lookup2Pair, Lookup3Pair, PairHash, Scheme};
+use crate::hashing::{BlockKernel, BlockProbe, Lookup2Pair, Lookup3Pair, PairHash, Pairs, Scheme};
 use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 
 /// Keys whose cache lines are prefetched together by batched queries and inserts: enough that
 /// the first key's line has arrived by the time the last key's prefetch is issued.
-pub const BATCH: usize = 64;
-
-// A group's hash pairs fit the wide hashes' output.
-#[cfg(target_arch = "x86_64")]
-const _: () = assert!(BATCH == crate::hashing::lookup3_x16::MAX_KEYS);
+pub const BATCH: usize = crate::hashing::GROUP;
 
 /// A plain Bloom filter with its identity and the bookkeeping that `info` reports.
 #[derive(Clone, Debug, PartialEq)]
@@ -449,12 +445,18 @@ fn pipelined(keys: &[&[u8]], mut probe: impl FnMut(&[&[u8]]) -> [BlockProbe; BAT
 /// `pairs`, computes their probes and prefetches their lines (`lines` is the first line of
 /// the filter's bits).
 #[inline(always)]
-fn probe_group(spec: FilterSpec, lines: *const u8, group: &[&[u8]], pairs: impl Fn(&[&[u8]], &mut [(u32, u32)])) -> [BlockProbe; BATCH] {
-    let mut hashes = [(0, 0); BATCH];
-    pairs(group, &mut hashes[..group.len()]);
+fn probe_group(spec: FilterSpec, lines: *const u8, group: &[&[u8]], pairs: impl Fn(&[&[u8]], &mut Pairs)) -> [BlockProbe; BATCH] {
+    let mut hashes = Pairs::default();
+    pairs(group, &mut hashes);
+    probes_one_by_one(spec, lines, &hashes, group.len())
+}
+
+/// The probes of the first `len` keys of a group hashed into `pairs`, each line prefetched.
+#[inline(always)]
+fn probes_one_by_one(spec: FilterSpec, lines: *const u8, pairs: &Pairs, len: usize) -> [BlockProbe; BATCH] {
     let mut probes = [BlockProbe::default(); BATCH];
-    for (probe, &(a, b)) in probes.iter_mut().zip(&hashes[..group.len()]) {
-        *probe = spec.block_probe_of(a, b);
+    for (i, probe) in probes[..len].iter_mut().enumerate() {
+        *probe = spec.block_probe_of(pairs.c[i], pairs.b[i]);
         prefetch(lines.wrapping_add(probe.block * 64));
     }
     probes
@@ -472,15 +474,12 @@ unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, gr
     let mut pairs = Pairs::default();
     // SAFETY: the caller runs the avx512 kernel.
     unsafe { H::pairs_avx512(group, spec.seed, &mut pairs) };
-    let mut probes = [BlockProbe::default(); BATCH];
     let blocks = spec.bits / BLOCK_BITS;
-    if blocks < 1 << 32 {
-        block_avx512::probes(&pairs, blocks, &mut probes);
-    } else {
-        for (i, probe) in probes.iter_mut().enumerate() {
-            *probe = spec.block_probe_of(pairs.c[i], pairs.b[i]);
-        }
+    if blocks >= 1 << 32 {
+        return probes_one_by_one(spec, lines, &pairs, group.len());
     }
+    let mut probes = [BlockProbe::default(); BATCH];
+    block_avx512::probes(&pairs, blocks, &mut probes);
     for probe in &probes[..group.len()] {
         prefetch(lines.wrapping_add(probe.block * 64));
     }
@@ -499,12 +498,7 @@ unsafe fn probe_group_avx2<H: PairHash>(spec: FilterSpec, lines: *const u8, grou
     let mut pairs = Pairs::default();
     // SAFETY: the caller checked that the CPU has AVX2.
     unsafe { H::pairs_avx2(group, spec.seed, &mut pairs) };
-    let mut probes = [BlockProbe::default(); BATCH];
-    for (i, probe) in probes[..group.len()].iter_mut().enumerate() {
-        *probe = spec.block_probe_of(pairs.c[i], pairs.b[i]);
-        prefetch(lines.wrapping_add(probe.block * 64));
-    }
-    probes
+    probes_one_by_one(spec, lines, &pairs, group.len())
 }
 
 /// Asks the CPU to start loading the cache line at `line`: a hint, which reads nothing and

@@ -33,3 +33,5 @@ pub mod output;
 pub mod cleanup;
 pub mod keyset;
 pub mod messages;
+#[cfg(test)]
+mod xorshift;

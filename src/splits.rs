@@ -443,14 +443,12 @@ mod tests {
 
     #[test]
     fn byte_iter_finds_every_needle_in_order_at_any_length_and_offset() {
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = crate::xorshift::XorShift::new(0x2545_f491_4f6c_dd1d);
         for len in 0..300 {
             let bytes: Vec<u8> = (0..len)
                 .map(|_| {
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    if rng.is_multiple_of(5) { b'\n' } else { b'a' + (rng % 7) as u8 }
+                    let r = rng.next();
+                    if r.is_multiple_of(5) { b'\n' } else { b'a' + (r % 7) as u8 }
                 })
                 .collect();
             for start in 0..len.min(70) {

@@ -5,7 +5,8 @@
 //! CPU keep more queries' cache misses in flight. Selected at run time; the scalar test in
 //! `filter.rs` is the reference (see the test below).
 
-use super::lookup3_x16::{Pairs, MAX_KEYS};
+use super::lookup3_x16::MAX_KEYS;
+use super::Pairs;
 use super::BlockProbe;
 use std::arch::x86_64::*;
 
@@ -107,13 +108,8 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX-512F/BW/VL/DQ");
             return;
         }
-        let mut rng = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
+        let mut rng = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D);
+        let mut next = || rng.next();
         for blocks in [1, 2, 3, 1000, 195_313, 1 << 20, (1 << 31) + 7, u32::MAX as u64] {
             for _ in 0..200 {
                 let mut pairs = Pairs::default();

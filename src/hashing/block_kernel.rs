@@ -109,13 +109,8 @@ pub(crate) fn check_against_scalar(ks: std::ops::RangeInclusive<u32>, test: impl
             line[(p >> 6) as usize] >> (p & 63) & 1 == 1
         })
     };
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut rng = crate::xorshift::XorShift::new(0x9E37_79B9_7F4A_7C15);
+    let mut next = || rng.next();
     let (mut yes, mut no) = (0, 0);
     for round in 0..200_000 {
         let density = round % 4;

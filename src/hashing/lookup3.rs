@@ -174,15 +174,7 @@ mod tests {
     /// a larger buffer (the short path's loads must stay inside the key), with four pairs of seeds.
     #[test]
     fn hashlittle2_equals_the_reference_for_every_length_and_offset() {
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let bytes: Vec<u8> = (0..200)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let bytes = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D).bytes(200);
         for len in 0..=40 {
             for offset in 0..16 {
                 let key = &bytes[offset..offset + len];

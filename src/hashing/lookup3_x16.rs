@@ -8,18 +8,22 @@
 //! and then replaced by the scalar hash. Answers are bit for bit those of
 //! [`super::lookup3::hashlittle2`] (see the test below).
 
+use super::lookup3_x8::load_within_page;
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
 pub const LANES: usize = 16;
+
+pub use super::Pairs;
 
 /// Vectors hashed side by side: the hash of one vector is a chain of about 50 dependent
 /// operations, and four independent chains keep the vector units busy where one left them
 /// waiting (one vector per call took 4.4 ns per key, more than the scalar hash's 4.2).
 const VECTORS: usize = 4;
 
-/// The most keys one call hashes.
+/// The most keys one call hashes: a whole [`Pairs`].
 pub const MAX_KEYS: usize = LANES * VECTORS;
+const _: () = assert!(MAX_KEYS == super::GROUP);
 
 /// The longest key the lanes hash; longer ones are hashed one by one.
 const MAX_LANE_LEN: usize = 24;
@@ -35,20 +39,6 @@ pub fn available() -> bool {
 
 /// One 32-bit lane per key, [`MAX_KEYS`] keys.
 type Lanes = [__m512i; VECTORS];
-
-/// The hash pairs of a group of keys, one array per half: `c[i]`, `b[i]` for key i.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C, align(64))]
-pub struct Pairs {
-    pub c: [u32; MAX_KEYS],
-    pub b: [u32; MAX_KEYS],
-}
-
-impl Default for Pairs {
-    fn default() -> Self {
-        Pairs { c: [0; MAX_KEYS], b: [0; MAX_KEYS] }
-    }
-}
 
 /// `hashlittle2(keys[i], pc, 0)` for the (at most [`MAX_KEYS`]) keys, as (`out.c[i]`,
 /// `out.b[i]`); the lanes past the keys hold hashes of nothing.
@@ -99,43 +89,28 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     }
 }
 
+/// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end.
+///
+/// A byte-masked load would read exactly the key's bytes, but on the Zen 4 this was measured
+/// on it made the whole hash slower than the scalar one (4.4 ns per key against 1.9 with
+/// [`load_within_page`]). So the masked load is taken only by a key that starts in the last 32
+/// bytes of a page, where the next page may be unmapped.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+fn load_key(key: &[u8]) -> __m256i {
+    let n = key.len().min(MAX_LANE_LEN);
+    load_within_page(key, n).unwrap_or_else(|| {
+        // SAFETY: the mask selects bytes 0..n of the key, which are inside it; masked-off bytes
+        // are not read (AVX-512 suppresses their faults).
+        unsafe { _mm256_maskz_loadu_epi8(((1u64 << n) - 1) as __mmask32, key.as_ptr() as *const i8) }
+    })
+}
+
 /// Words 0..6 of each of the first 16 keys, zero-padded past its end, as six vectors with key
 /// i in lane i (lanes past the keys hold zeros).
 ///
 /// Each key's first 24 bytes are read ([`load_key`]) into a 256-bit half; the halves are
 /// paired into 512-bit registers and transposed in three rounds of shuffles.
-/// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end.
-///
-/// A byte-masked load would read exactly the key's bytes, but on the Zen 4 this was measured
-/// on it made the whole hash slower than the scalar one (4.4 ns per key against 1.9 with the
-/// load below). So where the 32 bytes from the key's start lie within one 4 KiB page, they are
-/// read whole, and the bytes past the key are zeroed in the register; only a key that ends in
-/// the last 32 bytes of a page, where the next page may be unmapped, takes the masked load.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-fn load_key(key: &[u8]) -> __m256i {
-    let n = key.len().min(MAX_LANE_LEN);
-    let ptr = key.as_ptr();
-    if n == 0 {
-        // An empty key's pointer may be the first byte of the next page.
-        _mm256_setzero_si256()
-    } else if (ptr as usize) % 4096 <= 4096 - 32 {
-        let whole: __m256i;
-        // SAFETY: the 32 bytes at `ptr` are in the page of the key's first byte, which is
-        // mapped; the read is an instruction of its own (not a Rust read, which must stay inside
-        // the key), and the bytes past the key are discarded below.
-        unsafe {
-            std::arch::asm!("vmovdqu {v}, ymmword ptr [{p}]", p = in(reg) ptr, v = out(ymm_reg) whole, options(pure, readonly, nostack, preserves_flags));
-        }
-        let index = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-        _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8(n as i8), index), whole)
-    } else {
-        // SAFETY: the mask selects bytes 0..n of the key, which are inside it; masked-off bytes
-        // are not read (AVX-512 suppresses their faults).
-        unsafe { _mm256_maskz_loadu_epi8(((1u64 << n) - 1) as __mmask32, ptr as *const i8) }
-    }
-}
-
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 fn transposed_words(keys: &[&[u8]]) -> [__m512i; 6] {
@@ -235,15 +210,7 @@ pub(crate) mod tests {
             eprintln!("skipped: this CPU has no AVX-512F/BW/VL");
             return;
         }
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let bytes: Vec<u8> = (0..800)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let bytes = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D).bytes(800);
         let mut checked = 0;
         for seed in [0, 7, 0x9e37_79b9] {
             for start in 0..41 {

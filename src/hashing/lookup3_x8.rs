@@ -4,7 +4,8 @@
 //! Keys of up to 24 bytes are hashed in the lanes, longer ones one by one; answers are bit for
 //! bit those of [`super::lookup3::hashlittle2`] (see the test below).
 
-use super::lookup3_x16::{finish, mix, LaneOps, Pairs, MAX_KEYS};
+use super::lookup3_x16::{finish, mix, LaneOps, MAX_KEYS};
+use super::Pairs;
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
@@ -120,33 +121,46 @@ fn hash_round(keys: &[&[u8]], pc: u32, out: &mut Pairs, at: usize) {
     out.b[at..at + n].copy_from_slice(&bs[..n]);
 }
 
-/// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end: read whole
-/// where the 32 bytes from the key's start lie within one 4 KiB page (as in
-/// [`super::lookup3_x16`]), else copied into a zeroed buffer, since AVX2 has no byte-masked load.
+/// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end; a key
+/// that starts in the last 32 bytes of a page is copied into a zeroed buffer first, since AVX2
+/// has no byte-masked load.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn load_key(key: &[u8]) -> __m256i {
     let n = key.len().min(MAX_LANE_LEN);
-    let ptr = key.as_ptr();
-    if n == 0 {
-        // An empty key's pointer may be the first byte of the next page.
-        return _mm256_setzero_si256();
-    }
-    if (ptr as usize) % 4096 > 4096 - 32 {
+    load_within_page(key, n).unwrap_or_else(|| {
         let mut padded = [0u8; 32];
         padded[..n].copy_from_slice(&key[..n]);
         // SAFETY: `padded` is 32 bytes; an unaligned load needs no alignment.
-        return unsafe { _mm256_loadu_si256(padded.as_ptr() as *const __m256i) };
+        unsafe { _mm256_loadu_si256(padded.as_ptr() as *const __m256i) }
+    })
+}
+
+/// The first `n` ≤ 32 bytes of `key` in a 256-bit vector, zero after them, read as 32 bytes
+/// at once; None where those 32 bytes would reach into the next page, which may be unmapped.
+/// Reading the bytes past the key and clearing them in the register is much cheaper than
+/// gathering exactly the key's bytes (see [`super::lookup3_x16`]).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn load_within_page(key: &[u8], n: usize) -> Option<__m256i> {
+    debug_assert!(n <= key.len() && n <= 32);
+    let ptr = key.as_ptr();
+    if n == 0 {
+        // An empty key's pointer may be the first byte of the next page.
+        return Some(_mm256_setzero_si256());
+    }
+    if (ptr as usize) % 4096 > 4096 - 32 {
+        return None;
     }
     let whole: __m256i;
     // SAFETY: the 32 bytes at `ptr` are in the page of the key's first byte, which is mapped;
     // the read is an instruction of its own (not a Rust read, which must stay inside the key),
-    // and the bytes past the key are discarded below.
+    // and the bytes past the first n are cleared below.
     unsafe {
         std::arch::asm!("vmovdqu {v}, ymmword ptr [{p}]", p = in(reg) ptr, v = out(ymm_reg) whole, options(pure, readonly, nostack, preserves_flags));
     }
     let index = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-    _mm256_and_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8(n as i8), index), whole)
+    Some(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8(n as i8), index), whole))
 }
 
 /// Words 0..6 of each of the first 8 keys, zero-padded past its end, as six vectors with key i
@@ -190,15 +204,7 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX2");
             return;
         }
-        let mut x = 0x2545_F491_4F6C_DD1Du64;
-        let bytes: Vec<u8> = (0..800)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
+        let bytes = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D).bytes(800);
         for seed in [0, 7, 0x9e37_79b9] {
             for start in 0..41 {
                 for group in (0..=17).chain([31, 33, 47, MAX_KEYS]) {

@@ -139,6 +139,23 @@ impl Scheme {
     }
 }
 
+/// Keys hashed and probed together by the blocked layout's batched operations.
+pub const GROUP: usize = 64;
+
+/// The hash pairs of a group of keys, one array per half: `c[i]`, `b[i]` for key i.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(64))]
+pub struct Pairs {
+    pub c: [u32; GROUP],
+    pub b: [u32; GROUP],
+}
+
+impl Default for Pairs {
+    fn default() -> Self {
+        Pairs { c: [0; GROUP], b: [0; GROUP] }
+    }
+}
+
 /// A native scheme's hash pair as a type, for the hot loops of the blocked layout: each is
 /// compiled once per scheme, with its hash inline and without the other scheme's code. One
 /// function holding both (lookup3 inline, lookup2 as calls) saved and restored registers for
@@ -148,7 +165,7 @@ pub trait PairHash {
     /// The (a, b) pair of [`Scheme::native_pair`].
     fn pair(key: &[u8], seed: u32) -> (u32, u32);
 
-    /// The pairs of a group of at most [`lookup3_x16::MAX_KEYS`] keys, in code compiled for
+    /// The pairs of a group of at most [`GROUP`] keys, in code compiled for
     /// AVX-512 (the blocked layout's `avx512` kernel): one key at a time unless the scheme's
     /// hash has a wide form.
     ///
@@ -156,10 +173,8 @@ pub trait PairHash {
     /// The CPU must run the `avx512` kernel ([`BlockKernel::Avx512`]).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut lookup3_x16::Pairs) {
-        for (i, key) in keys.iter().enumerate() {
-            (out.c[i], out.b[i]) = Self::pair(key, seed);
-        }
+    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
+        Self::pairs(keys, seed, out)
     }
 
     /// [`pairs_avx512`](Self::pairs_avx512) for the `avx2` kernel.
@@ -168,17 +183,15 @@ pub trait PairHash {
     /// The CPU must have AVX2.
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn pairs_avx2(keys: &[&[u8]], seed: u32, out: &mut lookup3_x16::Pairs) {
-        for (i, key) in keys.iter().enumerate() {
-            (out.c[i], out.b[i]) = Self::pair(key, seed);
-        }
+    unsafe fn pairs_avx2(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
+        Self::pairs(keys, seed, out)
     }
 
-    /// The pairs of a group of keys, one key at a time.
+    /// The pairs of a group of at most [`GROUP`] keys, one key at a time.
     #[inline(always)]
-    fn pairs(keys: &[&[u8]], seed: u32, out: &mut [(u32, u32)]) {
-        for (slot, key) in out.iter_mut().zip(keys) {
-            *slot = Self::pair(key, seed);
+    fn pairs(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
+        for (i, key) in keys.iter().enumerate() {
+            (out.c[i], out.b[i]) = Self::pair(key, seed);
         }
     }
 }
@@ -198,7 +211,7 @@ impl PairHash for Lookup3Pair {
     /// Sixteen keys to a vector ([`lookup3_x16`]).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut lookup3_x16::Pairs) {
+    unsafe fn pairs_avx512(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
         // SAFETY: the caller runs the avx512 kernel, which needs what the wide hash needs.
         unsafe { lookup3_x16::hashlittle2_wide(keys, seed, out) };
     }
@@ -206,7 +219,7 @@ impl PairHash for Lookup3Pair {
     /// Eight keys to a vector ([`lookup3_x8`]).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
-    unsafe fn pairs_avx2(keys: &[&[u8]], seed: u32, out: &mut lookup3_x16::Pairs) {
+    unsafe fn pairs_avx2(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
         // SAFETY: the caller checked that the CPU has AVX2.
         unsafe { lookup3_x8::hashlittle2_wide(keys, seed, out) };
     }
