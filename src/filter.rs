@@ -188,13 +188,7 @@ impl BloomFilter {
     /// Asks the CPU to start loading the cache line a blocked probe will test.
     #[inline(always)]
     pub fn prefetch(&self, probe: &BlockProbe) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: prefetching is a hint with no effect on memory; the pointer is in bounds.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch(self.bits.line_ptr(probe.block) as *const i8, std::arch::x86_64::_MM_HINT_T0);
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = probe;
+        prefetch(self.bits.line_ptr(probe.block));
     }
 
     /// Inserts many keys; for the blocked layout, probes are computed and cache lines
@@ -213,8 +207,8 @@ impl BloomFilter {
         self.items_inserted += keys.len() as u64;
     }
 
-    /// The batched blocked insert, compiled once per native scheme, with the AVX-512 hash of
-    /// 16 keys at a time where the filter's kernel is `avx512`.
+    /// The batched blocked insert, compiled once per native scheme and per kernel (the vector
+    /// kernels hash many keys at a time).
     fn insert_groups_by<H: PairHash>(&mut self, keys: &[&[u8]]) {
         let seed = self.spec.seed;
         match self.kernel {

@@ -9,12 +9,11 @@
 //! [`super::lookup3::hashlittle2`] (see the test below).
 
 use super::lookup3_x8::load_within_page;
+pub use super::Pairs;
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
 pub const LANES: usize = 16;
-
-pub use super::Pairs;
 
 /// Vectors hashed side by side: the hash of one vector is a chain of about 50 dependent
 /// operations, and four independent chains keep the vector units busy where one left them

@@ -142,7 +142,8 @@ impl Scheme {
 /// Keys hashed and probed together by the blocked layout's batched operations.
 pub const GROUP: usize = 64;
 
-/// The hash pairs of a group of keys, one array per half: `c[i]`, `b[i]` for key i.
+/// The hash pairs of a group of keys, one array per half, as the vector hashes write them:
+/// key i's pair is (`c[i]`, `b[i]`), named after lookup3's two outputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(C, align(64))]
 pub struct Pairs {
