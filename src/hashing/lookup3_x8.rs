@@ -93,16 +93,19 @@ fn hash_round(keys: &[&[u8]], pc: u32, out: &mut Pairs, at: usize) {
     let init = len.add([_mm256_set1_epi32(0xdead_beef_u32.wrapping_add(pc) as i32); VECTORS]);
 
     // As in the AVX-512 hash: the first 12 bytes, then, where the key is longer, mix and the
-    // next 12; lanes are chosen by a mask of all ones where the key is longer than 12 bytes.
+    // next 12; lanes are chosen by a mask of all ones where the key is longer than 12 bytes,
+    // and a round with no such key skips the mix.
     let (mut a, mut b, mut c) = (init.add(word(0)), init.add(word(1)), init.add(word(2)));
-    let (mut ma, mut mb, mut mc) = (a, b, c);
-    mix(&mut ma, &mut mb, &mut mc);
-    let (ma, mb, mc) = (ma.add(word(3)), mb.add(word(4)), mc.add(word(5)));
-    for v in 0..VECTORS {
-        let long = _mm256_cmpgt_epi32(len[v], _mm256_set1_epi32(12));
-        a[v] = _mm256_blendv_epi8(a[v], ma[v], long);
-        b[v] = _mm256_blendv_epi8(b[v], mb[v], long);
-        c[v] = _mm256_blendv_epi8(c[v], mc[v], long);
+    if lens.iter().any(|&n| n > 12) {
+        let (mut ma, mut mb, mut mc) = (a, b, c);
+        mix(&mut ma, &mut mb, &mut mc);
+        let (ma, mb, mc) = (ma.add(word(3)), mb.add(word(4)), mc.add(word(5)));
+        for v in 0..VECTORS {
+            let long = _mm256_cmpgt_epi32(len[v], _mm256_set1_epi32(12));
+            a[v] = _mm256_blendv_epi8(a[v], ma[v], long);
+            b[v] = _mm256_blendv_epi8(b[v], mb[v], long);
+            c[v] = _mm256_blendv_epi8(c[v], mc[v], long);
+        }
     }
     finish(&mut a, &mut b, &mut c);
 
