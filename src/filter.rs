@@ -217,7 +217,7 @@ impl BloomFilter {
             BlockKernel::Avx512 => unsafe { self.insert_groups_avx512::<H>(keys) },
             #[cfg(target_arch = "x86_64")]
             BlockKernel::Avx2 => unsafe { self.insert_groups_avx2::<H>(keys) },
-            _ => self.insert_groups(keys, |spec, lines, group| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out))),
+            _ => self.insert_groups(keys, |spec, lines, group, probes| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out), probes)),
         }
     }
 
@@ -226,7 +226,7 @@ impl BloomFilter {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
     unsafe fn insert_groups_avx512<H: PairHash>(&mut self, keys: &[&[u8]]) {
         // SAFETY: the caller checked that the CPU runs the avx512 kernel.
-        self.insert_groups(keys, |spec, lines, group| unsafe { probe_group_avx512::<H>(spec, lines, group) });
+        self.insert_groups(keys, |spec, lines, group, probes| unsafe { probe_group_avx512::<H>(spec, lines, group, probes) });
     }
 
     /// The batched insert compiled for AVX2 as a whole, so that the wide hash inlines.
@@ -234,15 +234,15 @@ impl BloomFilter {
     #[target_feature(enable = "avx2")]
     unsafe fn insert_groups_avx2<H: PairHash>(&mut self, keys: &[&[u8]]) {
         // SAFETY: the caller checked that the CPU has AVX2.
-        self.insert_groups(keys, |spec, lines, group| unsafe { probe_group_avx2::<H>(spec, lines, group) });
+        self.insert_groups(keys, |spec, lines, group, probes| unsafe { probe_group_avx2::<H>(spec, lines, group, probes) });
     }
 
     /// The batched blocked insert, with `probe` hashing, probing and prefetching each group of
     /// keys ([`probe_group`]).
     #[inline(always)]
-    fn insert_groups(&mut self, keys: &[&[u8]], probe: impl Fn(FilterSpec, *const u8, &[&[u8]]) -> [BlockProbe; BATCH]) {
+    fn insert_groups(&mut self, keys: &[&[u8]], probe: impl Fn(FilterSpec, *const u8, &[&[u8]], &mut [BlockProbe; BATCH])) {
         let (spec, lines) = (self.spec, self.bits.line_ptr(0));
-        pipelined(keys, |group| probe(spec, lines, group), |probes| {
+        pipelined(keys, |group, probes| probe(spec, lines, group, probes), |probes| {
             for probe in probes {
                 self.set_probe(probe);
             }
@@ -283,7 +283,7 @@ impl BloomFilter {
             BlockKernel::Avx512 => unsafe { self.contains_batch_avx512::<H>(keys, answers) },
             #[cfg(target_arch = "x86_64")]
             BlockKernel::Avx2 => unsafe { self.contains_batch_avx2::<H>(keys, answers) },
-            _ => self.contains_groups(keys, answers, |spec, lines, group| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out)), |p| {
+            _ => self.contains_groups(keys, answers, |spec, lines, group, probes| probe_group(spec, lines, group, |group, out| H::pairs(group, seed, out), probes), |p| {
                 self.contains_probe(p)
             }),
         }
@@ -298,7 +298,7 @@ impl BloomFilter {
         self.contains_groups(
             keys,
             answers,
-            |spec, lines, group| unsafe { probe_group_avx512::<H>(spec, lines, group) },
+            |spec, lines, group, probes| unsafe { probe_group_avx512::<H>(spec, lines, group, probes) },
             |p| test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx512::test(line, z, k) }),
         );
     }
@@ -312,7 +312,7 @@ impl BloomFilter {
         self.contains_groups(
             keys,
             answers,
-            |spec, lines, group| unsafe { probe_group_avx2::<H>(spec, lines, group) },
+            |spec, lines, group, probes| unsafe { probe_group_avx2::<H>(spec, lines, group, probes) },
             |p| test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx2::test(line, z, k) }),
         );
     }
@@ -324,11 +324,11 @@ impl BloomFilter {
         &self,
         keys: &[&[u8]],
         answers: &mut Vec<bool>,
-        probe: impl Fn(FilterSpec, *const u8, &[&[u8]]) -> [BlockProbe; BATCH],
+        probe: impl Fn(FilterSpec, *const u8, &[&[u8]], &mut [BlockProbe; BATCH]),
         test: impl Fn(&BlockProbe) -> bool,
     ) {
         let lines = self.bits.line_ptr(0);
-        pipelined(keys, |group| probe(self.spec, lines, group), |probes| answers.extend(probes.iter().map(&test)));
+        pipelined(keys, |group, probes| probe(self.spec, lines, group, probes), |probes| answers.extend(probes.iter().map(&test)));
     }
 
     /// ORs `other` into `self`: the filter of both key sets. Refuses a different identity.
@@ -420,40 +420,41 @@ impl BloomFilter {
 /// Runs `then` on the probes of each group of [`BATCH`] keys one group late: a group is hashed
 /// and its lines prefetched while the lines of the group before it arrive, so the memory system
 /// always has a group's loads in flight. (Hashing and testing each group in turn left it idle
-/// during every test phase.)
+/// during every test phase.) `probe` fills one of two buffers while the other waits, so that no
+/// group's probes are copied.
 #[inline(always)]
-fn pipelined(keys: &[&[u8]], mut probe: impl FnMut(&[&[u8]]) -> [BlockProbe; BATCH], mut then: impl FnMut(&[BlockProbe])) {
-    let mut waiting: Option<([BlockProbe; BATCH], usize)> = None;
-    for group in keys.chunks(BATCH) {
-        let probes = probe(group);
-        if let Some((probes, len)) = waiting.replace((probes, group.len())) {
-            then(&probes[..len]);
+fn pipelined(keys: &[&[u8]], mut probe: impl FnMut(&[&[u8]], &mut [BlockProbe; BATCH]), mut then: impl FnMut(&[BlockProbe])) {
+    let mut buffers = [[BlockProbe::default(); BATCH]; 2];
+    // The buffer and length of the group waiting for its test.
+    let mut waiting: Option<(usize, usize)> = None;
+    for (i, group) in keys.chunks(BATCH).enumerate() {
+        probe(group, &mut buffers[i % 2]);
+        if let Some((buffer, len)) = waiting.replace((i % 2, group.len())) {
+            then(&buffers[buffer][..len]);
         }
     }
-    if let Some((probes, len)) = waiting {
-        then(&probes[..len]);
+    if let Some((buffer, len)) = waiting {
+        then(&buffers[buffer][..len]);
     }
 }
 
 /// The first phase of a batched operation: hashes a group of at most [`BATCH`] keys with
-/// `pairs`, computes their probes and prefetches their lines (`lines` is the first line of
-/// the filter's bits).
+/// `pairs`, computes their probes into `probes` and prefetches their lines (`lines` is the
+/// first line of the filter's bits).
 #[inline(always)]
-fn probe_group(spec: FilterSpec, lines: *const u8, group: &[&[u8]], pairs: impl Fn(&[&[u8]], &mut Pairs)) -> [BlockProbe; BATCH] {
+fn probe_group(spec: FilterSpec, lines: *const u8, group: &[&[u8]], pairs: impl Fn(&[&[u8]], &mut Pairs), probes: &mut [BlockProbe; BATCH]) {
     let mut hashes = Pairs::default();
     pairs(group, &mut hashes);
-    probes_one_by_one(spec, lines, &hashes, group.len())
+    probes_one_by_one(spec, lines, &hashes, group.len(), probes);
 }
 
 /// The probes of the first `len` keys of a group hashed into `pairs`, each line prefetched.
 #[inline(always)]
-fn probes_one_by_one(spec: FilterSpec, lines: *const u8, pairs: &Pairs, len: usize) -> [BlockProbe; BATCH] {
-    let mut probes = [BlockProbe::default(); BATCH];
+fn probes_one_by_one(spec: FilterSpec, lines: *const u8, pairs: &Pairs, len: usize, probes: &mut [BlockProbe; BATCH]) {
     for (i, probe) in probes[..len].iter_mut().enumerate() {
         *probe = spec.block_probe_of(pairs.c[i], pairs.b[i]);
         prefetch(lines.wrapping_add(probe.block * 64));
     }
-    probes
 }
 
 /// [`probe_group`] for the avx512 kernel: the scheme's wide hash if it has one, and the
@@ -464,20 +465,18 @@ fn probes_one_by_one(spec: FilterSpec, lines: *const u8, pairs: &Pairs, len: usi
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
-unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, group: &[&[u8]]) -> [BlockProbe; BATCH] {
+unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, group: &[&[u8]], probes: &mut [BlockProbe; BATCH]) {
     let mut pairs = Pairs::default();
     // SAFETY: the caller runs the avx512 kernel.
     unsafe { H::pairs_avx512(group, spec.seed, &mut pairs) };
     let blocks = spec.bits / BLOCK_BITS;
     if blocks >= 1 << 32 {
-        return probes_one_by_one(spec, lines, &pairs, group.len());
+        return probes_one_by_one(spec, lines, &pairs, group.len(), probes);
     }
-    let mut probes = [BlockProbe::default(); BATCH];
-    block_avx512::probes(&pairs, blocks, &mut probes);
+    block_avx512::probes(&pairs, blocks, probes);
     for probe in &probes[..group.len()] {
         prefetch(lines.wrapping_add(probe.block * 64));
     }
-    probes
 }
 
 /// [`probe_group`] for the avx2 kernel: the scheme's wide hash if it has one, then the probes
@@ -488,11 +487,11 @@ unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, gr
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn probe_group_avx2<H: PairHash>(spec: FilterSpec, lines: *const u8, group: &[&[u8]]) -> [BlockProbe; BATCH] {
+unsafe fn probe_group_avx2<H: PairHash>(spec: FilterSpec, lines: *const u8, group: &[&[u8]], probes: &mut [BlockProbe; BATCH]) {
     let mut pairs = Pairs::default();
     // SAFETY: the caller checked that the CPU has AVX2.
     unsafe { H::pairs_avx2(group, spec.seed, &mut pairs) };
-    probes_one_by_one(spec, lines, &pairs, group.len())
+    probes_one_by_one(spec, lines, &pairs, group.len(), probes);
 }
 
 /// Asks the CPU to start loading the cache line at `line`: a hint, which reads nothing and
