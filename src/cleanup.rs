@@ -1,5 +1,6 @@
 //! Files that must not outlive a failed process: temporary files register here while they are
-//! being written, so that a process that has to exit at once (a lost peer) removes them first.
+//! being written (and a replaced output directory while it is removed), so that a process that
+//! has to exit at once (a lost peer) removes them first.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -20,11 +21,16 @@ pub fn unregister(path: &Path) {
     }
 }
 
-/// Removes every file still being written.
+/// Removes every file still being written (and every directory registered: a replaced output
+/// being removed).
 pub fn remove_all() {
     if let Ok(list) = IN_PROGRESS.lock() {
         for path in list.iter() {
-            let _ = std::fs::remove_file(path);
+            if path.is_dir() {
+                let _ = std::fs::remove_dir_all(path);
+            } else {
+                let _ = std::fs::remove_file(path);
+            }
         }
     }
 }

@@ -17,10 +17,27 @@ pub fn part_name(worker: usize) -> String {
     format!("part-{worker:05}")
 }
 
+/// An output directory replaced by [`prepare`]: moved aside at once, and removed by a thread of
+/// its own while the job runs. Dropping this waits for the removal.
+pub struct Replaced(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for Replaced {
+    fn drop(&mut self) {
+        if let Some(removal) = self.0.take() {
+            let _ = removal.join();
+        }
+    }
+}
+
 /// Checks the output directory before a job starts: an existing one is refused unless
-/// `overwrite`, in which case process 0 removes it (every process checks, so that all of them
+/// `overwrite`, in which case process 0 replaces it (every process checks, so that all of them
 /// refuse at once rather than waiting for a peer that already gave up).
-pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<()> {
+///
+/// The old directory is renamed to a hidden sibling, which takes no time, and removed in the
+/// background: removing the parts of the last semi-join (75 MB) took 17 ms before any work
+/// began, 6% of a two-worker run.
+pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> {
+    let mut replaced = Replaced(None);
     if dir.exists() || dir.is_symlink() {
         if !overwrite {
             return Err(Error::Job(format!(
@@ -32,7 +49,7 @@ pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<()> {
             if !dir.is_dir() {
                 return Err(Error::io(dir, std::io::Error::other("exists and is not a directory")));
             }
-            std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            replaced = move_aside(dir)?;
         }
     }
     // The parent must exist and be writable: checked now rather than after the work is done.
@@ -46,7 +63,35 @@ pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<()> {
     if meta.permissions().readonly() {
         return Err(Error::io(dir, std::io::Error::other(format!("parent directory {} is read-only", parent.display()))));
     }
-    Ok(())
+    Ok(replaced)
+}
+
+/// Renames `dir` to a hidden sibling and removes that in a new thread; where either cannot be
+/// done, removes `dir` here and now.
+fn move_aside(dir: &Path) -> Result<Replaced> {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let trash = dir.with_file_name(format!(".{name}.bloomflow-replaced-{}", std::process::id()));
+    if std::fs::rename(dir, &trash).is_err() {
+        std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        return Ok(Replaced(None));
+    }
+    // A process that must exit at once (a lost peer) removes it too.
+    crate::cleanup::register(&trash);
+    let removal = {
+        let trash = trash.clone();
+        std::thread::Builder::new().name("remove-old-output".into()).spawn(move || {
+            let _ = std::fs::remove_dir_all(&trash);
+            crate::cleanup::unregister(&trash);
+        })
+    };
+    match removal {
+        Ok(handle) => Ok(Replaced(Some(handle))),
+        Err(_) => {
+            std::fs::remove_dir_all(&trash).map_err(|e| Error::io(&trash, e))?;
+            crate::cleanup::unregister(&trash);
+            Ok(Replaced(None))
+        }
+    }
 }
 
 /// A file of the job's temporary area, e.g. a part file being written.

@@ -164,7 +164,8 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::File { filter, .. } => filter.spec().scheme.refuses_empty_keys(),
     };
     let probe = Source::plan(&config.probe_inputs, probe_scan, cluster.peers())?;
-    output::prepare(&config.output, config.overwrite, cluster.process)?;
+    // Held until the job ends, when it waits for the old output's removal.
+    let replaced = output::prepare(&config.output, config.overwrite, cluster.process)?;
 
     let peers = cluster.peers();
     let mine = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;
@@ -193,6 +194,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
 
     let joined = join_workers(guards);
     progress.finish();
+    drop(replaced);
     joined
 }
 

@@ -160,6 +160,10 @@ fn an_existing_output_directory_is_refused_unless_overwrite() {
     ok(&run(&semijoin_args(&build, &probe, &out, &["--overwrite"])));
     assert!(!Path::new(&out).join("precious").exists());
     assert!(read_output(Path::new(&out), "event,key,note\n").len() >= d.expected.len());
+    // The old directory, moved aside and removed while the job ran, is gone when it ends.
+    let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["b.csv", "out", "p.csv"]);
 }
 
 #[test]
