@@ -1,0 +1,50 @@
+//! The batched paths of the blocked layout: for any group of keys (slices of the input, so that
+//! some end at its last byte) and any k, every kernel the CPU runs must set the bits that
+//! inserting one key at a time sets, answer as single-key queries do, and its wide hashes must
+//! equal the scalar lookup3.
+#![no_main]
+use bloomflow::hashing::{lookup3, BlockKernel, Pairs, Scheme, GROUP};
+use bloomflow::{BloomFilter, FilterSpec, Layout};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&header, text)) = data.split_first() else { return };
+    let k = 1 + header as u32 % 20;
+    // Keys: the input cut at every 0xFF byte (the cuts themselves dropped), at most 3 groups.
+    let keys: Vec<&[u8]> = text.split(|&b| b == 0xFF).take(3 * GROUP).collect();
+
+    for group in keys.chunks(GROUP) {
+        let want: Vec<(u32, u32)> = group.iter().map(|key| lookup3::hashlittle2(key, 5, 0)).collect();
+        #[cfg(target_arch = "x86_64")]
+        {
+            let mut got = Pairs::default();
+            if bloomflow::hashing::lookup3_x16::available() {
+                // SAFETY: the CPU has what the wide hash needs (checked).
+                unsafe { bloomflow::hashing::lookup3_x16::hashlittle2_wide(group, 5, &mut got) };
+                assert!(group.iter().enumerate().all(|(i, _)| (got.c[i], got.b[i]) == want[i]), "lookup3_x16");
+            }
+            if bloomflow::hashing::lookup3_x8::available() {
+                // SAFETY: as above.
+                unsafe { bloomflow::hashing::lookup3_x8::hashlittle2_wide(group, 5, &mut got) };
+                assert!(group.iter().enumerate().all(|(i, _)| (got.c[i], got.b[i]) == want[i]), "lookup3_x8");
+            }
+        }
+    }
+
+    let spec = FilterSpec::with_layout(Scheme::NativeLookup3, Layout::Blocked, 5, 8 * 512, k).unwrap();
+    let mut one_by_one = BloomFilter::new(spec);
+    keys.iter().for_each(|key| one_by_one.insert(key));
+    let mut batched = BloomFilter::new(spec);
+    batched.insert_batch(&keys);
+    assert_eq!(one_by_one.bits(), batched.bits(), "insert_batch");
+    let single: Vec<bool> = keys.iter().map(|key| batched.contains(key)).collect();
+    assert!(single.iter().all(|&yes| yes), "a false negative");
+    // Queries of other keys: the keys shifted by one byte.
+    let others: Vec<&[u8]> = keys.iter().filter(|key| !key.is_empty()).map(|key| &key[1..]).collect();
+    let expected: Vec<bool> = others.iter().map(|key| batched.contains(key)).collect();
+    let mut answers = Vec::new();
+    for kernel in BlockKernel::ALL {
+        batched.contains_batch_with(kernel, &others, &mut answers);
+        assert_eq!(answers, expected, "contains_batch_with {kernel:?}");
+    }
+});
