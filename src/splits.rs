@@ -147,7 +147,7 @@ pub struct SplitReader<R> {
     /// Unconsumed bytes are buf[pos..filled].
     pos: usize,
     filled: usize,
-    /// File offset of buf[pos].
+    /// File offset of `buf[pos]`.
     offset: u64,
     end: u64,
     eof: bool,

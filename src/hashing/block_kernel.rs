@@ -57,7 +57,7 @@ impl BlockKernel {
     }
 
     /// Whether this CPU runs this kernel for k hashes (every kernel takes any k: the vector
-    /// tests take a remix's 7 positions at a time, [`test_runs`]).
+    /// tests take a remix's 7 positions at a time).
     #[inline(always)]
     pub fn runs(self, k: u32) -> bool {
         let _ = k;
