@@ -6,7 +6,7 @@
 //!    32-bit collisions would put under the false-positive rate.
 //! 2. `x = (a << 32) | b` and `y = (b << 32) | a`, both u64.
 //! 3. Enhanced double hashing (Dillinger & Manolios 2004), wrapping u64 arithmetic:
-//!    for i in 0..k { pos\[i\] = mulshift(x, m); x += y; y += i; }
+//!    `for i in 0..k { pos[i] = mulshift(x, m); x += y; y += i; }`
 //! 4. `mulshift(x, m) = (x as u128 * m as u128) >> 64`, which maps x uniformly into [0, m) without a
 //!    division (Lemire 2019) and works for any m up to 2^64.
 
