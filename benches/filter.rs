@@ -250,9 +250,8 @@ fn run(n: usize) {
         if filter.spec().layout != Layout::Blocked {
             continue;
         }
-        let k = filter.spec().hashes;
-        let detected = BlockKernel::detect(k);
-        eprintln!("blocked-layout kernel this CPU runs for k = {k}: {}", detected.name());
+        let detected = BlockKernel::detect();
+        eprintln!("blocked-layout kernel this CPU runs: {}", detected.name());
         contenders.push(Contender {
             name: "bloomflow blocked, lookup3, batched queries",
             bits,
@@ -265,7 +264,7 @@ fn run(n: usize) {
             (BlockKernel::Avx2, "bloomflow blocked, lookup3, avx2 kernel", "bloomflow blocked, lookup3, batched queries, avx2 kernel"),
             (BlockKernel::Portable, "bloomflow blocked, lookup3, portable kernel", "bloomflow blocked, lookup3, batched queries, portable kernel"),
         ] {
-            if kernel != detected && kernel.runs(k) {
+            if kernel != detected && kernel.runs() {
                 contenders.push(Contender { name: single, bits, insert_ns: f64::NAN, pass: pass(present, absent, move |key| filter.contains_with(kernel, key)) });
                 contenders.push(Contender { name: batched, bits, insert_ns: f64::NAN, pass: batched_pass(present, absent, filter, kernel) });
             }

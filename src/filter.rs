@@ -51,7 +51,7 @@ impl BloomFilter {
             items_inserted: 0,
             expected_items: 0,
             target_fpp: 0.0,
-            kernel: BlockKernel::detect(spec.hashes),
+            kernel: BlockKernel::detect(),
         }
     }
 
@@ -65,7 +65,7 @@ impl BloomFilter {
     /// Reassembles a filter from its parts (used by the file readers).
     pub fn from_parts(spec: FilterSpec, bits: BitArray, items_inserted: u64, expected_items: u64, target_fpp: f64) -> Self {
         assert_eq!(bits.len(), spec.bits);
-        BloomFilter { spec, bits, items_inserted, expected_items, target_fpp, kernel: BlockKernel::detect(spec.hashes) }
+        BloomFilter { spec, bits, items_inserted, expected_items, target_fpp, kernel: BlockKernel::detect() }
     }
 
     /// Sets the k bits of `key`.
@@ -110,7 +110,7 @@ impl BloomFilter {
 
     /// `kernel` if this CPU runs it for this filter's k, else the portable one.
     fn runnable(&self, kernel: BlockKernel) -> BlockKernel {
-        if kernel.runs(self.spec.hashes) { kernel } else { BlockKernel::Portable }
+        if kernel.runs() { kernel } else { BlockKernel::Portable }
     }
 
     #[inline(never)]
@@ -183,12 +183,6 @@ impl BloomFilter {
         let k = self.spec.hashes;
         let line = self.bits.line_mut(probe.block);
         probe.for_each_bit(k, |bit| line[(bit >> 6) as usize] |= 1u64 << (bit & 63));
-    }
-
-    /// Asks the CPU to start loading the cache line a blocked probe will test.
-    #[inline(always)]
-    pub fn prefetch(&self, probe: &BlockProbe) {
-        prefetch(self.bits.line_ptr(probe.block));
     }
 
     /// Inserts many keys; for the blocked layout, probes are computed and cache lines
@@ -528,7 +522,7 @@ mod tests {
     /// the bits that inserting one key at a time sets.
     #[test]
     fn every_blocked_query_path_answers_alike() {
-        let kernels: Vec<BlockKernel> = BlockKernel::ALL.into_iter().filter(|kernel| kernel.runs(1)).collect();
+        let kernels: Vec<BlockKernel> = BlockKernel::ALL.into_iter().filter(|kernel| kernel.runs()).collect();
         eprintln!("kernels this CPU runs: {kernels:?}");
         for scheme in [Scheme::NativeLookup3, Scheme::Native] {
             // Up to three remixes' positions (the vector tests take 7 at a time).

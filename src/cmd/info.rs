@@ -60,7 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         scheme: spec.scheme.to_string(),
         layout: spec.layout.to_string(),
-        query_kernel: (spec.layout == Layout::Blocked).then(|| BlockKernel::detect(spec.hashes).name()),
+        query_kernel: (spec.layout == Layout::Blocked).then(|| BlockKernel::detect().name()),
         seed: spec.seed,
         bits: spec.bits,
         hashes: spec.hashes,

@@ -44,11 +44,11 @@ impl BlockKernel {
     /// Every kernel, fastest last.
     pub const ALL: [BlockKernel; 3] = [BlockKernel::Portable, BlockKernel::Avx2, BlockKernel::Avx512];
 
-    /// The fastest kernel this CPU runs for k hashes, and no faster than the environment's
-    /// [`KERNEL_VAR`] allows.
-    pub fn detect(k: u32) -> Self {
+    /// The fastest kernel this CPU runs, and no faster than the environment's [`KERNEL_VAR`]
+    /// allows.
+    pub fn detect() -> Self {
         let cap = *CAP.get_or_init(cap_from_env);
-        BlockKernel::ALL.into_iter().rev().find(|&kernel| kernel <= cap && kernel.runs(k)).unwrap_or(BlockKernel::Portable)
+        BlockKernel::ALL.into_iter().rev().find(|&kernel| kernel <= cap && kernel.runs()).unwrap_or(BlockKernel::Portable)
     }
 
     /// The kernel a name given to [`KERNEL_VAR`] (or printed by [`name`](Self::name)) stands for.
@@ -56,11 +56,10 @@ impl BlockKernel {
         BlockKernel::ALL.into_iter().find(|kernel| kernel.name() == name)
     }
 
-    /// Whether this CPU runs this kernel for k hashes (every kernel takes any k: the vector
-    /// tests take a remix's 7 positions at a time).
+    /// Whether this CPU runs this kernel. Every kernel takes any number of hashes: the vector
+    /// tests take a remix's 7 positions at a time.
     #[inline(always)]
-    pub fn runs(self, k: u32) -> bool {
-        let _ = k;
+    pub fn runs(self) -> bool {
         match self {
             BlockKernel::Portable => true,
             #[cfg(target_arch = "x86_64")]
@@ -143,13 +142,7 @@ mod tests {
     #[test]
     fn kernels_are_ordered_by_speed_and_portable_always_runs() {
         assert!(BlockKernel::Portable < BlockKernel::Avx2 && BlockKernel::Avx2 < BlockKernel::Avx512);
-        for k in [1, 7, 8, 32] {
-            assert!(BlockKernel::Portable.runs(k));
-            // A kernel the CPU runs takes every k (the vector tests, 7 positions at a time).
-            for kernel in BlockKernel::ALL {
-                assert_eq!(kernel.runs(k), kernel.runs(1), "{kernel:?} k {k}");
-            }
-        }
+        assert!(BlockKernel::Portable.runs());
     }
 
     /// `test_runs` of a 7-position test answers as the positions tested one by one do, for k

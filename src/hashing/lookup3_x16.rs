@@ -8,6 +8,7 @@
 //! and then replaced by the scalar hash. Answers are bit for bit those of
 //! [`super::lookup3::hashlittle2`] (see the test below).
 
+use super::lookup3_lanes::{hash_group, rehash_long_keys, LaneOps, MAX_LANE_LEN};
 use super::lookup3_x8::load_within_page;
 pub use super::Pairs;
 use std::arch::x86_64::*;
@@ -23,9 +24,6 @@ const VECTORS: usize = 4;
 /// The most keys one call hashes: a whole [`Pairs`].
 pub const MAX_KEYS: usize = LANES * VECTORS;
 const _: () = assert!(MAX_KEYS == super::GROUP);
-
-/// The longest key the lanes hash; longer ones are hashed one by one.
-const MAX_LANE_LEN: usize = 24;
 
 /// Whether the CPU has what [`hashlittle2_wide`] needs: AVX-512F, and BW with VL for the
 /// byte-masked loads that read a key without reading past its end.
@@ -48,47 +46,9 @@ type Lanes = [__m512i; VECTORS];
 #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     debug_assert!(keys.len() <= MAX_KEYS);
-    let mut lens = [0u32; MAX_KEYS];
-    for (len, key) in lens.iter_mut().zip(keys) {
-        *len = key.len() as u32;
-    }
     let words: [[__m512i; 6]; VECTORS] = std::array::from_fn(|v| transposed_words(keys.get(v * LANES..).unwrap_or(&[])));
-    let word = |w: usize| -> Lanes { std::array::from_fn(|v| words[v][w]) };
-    // SAFETY: each vector's 16 lanes are inside `lens`.
-    let len: Lanes = std::array::from_fn(|v| unsafe { _mm512_loadu_si512(lens.as_ptr().add(v * LANES) as *const _) });
-    let init = len.add([_mm512_set1_epi32(0xdead_beef_u32.wrapping_add(pc) as i32); VECTORS]);
-
-    // The first 12 bytes; then, for keys of 13..=24 bytes, mix and add the next 12 (words 3..5
-    // are zero for shorter keys, but the mix is not, so it is kept only where the key is long).
-    // A group with no key over 12 bytes (ids, codes) skips the mix: one predictable branch.
-    let (mut a, mut b, mut c) = (init.add(word(0)), init.add(word(1)), init.add(word(2)));
-    if lens.iter().any(|&n| n > 12) {
-        let (mut ma, mut mb, mut mc) = (a, b, c);
-        mix(&mut ma, &mut mb, &mut mc);
-        let long: [__mmask16; VECTORS] = std::array::from_fn(|v| _mm512_cmpgt_epu32_mask(len[v], _mm512_set1_epi32(12)));
-        let (w3, w4, w5) = (word(3), word(4), word(5));
-        for v in 0..VECTORS {
-            a[v] = _mm512_mask_add_epi32(a[v], long[v], ma[v], w3[v]);
-            b[v] = _mm512_mask_add_epi32(b[v], long[v], mb[v], w4[v]);
-            c[v] = _mm512_mask_add_epi32(c[v], long[v], mc[v], w5[v]);
-        }
-    }
-    finish(&mut a, &mut b, &mut c);
-
-    for v in 0..VECTORS {
-        // An empty key is not finished: its hashes are the initial values.
-        let empty = _mm512_cmpeq_epu32_mask(len[v], _mm512_setzero_si512());
-        // SAFETY: each vector's 16 lanes are inside `out.c` and `out.b`.
-        unsafe {
-            _mm512_storeu_si512(out.c.as_mut_ptr().add(v * LANES) as *mut _, _mm512_mask_mov_epi32(c[v], empty, init[v]));
-            _mm512_storeu_si512(out.b.as_mut_ptr().add(v * LANES) as *mut _, _mm512_mask_mov_epi32(b[v], empty, init[v]));
-        }
-    }
-    for (i, key) in keys.iter().enumerate() {
-        if key.len() > MAX_LANE_LEN {
-            (out.c[i], out.b[i]) = super::lookup3::hashlittle2(key, pc, 0);
-        }
-    }
+    hash_group::<Lanes>(keys, std::array::from_fn(|w| std::array::from_fn(|v| words[v][w])), pc, out, 0);
+    rehash_long_keys(keys, pc, out);
 }
 
 /// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end.
@@ -142,20 +102,32 @@ fn transposed_words(keys: &[&[u8]]) -> [__m512i; 6] {
     [even(&w01), odd(&w01), even(&w23), odd(&w23), even(&w45), odd(&w45)]
 }
 
-/// Lane-wise u32 arithmetic on a group of vectors: what lookup3's rounds need. Implemented for
-/// the AVX-512 lanes here and the AVX2 lanes of [`super::lookup3_x8`]; the methods are inlined
-/// into functions compiled for the instructions they use.
-pub(crate) trait LaneOps: Copy {
-    fn add(self, other: Self) -> Self;
-    fn sub(self, other: Self) -> Self;
-    fn xor(self, other: Self) -> Self;
-    fn rot<const K: i32>(self) -> Self;
-}
-
 impl LaneOps for Lanes {
+    const KEYS: usize = MAX_KEYS;
+
+    // SAFETY (all): only called from functions compiled for AVX-512F; loads and stores are of
+    // the 16 lanes of each vector, inside the `KEYS` values given.
+    #[inline(always)]
+    fn splat(x: u32) -> Self {
+        [unsafe { _mm512_set1_epi32(x as i32) }; VECTORS]
+    }
+
+    #[inline(always)]
+    fn load(values: &[u32]) -> Self {
+        assert!(values.len() >= MAX_KEYS);
+        std::array::from_fn(|v| unsafe { _mm512_loadu_si512(values.as_ptr().add(v * LANES) as *const _) })
+    }
+
+    #[inline(always)]
+    fn store(self, out: &mut [u32]) {
+        assert!(out.len() >= MAX_KEYS);
+        for (v, lanes) in self.into_iter().enumerate() {
+            unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(v * LANES) as *mut _, lanes) };
+        }
+    }
+
     #[inline(always)]
     fn add(self, other: Self) -> Self {
-        // SAFETY (all four): only called from functions compiled for AVX-512F.
         std::array::from_fn(|v| unsafe { _mm512_add_epi32(self[v], other[v]) })
     }
 
@@ -173,29 +145,16 @@ impl LaneOps for Lanes {
     fn rot<const K: i32>(self) -> Self {
         std::array::from_fn(|v| unsafe { _mm512_rol_epi32::<K>(self[v]) })
     }
-}
 
-/// lookup3's `mix`, in every lane.
-#[inline(always)]
-pub(crate) fn mix<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
-    *a = a.sub(*c).xor(c.rot::<4>()); *c = c.add(*b);
-    *b = b.sub(*a).xor(a.rot::<6>()); *a = a.add(*c);
-    *c = c.sub(*b).xor(b.rot::<8>()); *b = b.add(*a);
-    *a = a.sub(*c).xor(c.rot::<16>()); *c = c.add(*b);
-    *b = b.sub(*a).xor(a.rot::<19>()); *a = a.add(*c);
-    *c = c.sub(*b).xor(b.rot::<4>()); *b = b.add(*a);
-}
+    #[inline(always)]
+    fn where_over_12(len: Self, yes: Self, no: Self) -> Self {
+        std::array::from_fn(|v| unsafe { _mm512_mask_mov_epi32(no[v], _mm512_cmpgt_epu32_mask(len[v], _mm512_set1_epi32(12)), yes[v]) })
+    }
 
-/// lookup3's `final`, in every lane.
-#[inline(always)]
-pub(crate) fn finish<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
-    *c = c.xor(*b).sub(b.rot::<14>());
-    *a = a.xor(*c).sub(c.rot::<11>());
-    *b = b.xor(*a).sub(a.rot::<25>());
-    *c = c.xor(*b).sub(b.rot::<16>());
-    *a = a.xor(*c).sub(c.rot::<4>());
-    *b = b.xor(*a).sub(a.rot::<14>());
-    *c = c.xor(*b).sub(b.rot::<24>());
+    #[inline(always)]
+    fn where_zero(len: Self, yes: Self, no: Self) -> Self {
+        std::array::from_fn(|v| unsafe { _mm512_mask_mov_epi32(no[v], _mm512_cmpeq_epu32_mask(len[v], _mm512_setzero_si512()), yes[v]) })
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! Keys of up to 24 bytes are hashed in the lanes, longer ones one by one; answers are bit for
 //! bit those of [`super::lookup3::hashlittle2`] (see the test below).
 
-use super::lookup3_x16::{finish, mix, LaneOps, MAX_KEYS};
+use super::lookup3_lanes::{hash_group, rehash_long_keys, LaneOps, MAX_LANE_LEN};
+use super::lookup3_x16::MAX_KEYS;
 use super::Pairs;
 use std::arch::x86_64::*;
 
@@ -19,9 +20,6 @@ const VECTORS: usize = 2;
 /// The keys of one round of vectors.
 const ROUND: usize = LANES * VECTORS;
 
-/// The longest key the lanes hash; longer ones are hashed one by one.
-const MAX_LANE_LEN: usize = 24;
-
 /// Whether the CPU has AVX2 (std caches the answer).
 #[inline(always)]
 pub fn available() -> bool {
@@ -32,9 +30,31 @@ pub fn available() -> bool {
 type Lanes = [__m256i; VECTORS];
 
 impl LaneOps for Lanes {
+    const KEYS: usize = ROUND;
+
+    // SAFETY (all): only called from functions compiled for AVX2; loads and stores are of the 8
+    // lanes of each vector, inside the `KEYS` values given.
+    #[inline(always)]
+    fn splat(x: u32) -> Self {
+        [unsafe { _mm256_set1_epi32(x as i32) }; VECTORS]
+    }
+
+    #[inline(always)]
+    fn load(values: &[u32]) -> Self {
+        assert!(values.len() >= ROUND);
+        std::array::from_fn(|v| unsafe { _mm256_loadu_si256(values.as_ptr().add(v * LANES) as *const _) })
+    }
+
+    #[inline(always)]
+    fn store(self, out: &mut [u32]) {
+        assert!(out.len() >= ROUND);
+        for (v, lanes) in self.into_iter().enumerate() {
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(v * LANES) as *mut _, lanes) };
+        }
+    }
+
     #[inline(always)]
     fn add(self, other: Self) -> Self {
-        // SAFETY (all four): only called from functions compiled for AVX2.
         std::array::from_fn(|v| unsafe { _mm256_add_epi32(self[v], other[v]) })
     }
 
@@ -57,6 +77,18 @@ impl LaneOps for Lanes {
             _mm256_or_si256(_mm256_sll_epi32(self[v], left), _mm256_srl_epi32(self[v], right))
         })
     }
+
+    // Lengths compare as signed 32-bit lanes: a key of 2^31 bytes or more would count as short
+    // here, but it is over 24 bytes and hashed again one by one.
+    #[inline(always)]
+    fn where_over_12(len: Self, yes: Self, no: Self) -> Self {
+        std::array::from_fn(|v| unsafe { _mm256_blendv_epi8(no[v], yes[v], _mm256_cmpgt_epi32(len[v], _mm256_set1_epi32(12))) })
+    }
+
+    #[inline(always)]
+    fn where_zero(len: Self, yes: Self, no: Self) -> Self {
+        std::array::from_fn(|v| unsafe { _mm256_blendv_epi8(no[v], yes[v], _mm256_cmpeq_epi32(len[v], _mm256_setzero_si256())) })
+    }
 }
 
 /// `hashlittle2(keys[i], pc, 0)` for the (at most [`MAX_KEYS`]) keys, as (`out.c[i]`,
@@ -69,59 +101,10 @@ impl LaneOps for Lanes {
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     debug_assert!(keys.len() <= MAX_KEYS);
     for (round, keys) in keys.chunks(ROUND).enumerate() {
-        hash_round(keys, pc, out, round * ROUND);
+        let words: [[__m256i; 6]; VECTORS] = std::array::from_fn(|v| transposed_words(keys.get(v * LANES..).unwrap_or(&[])));
+        hash_group::<Lanes>(keys, std::array::from_fn(|w| std::array::from_fn(|v| words[v][w])), pc, out, round * ROUND);
     }
-    for (i, key) in keys.iter().enumerate() {
-        if key.len() > MAX_LANE_LEN {
-            (out.c[i], out.b[i]) = super::lookup3::hashlittle2(key, pc, 0);
-        }
-    }
-}
-
-/// The hashes of up to [`ROUND`] keys, into `out` from index `at`.
-#[inline]
-#[target_feature(enable = "avx2")]
-fn hash_round(keys: &[&[u8]], pc: u32, out: &mut Pairs, at: usize) {
-    let mut lens = [0i32; ROUND];
-    for (len, key) in lens.iter_mut().zip(keys) {
-        *len = key.len() as i32;
-    }
-    let words: [[__m256i; 6]; VECTORS] = std::array::from_fn(|v| transposed_words(keys.get(v * LANES..).unwrap_or(&[])));
-    let word = |w: usize| -> Lanes { std::array::from_fn(|v| words[v][w]) };
-    // SAFETY: each vector's 8 lanes are inside `lens`.
-    let len: Lanes = std::array::from_fn(|v| unsafe { _mm256_loadu_si256(lens.as_ptr().add(v * LANES) as *const _) });
-    let init = len.add([_mm256_set1_epi32(0xdead_beef_u32.wrapping_add(pc) as i32); VECTORS]);
-
-    // As in the AVX-512 hash: the first 12 bytes, then, where the key is longer, mix and the
-    // next 12; lanes are chosen by a mask of all ones where the key is longer than 12 bytes,
-    // and a round with no such key skips the mix.
-    let (mut a, mut b, mut c) = (init.add(word(0)), init.add(word(1)), init.add(word(2)));
-    if lens.iter().any(|&n| n > 12) {
-        let (mut ma, mut mb, mut mc) = (a, b, c);
-        mix(&mut ma, &mut mb, &mut mc);
-        let (ma, mb, mc) = (ma.add(word(3)), mb.add(word(4)), mc.add(word(5)));
-        for v in 0..VECTORS {
-            let long = _mm256_cmpgt_epi32(len[v], _mm256_set1_epi32(12));
-            a[v] = _mm256_blendv_epi8(a[v], ma[v], long);
-            b[v] = _mm256_blendv_epi8(b[v], mb[v], long);
-            c[v] = _mm256_blendv_epi8(c[v], mc[v], long);
-        }
-    }
-    finish(&mut a, &mut b, &mut c);
-
-    let (mut cs, mut bs) = ([0u32; ROUND], [0u32; ROUND]);
-    for v in 0..VECTORS {
-        // An empty key is not finished: its hashes are the initial values.
-        let empty = _mm256_cmpeq_epi32(len[v], _mm256_setzero_si256());
-        // SAFETY: each vector's 8 lanes are inside `cs` and `bs`.
-        unsafe {
-            _mm256_storeu_si256(cs.as_mut_ptr().add(v * LANES) as *mut _, _mm256_blendv_epi8(c[v], init[v], empty));
-            _mm256_storeu_si256(bs.as_mut_ptr().add(v * LANES) as *mut _, _mm256_blendv_epi8(b[v], init[v], empty));
-        }
-    }
-    let n = keys.len();
-    out.c[at..at + n].copy_from_slice(&cs[..n]);
-    out.b[at..at + n].copy_from_slice(&bs[..n]);
+    rehash_long_keys(keys, pc, out);
 }
 
 /// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end; a key

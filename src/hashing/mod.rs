@@ -9,6 +9,8 @@ pub mod block_avx512;
 pub mod block_kernel;
 pub mod lookup3;
 #[cfg(target_arch = "x86_64")]
+mod lookup3_lanes;
+#[cfg(target_arch = "x86_64")]
 pub mod lookup3_x16;
 #[cfg(target_arch = "x86_64")]
 pub mod lookup3_x8;

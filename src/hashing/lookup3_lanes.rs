@@ -1,0 +1,94 @@
+//! lookup3 `hashlittle2` with one 32-bit vector lane per key: the recipe shared by the AVX-512
+//! ([`super::lookup3_x16`]) and AVX2 ([`super::lookup3_x8`]) hashes, written once over the lane
+//! operations ([`LaneOps`]) that each implements. Each of them only reads and transposes its keys'
+//! bytes into words; the rounds, the choice between one and two blocks, the empty key and the
+//! keys too long for the lanes are here.
+
+use super::{Pairs, GROUP};
+
+/// The longest key the lanes hash (lookup3's at most one mixed block and one finished tail,
+/// which covers ids, dates, names and short strings); longer ones are hashed one by one.
+pub(crate) const MAX_LANE_LEN: usize = 24;
+
+/// Lane-wise u32 arithmetic on a group of vectors: what lookup3's rounds need. The methods are
+/// inlined into functions compiled for the instructions they use.
+pub(crate) trait LaneOps: Copy {
+    /// The keys (lanes) of the group.
+    const KEYS: usize;
+    /// `x` in every lane.
+    fn splat(x: u32) -> Self;
+    /// Lanes from `KEYS` values.
+    fn load(values: &[u32]) -> Self;
+    /// The lanes into `KEYS` values.
+    fn store(self, out: &mut [u32]);
+    fn add(self, other: Self) -> Self;
+    fn sub(self, other: Self) -> Self;
+    fn xor(self, other: Self) -> Self;
+    fn rot<const K: i32>(self) -> Self;
+    /// `yes` in the lanes whose `len` is over 12, `no` in the others.
+    fn where_over_12(len: Self, yes: Self, no: Self) -> Self;
+    /// `yes` in the lanes whose `len` is 0, `no` in the others.
+    fn where_zero(len: Self, yes: Self, no: Self) -> Self;
+}
+
+/// lookup3's `mix`, in every lane.
+#[inline(always)]
+fn mix<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
+    *a = a.sub(*c).xor(c.rot::<4>()); *c = c.add(*b);
+    *b = b.sub(*a).xor(a.rot::<6>()); *a = a.add(*c);
+    *c = c.sub(*b).xor(b.rot::<8>()); *b = b.add(*a);
+    *a = a.sub(*c).xor(c.rot::<16>()); *c = c.add(*b);
+    *b = b.sub(*a).xor(a.rot::<19>()); *a = a.add(*c);
+    *c = c.sub(*b).xor(b.rot::<4>()); *b = b.add(*a);
+}
+
+/// lookup3's `final`, in every lane.
+#[inline(always)]
+fn finish<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
+    *c = c.xor(*b).sub(b.rot::<14>());
+    *a = a.xor(*c).sub(c.rot::<11>());
+    *b = b.xor(*a).sub(a.rot::<25>());
+    *c = c.xor(*b).sub(b.rot::<16>());
+    *a = a.xor(*c).sub(c.rot::<4>());
+    *b = b.xor(*a).sub(a.rot::<14>());
+    *c = c.xor(*b).sub(b.rot::<24>());
+}
+
+/// `hashlittle2(key, pc, 0)` of `V::KEYS` keys (the lanes past `keys` hash nothing), into
+/// `out.c[at..]` and `out.b[at..]`. `words` are the keys' first 24 bytes as six zero-padded
+/// little-endian words, word w of key i in lane i of `words[w]`. Keys over 24 bytes get a wrong
+/// answer here: [`rehash_long_keys`] replaces it.
+#[inline(always)]
+pub(crate) fn hash_group<V: LaneOps>(keys: &[&[u8]], words: [V; 6], pc: u32, out: &mut Pairs, at: usize) {
+    let mut lens = [0u32; GROUP];
+    for (len, key) in lens.iter_mut().zip(keys) {
+        *len = key.len() as u32;
+    }
+    let len = V::load(&lens[..V::KEYS]);
+    let init = len.add(V::splat(0xdead_beef_u32.wrapping_add(pc)));
+    // The first 12 bytes; then, for keys of 13..=24 bytes, mix and add the next 12 (words 3..5
+    // are zero for shorter keys, but the mix is not, so it is kept only where the key is long).
+    // A group with no key over 12 bytes (ids, codes) skips the mix: one predictable branch.
+    let (mut a, mut b, mut c) = (init.add(words[0]), init.add(words[1]), init.add(words[2]));
+    if lens.iter().any(|&n| n > 12) {
+        let (mut ma, mut mb, mut mc) = (a, b, c);
+        mix(&mut ma, &mut mb, &mut mc);
+        a = V::where_over_12(len, ma.add(words[3]), a);
+        b = V::where_over_12(len, mb.add(words[4]), b);
+        c = V::where_over_12(len, mc.add(words[5]), c);
+    }
+    finish(&mut a, &mut b, &mut c);
+    // An empty key is not finished: its hashes are the initial values.
+    V::where_zero(len, init, c).store(&mut out.c[at..at + V::KEYS]);
+    V::where_zero(len, init, b).store(&mut out.b[at..at + V::KEYS]);
+}
+
+/// Replaces the lanes' answers for the keys over [`MAX_LANE_LEN`] bytes by the scalar hash's.
+#[inline(always)]
+pub(crate) fn rehash_long_keys(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
+    for (i, key) in keys.iter().enumerate() {
+        if key.len() > MAX_LANE_LEN {
+            (out.c[i], out.b[i]) = super::lookup3::hashlittle2(key, pc, 0);
+        }
+    }
+}
