@@ -149,7 +149,7 @@ impl BloomFilter {
     /// One blocked query with the AVX-512 test, hash included: compiled for AVX-512 as a whole,
     /// since code compiled for it cannot inline into code compiled without it.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f")]
+    #[target_feature(enable = "avx512f,bmi2")]
     unsafe fn contains_avx512<H: PairHash>(&self, key: &[u8]) -> bool {
         let probe = self.spec.block_probe_by::<H>(key);
         // SAFETY: the caller checked that the CPU runs the avx512 kernel.
@@ -158,7 +158,7 @@ impl BloomFilter {
 
     /// One blocked query with the AVX2 test, hash included.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi2")]
     unsafe fn contains_avx2<H: PairHash>(&self, key: &[u8]) -> bool {
         let probe = self.spec.block_probe_by::<H>(key);
         // SAFETY: the caller checked that the CPU has AVX2.
@@ -217,7 +217,7 @@ impl BloomFilter {
 
     /// The batched insert compiled for AVX-512 as a whole, so that the wide hash inlines.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,bmi2")]
     unsafe fn insert_groups_avx512<H: PairHash>(&mut self, keys: &[&[u8]]) {
         // SAFETY: the caller checked that the CPU runs the avx512 kernel.
         self.insert_groups(keys, |spec, lines, group, probes| unsafe { probe_group_avx512::<H>(spec, lines, group, probes) });
@@ -225,7 +225,7 @@ impl BloomFilter {
 
     /// The batched insert compiled for AVX2 as a whole, so that the wide hash inlines.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi2")]
     unsafe fn insert_groups_avx2<H: PairHash>(&mut self, keys: &[&[u8]]) {
         // SAFETY: the caller checked that the CPU has AVX2.
         self.insert_groups(keys, |spec, lines, group, probes| unsafe { probe_group_avx2::<H>(spec, lines, group, probes) });
@@ -285,7 +285,7 @@ impl BloomFilter {
 
     /// The batched query with the AVX-512 hash and test, compiled for AVX-512 as a whole.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,bmi2")]
     unsafe fn contains_batch_avx512<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         let k = self.spec.hashes;
         // SAFETY (both): the caller checked that the CPU runs the avx512 kernel.
@@ -299,7 +299,7 @@ impl BloomFilter {
 
     /// The batched query with the AVX2 test, compiled for AVX2 as a whole.
     #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi2")]
     unsafe fn contains_batch_avx2<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         let k = self.spec.hashes;
         // SAFETY (both): the caller checked that the CPU has AVX2.
@@ -458,7 +458,7 @@ fn probes_one_by_one(spec: FilterSpec, lines: *const u8, pairs: &Pairs, len: usi
 /// The CPU must run the avx512 kernel.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,bmi2")]
 unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, group: &[&[u8]], probes: &mut [BlockProbe; BATCH]) {
     let mut pairs = Pairs::default();
     // SAFETY: the caller runs the avx512 kernel.
@@ -480,7 +480,7 @@ unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, gr
 /// The CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,bmi2")]
 unsafe fn probe_group_avx2<H: PairHash>(spec: FilterSpec, lines: *const u8, group: &[&[u8]], probes: &mut [BlockProbe; BATCH]) {
     let mut pairs = Pairs::default();
     // SAFETY: the caller checked that the CPU has AVX2.

@@ -159,7 +159,11 @@ pub struct SplitReader<R> {
     from_start: bool,
 }
 
-const READ_SIZE: usize = 1 << 20;
+/// Bytes asked of each `read`. The kernel copies them into the buffer and the scan reads them
+/// back at once: at 256 KiB the buffer stays in a core's L2 cache (1 MiB here) between the two,
+/// where 1 MiB evicted itself. Measured, interleaved, on the 1.5 GB probe: semijoin `--exact`
+/// `-w 2` 0.32 -> 0.31 s, Bloom-only 0.27 -> 0.26 s, with less spread; `-w 1` unchanged.
+const READ_SIZE: usize = 256 << 10;
 
 impl SplitReader<File> {
     /// Opens `split` of a file input, positioned at the first record that starts in it.

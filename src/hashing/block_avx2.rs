@@ -9,10 +9,11 @@ use std::arch::x86_64::*;
 /// The largest k this test handles: the positions one remix holds.
 pub const MAX_K: u32 = super::POSITIONS_PER_REMIX;
 
-/// Whether the CPU has AVX2 (std caches the answer).
+/// Whether the CPU has AVX2, and BMI2 for the kernel's scalar code (every CPU with AVX2 since
+/// Haswell and Excavator has it; see [`super::block_avx512::available`]). std caches the answer.
 #[inline(always)]
 pub fn available() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("bmi2")
 }
 
 /// Sign bits set in the lanes at and above k, which then pass whatever they hold.

@@ -14,11 +14,12 @@ use std::arch::x86_64::*;
 pub const MAX_K: u32 = super::POSITIONS_PER_REMIX;
 
 /// Whether the CPU has AVX-512F, the BW and VL extensions the kernel's batched hash needs
-/// ([`super::lookup3_x16`]) and DQ for [`probes`] (every AVX-512 CPU since 2017 has all
-/// four). std caches the answer.
+/// ([`super::lookup3_x16`]), DQ for [`probes`], and BMI2, whose three-operand rotates and
+/// shifts (`rorx`, `shrx`) take lookup3's scalar rounds in the single-key query from two
+/// instructions to one (every AVX-512 CPU since 2017 has all five). std caches the answer.
 #[inline(always)]
 pub fn available() -> bool {
-    super::lookup3_x16::available() && std::arch::is_x86_feature_detected!("avx512dq")
+    super::lookup3_x16::available() && std::arch::is_x86_feature_detected!("avx512dq") && std::arch::is_x86_feature_detected!("bmi2")
 }
 
 /// Whether all k ≤ 7 positions of remixed hash `z` are set in `line`. Position j is bits
