@@ -398,12 +398,13 @@ impl BloomFilter {
         match self.spec.layout {
             Layout::Standard => params::fpp_from_fill(self.fill_ratio(), self.spec.hashes),
             Layout::Blocked => {
+                // A block's term depends only on its count of set bits (0..=512): computed once
+                // per count, not once per block (a 24 MB filter has 390,000 blocks; the powers
+                // took 3 ms of the build's serial end). Summed in block order, as before.
+                let per_count: Vec<f64> = (0..=BLOCK_BITS).map(|set| params::fpp_from_fill(set as f64 / BLOCK_BITS as f64, self.spec.hashes)).collect();
                 let blocks = (self.spec.bits / BLOCK_BITS) as usize;
                 let total: f64 = (0..blocks)
-                    .map(|b| {
-                        let set: u32 = self.bits.line(b).iter().map(|w| w.count_ones()).sum();
-                        params::fpp_from_fill(set as f64 / BLOCK_BITS as f64, self.spec.hashes)
-                    })
+                    .map(|b| per_count[self.bits.line(b).iter().map(|w| w.count_ones()).sum::<u32>() as usize])
                     .sum();
                 total / blocks as f64
             }

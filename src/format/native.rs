@@ -128,15 +128,26 @@ fn write(path: &Path, header: &NativeHeader, words: &[u64]) -> Result<()> {
     out.put(&VERSION.to_le_bytes()).map_err(io)?;
     out.put(&(encoded.len() as u32).to_le_bytes()).map_err(io)?;
     out.put(&encoded).map_err(io)?;
+    put_words_le(&mut out, words).map_err(io)?;
+    let crc = out.crc.finalize();
+    out.inner.write_all(&crc.to_le_bytes()).map_err(io)?;
+    out.inner.commit()
+}
+
+/// The words as little-endian bytes: their memory as it is on a little-endian CPU (no copy: a
+/// 24 MB filter's byte conversion took 1.5 ms of the build's serial end), converted a chunk at
+/// a time elsewhere.
+fn put_words_le<W: Write>(out: &mut Checksummed<W>, words: &[u64]) -> std::io::Result<()> {
+    if cfg!(target_endian = "little") {
+        return out.put(bytemuck::cast_slice(words));
+    }
     let mut buf = Vec::with_capacity(CHUNK_WORDS * 8);
     for chunk in words.chunks(CHUNK_WORDS) {
         buf.clear();
         buf.extend(chunk.iter().flat_map(|w| w.to_le_bytes()));
-        out.put(&buf).map_err(io)?;
+        out.put(&buf)?;
     }
-    let crc = out.crc.finalize();
-    out.inner.write_all(&crc.to_le_bytes()).map_err(io)?;
-    out.inner.commit()
+    Ok(())
 }
 
 /// True when `prefix` starts with the native magic.
