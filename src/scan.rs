@@ -135,21 +135,33 @@ impl Source {
         peers: usize,
         abort: &AtomicBool,
         progress: &AtomicU64,
+        on_batch: impl FnMut(&RecordBatch) -> Result<()>,
+    ) -> Result<ScanStats> {
+        let mut own = self.splits_of(me, peers).map(|s| s.index);
+        self.scan_feed(&mut own, abort, progress, on_batch)
+    }
+
+    /// Reads the splits `feed` gives, until it gives no more (see [`scan_worker`](Self::scan_worker)).
+    pub fn scan_feed(
+        &self,
+        feed: &mut impl SplitFeed,
+        abort: &AtomicBool,
+        progress: &AtomicU64,
         mut on_batch: impl FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<ScanStats> {
         let mut stats = ScanStats::default();
-        for split in self.splits_of(me, peers) {
-            if abort.load(Ordering::Relaxed) {
-                break;
-            }
+        while !abort.load(Ordering::Relaxed) {
+            let Some(index) = feed.next_split() else { break };
+            let split = &self.splits[index];
+            let mut tick = || feed.tick();
             match &self.inputs[split.input] {
                 Input::File { path, .. } => {
                     let reader = SplitReader::open(path, split, self.options.max_record)?;
-                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut stats, &mut on_batch)?;
+                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }
                 Input::Stdin => {
                     let reader = SplitReader::new(std::io::stdin().lock(), 0, u64::MAX, self.options.max_record, "<stdin>".into());
-                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut stats, &mut on_batch)?;
+                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }
             }
         }
@@ -167,6 +179,7 @@ impl Source {
         mut key_index: Option<usize>,
         abort: &AtomicBool,
         progress: &AtomicU64,
+        tick: &mut impl FnMut(),
         stats: &mut ScanStats,
         on_batch: &mut impl FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<()> {
@@ -256,6 +269,7 @@ impl Source {
             // batch, so that the workers do not pass their cache line back and forth.
             unreported += batch_bytes;
             if unreported >= PROGRESS_STEP {
+                tick();
                 progress.fetch_add(std::mem::take(&mut unreported), Ordering::Relaxed);
                 if abort.load(Ordering::Relaxed) {
                     return Ok(());
@@ -290,8 +304,25 @@ pub fn recycle<'b>(mut v: Vec<&[u8]>) -> Vec<&'b [u8]> {
     v.into_iter().map(|_| -> &'b [u8] { unreachable!("the vector is empty") }).collect()
 }
 
+/// Which splits a worker reads, one after another: its own under the static assignment (any
+/// iterator of split indexes), or those it claims as it goes (`jobs::claims`).
+pub trait SplitFeed {
+    /// The index of the next split to read; `None` once there are no more.
+    fn next_split(&mut self) -> Option<usize>;
+
+    /// Called every [`PROGRESS_STEP`] bytes read: a feed that talks to other workers answers
+    /// and receives their messages here, so that none waits for this worker's split to end.
+    fn tick(&mut self) {}
+}
+
+impl<I: Iterator<Item = usize>> SplitFeed for I {
+    fn next_split(&mut self) -> Option<usize> {
+        self.next()
+    }
+}
+
 /// Bytes read between updates of the shared progress counter (and checks of the abort flag).
-const PROGRESS_STEP: u64 = 1 << 20;
+pub const PROGRESS_STEP: u64 = 1 << 20;
 
 /// Lines read and handed over per batch.
 pub const BATCH_LINES: usize = 128;

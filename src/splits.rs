@@ -1,7 +1,8 @@
 //! Splits, by Hadoop's TextInputFormat rules: every input file is cut into byte ranges; a record
 //! belongs to the split holding its first byte. A split reader therefore skips a partial first line
 //! (unless it starts at offset 0) and reads past its end to finish its last line. Split i goes to
-//! global worker i mod peers, so the assignment is the same on every process.
+//! global worker i mod peers, so the assignment is the same on every process — except where
+//! workers claim splits as they go (`jobs::claims`, the filter build).
 
 use crate::error::{Error, Result};
 use std::fs::File;
@@ -103,9 +104,10 @@ impl Split {
     }
 }
 
-/// Splits each worker should get at least, so that the work evens out between workers (a
-/// worker with one split more than another waits for nothing else).
-pub const SPLITS_PER_WORKER: u64 = 16;
+/// Splits each worker should get at least, so that the work evens out between workers: under
+/// the static assignment a worker with one split more waits for nothing else, and where splits
+/// are claimed (the filter build) the job's tail is at most the last split, a 64th of a share.
+pub const SPLITS_PER_WORKER: u64 = 64;
 /// The smallest split the balancing chooses (a split has a fixed cost: a file open, a seek).
 pub const MIN_BALANCED_SPLIT: u64 = 1 << 20;
 
@@ -528,7 +530,7 @@ mod tests {
 
     #[test]
     fn split_sizes_are_balanced_for_the_workers() {
-        assert_eq!(balanced_split_size(64 << 20, 1_500_000_000, 2), 46_875_000);
+        assert_eq!(balanced_split_size(64 << 20, 1_500_000_000, 2), 11_718_750);
         assert_eq!(balanced_split_size(64 << 20, 27_000_000, 2), 1 << 20);
         assert_eq!(balanced_split_size(64 << 20, 100 << 30, 4), 64 << 20);
         assert_eq!(balanced_split_size(7, 1 << 30, 2), 7);

@@ -1,6 +1,7 @@
 //! The distributed jobs: each runs on every worker of every process through `timely::execute`.
 
 pub mod build;
+mod claims;
 pub mod semijoin;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, Slice};
@@ -39,23 +40,15 @@ pub(crate) fn global_filter(
 ) -> (BloomFilter, WorkerReport) {
     let (me, peers) = (worker.index(), worker.peers());
     let filter = Rc::new(RefCell::new(empty));
-    let probe = ProbeHandle::new();
-    let mut slices_in = worker.dataflow::<u64, _, _>(|scope| {
-        let (slices_in, slices) = scope.new_input::<Vec<Slice>>();
-        slices
-            .bloom_merge(Rc::clone(&filter), gather)
-            .bloom_collect(Rc::clone(&filter))
-            .probe_with(&probe);
-        slices_in
-    });
-
     let started = Instant::now();
     let mut report = WorkerReport { worker: me, ..Default::default() };
     {
         let mut partial = filter.borrow_mut();
         let mut keys = 0u64;
         let mut overflow = false;
-        let scanned = source.scan_worker(me, peers, abort, progress, |batch| {
+        // Splits are claimed, not assigned: the partials' OR is the same whoever read what.
+        let mut feed = claims::Claims::new(worker, source);
+        let scanned = source.scan_feed(&mut feed, abort, progress, |batch| {
             partial.insert_batch(batch.keys);
             keys += batch.len() as u64;
             // Keys kept for an exact broadcast join, up to the limit (then none: the job
@@ -69,6 +62,7 @@ pub(crate) fn global_filter(
             }
             Ok(())
         });
+        drop(feed);
         report.keys = keys;
         report.collected_key_bytes = collect.as_ref().filter(|_| !overflow).map(|(a, _)| a.len_bytes() as u64);
         match scanned {
@@ -80,6 +74,19 @@ pub(crate) fn global_filter(
         }
     }
     report.elapsed_secs = started.elapsed().as_secs_f64();
+
+    // Made only now, after the scan (every worker makes its dataflows in the same order, and
+    // timely holds slices that arrive for one not made yet): the claims stepped during the scan
+    // must not run the merge into the partial the scan is filling.
+    let probe = ProbeHandle::new();
+    let mut slices_in = worker.dataflow::<u64, _, _>(|scope| {
+        let (slices_in, slices) = scope.new_input::<Vec<Slice>>();
+        slices
+            .bloom_merge(Rc::clone(&filter), gather)
+            .bloom_collect(Rc::clone(&filter))
+            .probe_with(&probe);
+        slices_in
+    });
 
     // Reduce-scatter in rounds of a few chunks per owner, so that the data in flight from this
     // worker stays bounded whatever the filter's size.

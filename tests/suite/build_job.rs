@@ -236,6 +236,14 @@ fn directories_stdin_and_empty_files() {
     );
     assert!(ok(&o).contains("records            2"));
     assert_eq!(ok(&run(&["query", &stdin_out, "x", "y"])), "x\tmaybe\ny\tmaybe\n");
+    // With several workers, which claim the file's splits, standard input is still read once.
+    let file = write_csv(dir.path(), "more.csv", 3000);
+    let o = run_with_stdin(
+        &["build", "-", &file, "-k", "key", "-o", &stdin_out, "--expected-items", "4000", "-w", "3", "--split-size", "1000"],
+        b"id,key\n1,x\n2,y\n",
+    );
+    assert!(ok(&o).contains("records            3002"));
+    assert_eq!(ok(&run(&["query", &stdin_out, "x", "y", "k2999"])), "x\tmaybe\ny\tmaybe\nk2999\tmaybe\n");
     // Standard input cannot be sized by estimate.
     let o = run_with_stdin(&["build", "-", "-k", "key", "-o", &stdin_out], b"id,key\n1,x\n");
     fails_with(&o, &["--expected-items"]);
