@@ -1,5 +1,5 @@
 //! Large messages between workers: the filter slices of the all-reduce and the build keys of a
-//! broadcast join, each about 1 MiB. Timely's defaults suit many small records, not these:
+//! broadcast join, 256 KiB and 1 MiB. Timely's defaults suit many small records, not these:
 //! its builder for `Vec<T>` packs 8 KiB worth of `T` structs per message (hundreds of 1 MiB
 //! payloads, so a worker's whole share left as one message, and serializing, sending, receiving
 //! and merging ran one after another between processes), and bincode encodes a `Vec<u64>` or a
