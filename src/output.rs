@@ -97,7 +97,7 @@ fn move_aside(dir: &Path) -> Result<Replaced> {
 /// A file of the job's temporary area, e.g. a part file being written.
 pub struct TaskFile {
     temp: PathBuf,
-    writer: Option<BufWriter<File>>,
+    writer: Option<BufWriter<crate::atomic::Writeback>>,
 }
 
 impl TaskFile {
@@ -108,7 +108,7 @@ impl TaskFile {
         let temp = temp_dir.join(name);
         let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
         crate::cleanup::register(&temp);
-        Ok(TaskFile { temp, writer: Some(BufWriter::with_capacity(1 << 20, file)) })
+        Ok(TaskFile { temp, writer: Some(BufWriter::with_capacity(1 << 20, crate::atomic::Writeback::new(file))) })
     }
 
     /// The path while being written.
@@ -131,7 +131,7 @@ impl TaskFile {
         let synced = w
             .into_inner()
             .map_err(|e| Error::io(&temp, e.into_error()))
-            .and_then(|file| file.sync_all().map_err(|e| Error::io(&temp, e)));
+            .and_then(|w| w.into_file().sync_all().map_err(|e| Error::io(&temp, e)));
         if let Err(e) = synced {
             let _ = std::fs::remove_file(&temp);
             crate::cleanup::unregister(&temp);

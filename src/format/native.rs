@@ -139,7 +139,8 @@ fn write(path: &Path, header: &NativeHeader, words: &[u64]) -> Result<()> {
 /// a time elsewhere.
 fn put_words_le<W: Write>(out: &mut Checksummed<W>, words: &[u64]) -> std::io::Result<()> {
     if cfg!(target_endian = "little") {
-        return out.put(bytemuck::cast_slice(words));
+        // A chunk at a time, so that the file's writeback starts while the rest is written.
+        return words.chunks(CHUNK_WORDS).try_for_each(|chunk| out.put(bytemuck::cast_slice(chunk)));
     }
     let mut buf = Vec::with_capacity(CHUNK_WORDS * 8);
     for chunk in words.chunks(CHUNK_WORDS) {
