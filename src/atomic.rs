@@ -120,3 +120,27 @@ impl Drop for AtomicFile {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_committed_file_holds_every_byte_written_past_several_writeback_steps() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.bin");
+        let mut file = AtomicFile::create(&target).unwrap();
+        let mut want = Vec::new();
+        let mut rng = crate::xorshift::XorShift::new(7);
+        // Pieces of odd sizes, small and larger than the buffer, 3 writeback steps in all.
+        while want.len() < 3 * WRITEBACK_STEP as usize {
+            let len = (rng.next() % (3 << 20)) as usize + 1;
+            let piece: Vec<u8> = (0..len).map(|i| (i as u64 ^ rng.next()) as u8).collect();
+            file.write_all(&piece).unwrap();
+            want.extend_from_slice(&piece);
+        }
+        assert!(!target.exists(), "nothing under the real name before the commit");
+        file.commit().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), want);
+    }
+}
