@@ -7,7 +7,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 /// Bytes written between requests to start writing them to disk.
-const WRITEBACK_STEP: u64 = 4 << 20;
+pub const WRITEBACK_STEP: u64 = 4 << 20;
 
 /// A file being written whose pages the kernel is asked to start writing to disk every
 /// [`WRITEBACK_STEP`] bytes (`sync_file_range`, Linux), so that the fsync of a commit waits

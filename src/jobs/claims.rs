@@ -13,11 +13,11 @@
 //! Standard input is read where the static assignment puts it (the process that has it), and
 //! never claimed.
 
+use crate::messages::OneAtATime;
 use crate::scan::{SplitFeed, Source};
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use crate::messages::OneAtATime;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::ExchangeCore;
 use timely::dataflow::operators::generic::operator::Operator;
@@ -136,6 +136,9 @@ impl SplitFeed for Claims<'_> {
         if let Some(own) = self.own.next() {
             return Some(own);
         }
+        // Between splits, answer and receive claims even when an answer is already here: the
+        // ticks come only every MiB, and small splits may have none.
+        self.worker.step();
         loop {
             let answer = self.answers.borrow_mut().pop_front();
             match answer {

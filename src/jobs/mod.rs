@@ -24,8 +24,8 @@ use timely::ExchangeData;
 /// How long an idle worker parks before looking again (it is woken earlier by any message).
 pub(crate) const PARK: Option<Duration> = Some(Duration::from_millis(50));
 
-/// Runs inside a timely worker: reads this worker's splits of `source` into its partial filter
-/// (`empty` sized as every other worker's), then takes part in the all-reduce, even when its own
+/// Runs inside a timely worker: reads the splits of `source` it claims (see [`claims`]) into its
+/// partial filter (`empty` sized as every other worker's), then takes part in the all-reduce, even when its own
 /// scan failed, so that no peer waits forever. Returns the filter, which holds the global filter
 /// on the receivers of `gather`, and this worker's report; exchange reports with [`all_reports`]
 /// to learn whether the job as a whole succeeded.
