@@ -150,18 +150,21 @@ impl Source {
         mut on_batch: impl FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<ScanStats> {
         let mut stats = ScanStats::default();
+        // One read buffer for all the splits of this worker's files.
+        let mut buffer = Vec::new();
         while !abort.load(Ordering::Relaxed) {
             let Some(index) = feed.next_split() else { break };
             let split = &self.splits[index];
             let mut tick = || feed.tick();
             match &self.inputs[split.input] {
                 Input::File { path, .. } => {
-                    let reader = SplitReader::open(path, split, self.options.max_record)?;
-                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
+                    self.scan_split(&mut reader, split, self.key_index[split.input], abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    buffer = reader.into_buffer();
                 }
                 Input::Stdin => {
-                    let reader = SplitReader::new(std::io::stdin().lock(), 0, u64::MAX, self.options.max_record, "<stdin>".into());
-                    self.scan_split(reader, split, self.key_index[split.input], abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    let mut reader = SplitReader::new(std::io::stdin().lock(), 0, u64::MAX, self.options.max_record, "<stdin>".into());
+                    self.scan_split(&mut reader, split, self.key_index[split.input], abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }
             }
         }
@@ -174,7 +177,7 @@ impl Source {
     #[allow(clippy::too_many_arguments)]
     fn scan_split<R: Read>(
         &self,
-        mut reader: SplitReader<R>,
+        reader: &mut SplitReader<R>,
         split: &Split,
         mut key_index: Option<usize>,
         abort: &AtomicBool,

@@ -170,12 +170,19 @@ const READ_SIZE: usize = 256 << 10;
 impl SplitReader<File> {
     /// Opens `split` of a file input, positioned at the first record that starts in it.
     pub fn open(path: &Path, split: &Split, max_record: usize) -> Result<Self> {
+        Self::open_with(path, split, max_record, Vec::new())
+    }
+
+    /// [`open`](Self::open), reading into `buffer` (the one a reader of an earlier split gave
+    /// back with [`into_buffer`](SplitReader::into_buffer)): a worker reading one split after
+    /// another allocates and zeroes its buffer once, not once per split.
+    pub fn open_with(path: &Path, split: &Split, max_record: usize, buffer: Vec<u8>) -> Result<Self> {
         let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
         let seek_to = split.start.saturating_sub(1);
         file.seek(SeekFrom::Start(seek_to)).map_err(|e| Error::io(path, e))?;
         // A small split needs no 1 MiB buffer (it grows if a record runs past the split).
         let capacity = (split.end - seek_to).saturating_add(4096).min(READ_SIZE as u64) as usize;
-        let mut reader = SplitReader::with_capacity(file, seek_to, split.end, max_record, path.display().to_string(), capacity);
+        let mut reader = SplitReader::with_buffer(file, seek_to, split.end, max_record, path.display().to_string(), buffer, capacity);
         if split.start > 0 {
             // The record holding byte start-1 belongs to an earlier split; skip through its
             // newline. If byte start-1 is itself a newline, this skips just that byte.
@@ -194,9 +201,18 @@ impl<R: Read> SplitReader<R> {
 
     /// As `new`, with a first buffer of `capacity` bytes.
     pub fn with_capacity(source: R, offset: u64, end: u64, max_record: usize, name: String, capacity: usize) -> Self {
+        Self::with_buffer(source, offset, end, max_record, name, Vec::new(), capacity)
+    }
+
+    /// As `with_capacity`, in `buffer`, grown to `capacity` bytes if it is shorter (its contents
+    /// do not matter: only bytes read into it are ever looked at).
+    fn with_buffer(source: R, offset: u64, end: u64, max_record: usize, name: String, mut buffer: Vec<u8>, capacity: usize) -> Self {
+        if buffer.len() < capacity.max(1) {
+            buffer.resize(capacity.max(1), 0);
+        }
         SplitReader {
             source,
-            buf: vec![0; capacity.max(1)],
+            buf: buffer,
             pos: 0,
             filled: 0,
             offset,
@@ -363,6 +379,11 @@ impl<R: Read> SplitReader<R> {
     /// The buffer that [`next_batch`](SplitReader::next_batch)'s ranges index.
     pub fn buffer(&self) -> &[u8] {
         &self.buf
+    }
+
+    /// The reader's buffer, for the reader of the next split ([`SplitReader::open_with`]).
+    pub fn into_buffer(self) -> Vec<u8> {
+        self.buf
     }
 
     /// Bytes consumed so far, as a file offset.
