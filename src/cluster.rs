@@ -137,8 +137,27 @@ where
     timely::execute::execute_from(builders, Box::new(guard), timely::WorkerConfig::default(), func).map_err(started)
 }
 
-/// How often a connection to a peer that is not up yet is retried.
+/// How often a connection to a peer that is not up yet is retried: soon at first (peers start
+/// together, and a wait of a whole interval showed in every job's start), then less often.
+const FIRST_RETRY: Duration = Duration::from_micros(100);
 const RETRY: Duration = Duration::from_millis(2);
+
+/// Waits until `listener` has a connection to accept or `timeout` has passed, without polling
+/// it on a timer: a process that slept 2 ms between accepts started every job 2 ms late.
+fn wait_for_connection(listener: &TcpListener, timeout: Duration) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        let mut fd = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let millis = timeout.as_millis().clamp(1, 100) as libc::c_int;
+        // SAFETY: one valid pollfd for an open descriptor; poll only reads and writes it.
+        unsafe {
+            libc::poll(&mut fd, 1, millis);
+        }
+    }
+    #[cfg(not(unix))]
+    std::thread::sleep(timeout.min(RETRY));
+}
 
 /// One connected stream per other process (`None` at this process's own index).
 fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {
@@ -158,6 +177,7 @@ fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {
     listener.set_nonblocking(true).map_err(|e| Error::Job(e.to_string()))?;
     let mut sockets: Vec<Option<TcpStream>> = (0..config.processes).map(|_| None).collect();
     for (peer, address) in config.addresses.iter().enumerate().take(me) {
+        let mut retry = FIRST_RETRY;
         loop {
             match TcpStream::connect(address) {
                 Ok(mut stream) => {
@@ -166,7 +186,10 @@ fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {
                     sockets[peer] = Some(stream);
                     break;
                 }
-                Err(_) if Instant::now() < deadline => std::thread::sleep(RETRY),
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(retry);
+                    retry = (retry * 2).min(RETRY);
+                }
                 Err(_) => return Err(gave_up(peer)),
             }
         }
@@ -184,7 +207,9 @@ fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {
                 }
                 sockets[peer] = Some(stream);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => std::thread::sleep(RETRY),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                wait_for_connection(&listener, deadline.saturating_duration_since(Instant::now()))
+            }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Err(gave_up(waiting)),
             Err(e) => return Err(Error::Job(format!("process {me}: accepting connections: {e}"))),
         }
