@@ -180,7 +180,8 @@ impl SplitReader<File> {
         let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
         let seek_to = split.start.saturating_sub(1);
         file.seek(SeekFrom::Start(seek_to)).map_err(|e| Error::io(path, e))?;
-        // A small split needs no 1 MiB buffer (it grows if a record runs past the split).
+        // A small split needs no full-size buffer (it grows if a record runs past the split); a
+        // reused one is kept as it is.
         let capacity = (split.end - seek_to).saturating_add(4096).min(READ_SIZE as u64) as usize;
         let mut reader = SplitReader::with_buffer(file, seek_to, split.end, max_record, path.display().to_string(), buffer, capacity);
         if split.start > 0 {
