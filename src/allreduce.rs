@@ -3,7 +3,10 @@
 //! Worker w owns word range w of the bit array. Every worker sends each owner its slice of that
 //! range (reduce-scatter) in bounded chunks; the owner ORs them into its own partial, whose range
 //! then holds the global bits. Owners send their merged range to whoever needs the global filter
-//! (gather): the writer for the build job, every worker for the semi-join. Per-worker traffic stays
+//! (gather): the writer for the build job, every worker for the semi-join. The reduce-scatter goes
+//! in rounds, and an owner sends each round's words on as soon as that round is complete, so the
+//! gather overlaps the rest of the scatter (2 processes, a 24 MB filter: about 17 -> 16 ms, two
+//! interleaved series of 9 and 11; in one process no change). Per-worker traffic stays
 //! about 2·m bits whatever the worker count, and the result is the same OR, bit for bit, for any
 //! number of workers or processes.
 
@@ -69,21 +72,31 @@ pub fn owned_range(owner: usize, peers: usize, words: usize) -> Range<usize> {
 /// measured no faster).
 pub const ROUND_CHUNKS: usize = 8;
 
+/// The words of `owner`'s range that reduce-scatter round `round` carries (and that are final,
+/// merged from every peer, once the round is complete): the round's [`ROUND_CHUNKS`] chunks of
+/// the range, empty past its end.
+pub fn round_words(owner: usize, peers: usize, words: usize, round: usize) -> Range<usize> {
+    let range = owned_range(owner, peers, words);
+    let first = (range.start + round * ROUND_CHUNKS * CHUNK_WORDS).min(range.end);
+    first..(first + ROUND_CHUNKS * CHUNK_WORDS).min(range.end)
+}
+
+/// The slices that carry `words[range]` to worker `to`, a chunk each.
+fn chunks_to(words: &[u64], range: Range<usize>, to: usize) -> impl Iterator<Item = Slice> + '_ {
+    range.clone().step_by(CHUNK_WORDS).map(move |start| {
+        let end = (start + CHUNK_WORDS).min(range.end);
+        Slice { to: to as u32, offset: start as u64, words: words[start..end].to_vec() }
+    })
+}
+
 /// The slices worker `me` sends in reduce-scatter round `round`: at most [`ROUND_CHUNKS`]
 /// chunks to each other owner. Empty once every chunk has been sent.
 pub fn scatter_round(filter: &BloomFilter, me: usize, peers: usize, round: usize) -> Vec<Slice> {
     let words = filter.bits().words();
-    let mut slices = Vec::new();
-    for owner in (0..peers).filter(|&owner| owner != me) {
-        let range = owned_range(owner, peers, words.len());
-        let first = range.start + round * ROUND_CHUNKS * CHUNK_WORDS;
-        let last = (first + ROUND_CHUNKS * CHUNK_WORDS).min(range.end);
-        for start in (first..last).step_by(CHUNK_WORDS) {
-            let end = (start + CHUNK_WORDS).min(last);
-            slices.push(Slice { to: owner as u32, offset: start as u64, words: words[start..end].to_vec() });
-        }
-    }
-    slices
+    (0..peers)
+        .filter(|&owner| owner != me)
+        .flat_map(|owner| chunks_to(words, round_words(owner, peers, words.len(), round), owner))
+        .collect()
 }
 
 /// Rounds needed to scatter every chunk.
@@ -93,8 +106,8 @@ pub fn scatter_rounds(words: usize, peers: usize) -> usize {
 
 /// The reduce-scatter and gather steps as timely operators.
 pub trait BloomMerge<'scope> {
-    /// ORs each slice into the receiving owner's partial; once the input is complete, sends the
-    /// owner's merged range to the receivers of `gather`.
+    /// ORs each slice into the receiving owner's partial; as each round completes, sends the
+    /// owner's words that round made final to the receivers of `gather`.
     fn bloom_merge(self, filter: Rc<RefCell<BloomFilter>>, gather: Gather) -> Self;
     /// Copies each merged range into the receiving worker's filter. The (empty) output stream
     /// lets a probe tell when every range has arrived.
@@ -107,6 +120,8 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
         let me = self.scope().index();
         self.unary_frontier::<OneAtATime<Slice>, _, _, _>(to_receiver(), "BloomMerge", move |cap, _info| {
             let mut cap = Some(cap);
+            // Rounds whose merged words have gone to the receivers.
+            let mut gathered = 0usize;
             move |(input, frontier), output| {
                 input.for_each(|_time, data| {
                     let mut f = filter.borrow_mut();
@@ -117,24 +132,34 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
                     }
                 });
                 let Some(c) = cap.as_mut() else { return };
-                match frontier.frontier().iter().min() {
-                    // Track the input so that a probe downstream sees each round complete.
-                    Some(t) if c.time() < t => c.downgrade(t),
-                    Some(_) => {}
-                    None => {
-                        let f = filter.borrow();
-                        let words = f.bits().words();
-                        let range = owned_range(me, peers, words.len());
-                        let mut session = output.session_with_builder(c);
-                        for to in gather.receivers(peers).filter(|&w| w != me) {
-                            for start in range.clone().step_by(CHUNK_WORDS) {
-                                let end = (start + CHUNK_WORDS).min(range.end);
-                                session.give(Slice { to: to as u32, offset: start as u64, words: words[start..end].to_vec() });
-                            }
+                // Slices of round r travel at time r: the rounds before the frontier are
+                // complete, and every round once the frontier is empty.
+                let frontier_min = frontier.frontier().iter().min().copied();
+                if let Some(t) = frontier_min.filter(|t| c.time() < t) {
+                    // Track the input, so that a probe downstream sees each round complete.
+                    c.downgrade(&t);
+                }
+                let complete = frontier_min.map_or(usize::MAX, |t| t as usize);
+                if complete > gathered {
+                    // The words of the rounds just completed are final: send them on now, while
+                    // later rounds are still being scattered.
+                    let f = filter.borrow();
+                    let words = f.bits().words();
+                    let first = round_words(me, peers, words.len(), gathered).start;
+                    let last = match complete {
+                        usize::MAX => owned_range(me, peers, words.len()).end,
+                        next => round_words(me, peers, words.len(), next).start,
+                    };
+                    let mut session = output.session_with_builder(c);
+                    for to in gather.receivers(peers).filter(|&w| w != me) {
+                        for slice in chunks_to(words, first..last, to) {
+                            session.give(slice);
                         }
-                        drop(session);
-                        cap = None;
                     }
+                    gathered = complete;
+                }
+                if complete == usize::MAX {
+                    cap = None;
                 }
             }
         })

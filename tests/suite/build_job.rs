@@ -157,6 +157,29 @@ fn filters_are_byte_identical_across_processes_on_loopback() {
     }
 }
 
+/// A filter of 120M bits (15 MB) gives each owner more words than one merge round carries
+/// (2 MiB per owner per round), so the reduce-scatter takes several rounds and each owner sends
+/// its merged words on round by round: the bytes must still match one worker's.
+#[test]
+fn filters_merged_over_several_rounds_are_byte_identical() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 30_000);
+    let filter = ["-k", "2", "--bits", "120000000", "--hashes", "5", "--split-size", "20000"];
+    let (reference, o) = build(dir.path(), &input, &filter);
+    ok(&o);
+    let reference = std::fs::read(&reference).unwrap();
+    let (three, o) = build(dir.path(), &input, &[&filter[..], &["-w", "3"]].concat());
+    ok(&o);
+    assert_eq!(std::fs::read(&three).unwrap(), reference, "-w 3");
+    let out = path_str(dir.path(), "c2x2.bloom");
+    let args = [&["build", &input, "-o", &out, "--no-progress"][..], &filter[..]].concat();
+    let outs = run_cluster(dir.path(), 2, 2, &args, Duration::from_secs(60));
+    outs.iter().for_each(|o| {
+        ok(o);
+    });
+    assert_eq!(std::fs::read(&out).unwrap(), reference, "2 processes x 2 workers");
+}
+
 #[test]
 fn a_missing_peer_fails_after_the_connect_timeout() {
     let dir = tempdir();
