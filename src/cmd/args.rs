@@ -66,7 +66,8 @@ pub struct InputArgs {
     /// Fail on the first malformed record instead of counting and skipping it.
     #[arg(long)]
     pub strict: bool,
-    /// Bytes per split; splits are dealt to workers round-robin.
+    /// Bytes per split, the unit of work: workers claim a filter input's splits as they go; a
+    /// semi-join's probe splits are dealt to workers round-robin.
     #[arg(long, default_value_t = DEFAULT_SPLIT_SIZE, value_name = "BYTES")]
     pub split_size: u64,
     /// Longest record accepted, in bytes.
