@@ -489,14 +489,18 @@ unsafe fn probe_group_avx2<H: PairHash>(spec: FilterSpec, lines: *const u8, grou
     probes_one_by_one(spec, lines, &pairs, group.len(), probes);
 }
 
-/// Asks the CPU to start loading the cache line at `line`: a hint, which reads nothing and
-/// cannot fault.
+/// Asks the CPU to start loading the cache line at `line` into L2: a hint, which reads nothing
+/// and cannot fault. L2, not L1: a group prefetches 64 lines at once, more than the L1's few
+/// outstanding misses (about 24 on recent cores), and the later prefetches waited for the
+/// earlier ones; L2 keeps more in flight, and the test's load takes the line from L2 in a few
+/// cycles. Benchmark (batched queries, 1% filters): 5.7 -> 5.1 ns per key for 10^7 keys, 3.4
+/// -> 3.0 ns for 10^6; the jobs within noise.
 #[inline(always)]
 fn prefetch(line: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching has no effect on memory and faults on no address.
     unsafe {
-        std::arch::x86_64::_mm_prefetch(line as *const i8, std::arch::x86_64::_MM_HINT_T0);
+        std::arch::x86_64::_mm_prefetch(line as *const i8, std::arch::x86_64::_MM_HINT_T1);
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = line;
