@@ -65,7 +65,14 @@ impl Progress {
         let flag = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {
-                bar.set_position(counter.load(Ordering::Relaxed));
+                let done = counter.load(Ordering::Relaxed);
+                // A process's total is its fair share of the input, but its workers claim splits
+                // as they go and may read more: the total then grows, so the bar never shows
+                // more than 100%.
+                if done > bar.length().unwrap_or(0) {
+                    bar.set_length(done);
+                }
+                bar.set_position(done);
                 std::thread::sleep(Duration::from_millis(100));
             }
             bar.finish_and_clear();
