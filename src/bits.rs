@@ -24,10 +24,15 @@ pub fn words_for_bits(bits: u64) -> u64 {
 impl BitArray {
     /// An all-zero array of `len` bits.
     pub fn new(len: u64) -> Self {
+        Self::new_ticking(len, &mut || {})
+    }
+
+    /// [`new`](Self::new), calling `tick` as it zeroes a large array (see
+    /// [`zeroed_huge_ticking`](crate::limits::zeroed_huge_ticking)).
+    pub fn new_ticking(len: u64, tick: &mut dyn FnMut()) -> Self {
         let words = words_for_bits(len) as usize;
         BitArray {
-            // Zeroed allocation: the pages are not touched until used.
-            lines: crate::limits::zeroed_huge(words.div_ceil(8)),
+            lines: crate::limits::zeroed_huge_ticking(words.div_ceil(8), tick),
             words,
             len,
         }

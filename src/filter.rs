@@ -45,9 +45,15 @@ impl BloomFilter {
 
     /// An empty filter of a given identity.
     pub fn new(spec: FilterSpec) -> Self {
+        Self::new_ticking(spec, &mut || {})
+    }
+
+    /// [`new`](Self::new), calling `tick` as it zeroes a large filter's bits, for a worker that
+    /// must keep answering its peers meanwhile.
+    pub fn new_ticking(spec: FilterSpec, tick: &mut dyn FnMut()) -> Self {
         BloomFilter {
             spec,
-            bits: BitArray::new(spec.bits),
+            bits: BitArray::new_ticking(spec.bits, tick),
             items_inserted: 0,
             expected_items: 0,
             target_fpp: 0.0,

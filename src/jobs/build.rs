@@ -185,7 +185,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let job_sized = sized.clone();
 
     let guards = crate::cluster::execute(cluster, move |worker| {
-        let empty = BloomFilter::new(job_sized.spec).sized_for(job_sized.expected_items, job_sized.target_fpp);
+        let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(job_sized.spec, tick).sized_for(job_sized.expected_items, job_sized.target_fpp);
         let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None);
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
         if let Some(failure) = first_failure(&reports) {

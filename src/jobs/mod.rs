@@ -8,7 +8,7 @@ use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, Slice}
 use crate::filter::BloomFilter;
 use crate::keyset::{KeyArena, KeySet};
 use crate::report::WorkerReport;
-use crate::scan::{ScanStats, Source};
+use crate::scan::{ScanStats, Source, SplitFeed};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,29 +25,31 @@ use timely::ExchangeData;
 pub(crate) const PARK: Option<Duration> = Some(Duration::from_millis(50));
 
 /// Runs inside a timely worker: reads the splits of `source` it claims (see [`claims`]) into its
-/// partial filter (`empty` sized as every other worker's), then takes part in the all-reduce, even when its own
+/// partial filter (made by `empty`, sized as every other worker's, which must call the tick it
+/// is given as it zeroes a large filter), then takes part in the all-reduce, even when its own
 /// scan failed, so that no peer waits forever. Returns the filter, which holds the global filter
 /// on the receivers of `gather`, and this worker's report; exchange reports with [`all_reports`]
 /// to learn whether the job as a whole succeeded.
 pub(crate) fn global_filter(
     worker: &mut Worker,
     source: &Source,
-    empty: BloomFilter,
+    empty: impl FnOnce(&mut dyn FnMut()) -> BloomFilter,
     gather: Gather,
     abort: &AtomicBool,
     progress: &AtomicU64,
     mut collect: Option<(&mut KeyArena, u64)>,
 ) -> (BloomFilter, WorkerReport) {
     let (me, peers) = (worker.index(), worker.peers());
-    let filter = Rc::new(RefCell::new(empty));
+    // Splits are claimed, not assigned: the partials' OR is the same whoever read what.
+    let mut feed = claims::Claims::new(worker, source);
+    // The partial is made (zeroed) while claims are answered: worker 0 hands out the splits.
+    let filter = Rc::new(RefCell::new(empty(&mut || feed.tick())));
     let started = Instant::now();
     let mut report = WorkerReport { worker: me, ..Default::default() };
     {
         let mut partial = filter.borrow_mut();
         let mut keys = 0u64;
         let mut overflow = false;
-        // Splits are claimed, not assigned: the partials' OR is the same whoever read what.
-        let mut feed = claims::Claims::new(worker, source);
         let scanned = source.scan_feed(&mut feed, abort, progress, |batch| {
             partial.insert_batch(batch.keys);
             keys += batch.len() as u64;
