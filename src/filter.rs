@@ -498,8 +498,9 @@ unsafe fn probe_group_avx2<H: PairHash>(spec: FilterSpec, lines: *const u8, grou
 /// Asks the CPU to start loading the cache line at `line` into L2: a hint, which reads nothing
 /// and cannot fault. L2, not L1: a group prefetches 64 lines at once, more misses than an L1
 /// cache keeps outstanding, and the later prefetches waited for the earlier ones; L2 keeps more
-/// in flight, and the test's load takes the line from L2 in a few cycles. Benchmark (batched queries, 1% filters): 5.7 -> 5.1 ns per key for 10^7 keys, 3.4
-/// -> 3.0 ns for 10^6; the jobs within noise.
+/// in flight, and the test's load takes the line from L2 in a few cycles. Benchmark (batched
+/// queries, 1% filters): 5.7 -> 5.1 ns per key for 10^7 keys, 3.4 -> 3.0 ns for 10^6; the jobs
+/// within noise.
 #[inline(always)]
 fn prefetch(line: *const u8) {
     #[cfg(target_arch = "x86_64")]

@@ -174,9 +174,9 @@ fn filters_merged_over_several_rounds_are_byte_identical() {
     let out = path_str(dir.path(), "c2x2.bloom");
     let args = [&["build", &input, "-o", &out, "--no-progress"][..], &filter[..]].concat();
     let outs = run_cluster(dir.path(), 2, 2, &args, Duration::from_secs(60));
-    outs.iter().for_each(|o| {
+    for o in &outs {
         ok(o);
-    });
+    }
     assert_eq!(std::fs::read(&out).unwrap(), reference, "2 processes x 2 workers");
 }
 
