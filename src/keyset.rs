@@ -39,6 +39,11 @@ impl KeyArena {
         &self.bytes
     }
 
+    /// The encoded keys, taken.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
     /// Releases the memory.
     pub fn clear(&mut self) {
         self.bytes = Vec::new();

@@ -218,14 +218,21 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
             .probe_with(&probe);
         input
     });
+    // This process's receiver gets the keys moved whole, without a copy (timely hands data to a
+    // worker of the same process as it is); other processes' receivers get copies in pieces of
+    // about 1 MiB.
+    let process_of = |w: usize| w / shared.local_workers;
+    let local = receivers.iter().copied().find(|&to| process_of(to) == process_of(me));
     for piece in crate::keyset::chunks(keys.as_bytes(), 1 << 20) {
-        for &to in receivers {
+        for &to in receivers.iter().filter(|&&to| Some(to) != local) {
             // Each piece leaves at once, so the next is copied out while this one travels.
             input.send(KeyPiece { to: to as u32, keys: piece.to_vec() });
             input.flush();
         }
     }
-    drop(keys);
+    if let Some(to) = local.filter(|_| keys.len_bytes() > 0) {
+        input.send(KeyPiece { to: to as u32, keys: keys.into_bytes() });
+    }
     drop(input);
     worker.step_or_park_while(PARK, || !probe.done());
     const LOCKED: &str = "no worker panics holding the lock";
@@ -249,7 +256,8 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
     std::sync::Arc::clone(shared.set.get().expect("the process's first worker assembled the set"))
 }
 
-/// About 1 MiB of whole build keys (see `keyset::chunks`) for worker `to`.
+/// Whole build keys (see `keyset::chunks`) for worker `to`: about 1 MiB of them, or all of a
+/// worker's for a receiver in its own process.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
 struct KeyPiece {
     to: u32,
