@@ -17,6 +17,16 @@ pub struct KeyArena {
 }
 
 impl KeyArena {
+    /// An empty arena with room for `bytes` bytes of encoded keys. Only address space: pages
+    /// are touched as keys arrive, so reserving more than will be used costs no memory, and the
+    /// arena never reallocates, which copied it and touched fresh pages at every doubling.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut arena = KeyArena::default();
+        // A reservation the system refuses leaves an arena that grows as it fills.
+        let _ = arena.bytes.try_reserve_exact(bytes);
+        arena
+    }
+
     /// Appends a key.
     #[inline]
     pub fn push(&mut self, key: &[u8]) {

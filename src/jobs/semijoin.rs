@@ -216,11 +216,17 @@ impl Job {
     fn run_worker(&self, worker: &mut Worker, abort: &AtomicBool, counter: &AtomicU64) -> Result<Option<SemijoinStats>> {
         let me = worker.index();
         // 1. The global filter on every worker (and, for a broadcast exact join, the build keys).
-        let mut keys = KeyArena::default();
         let limit = match self.exact_strategy {
             ExactStrategy::Auto => self.broadcast_limit,
             _ => u64::MAX,
         };
+        // Room for as many key bytes as the build side has (keys are shorter than their lines),
+        // up to the limit and 256 MiB: address space only, so that the arena never reallocates.
+        let build_bytes = match &self.planned {
+            PlannedFilter::Build { source, .. } => source.total_bytes(),
+            PlannedFilter::File { .. } => 0,
+        };
+        let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize);
         let collect = (self.exact && self.exact_strategy != ExactStrategy::Shuffle).then_some((&mut keys, limit));
         let (filter, build_reports) = match &self.planned {
             PlannedFilter::Build { source, sized } => {
