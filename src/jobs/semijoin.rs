@@ -220,14 +220,15 @@ impl Job {
             ExactStrategy::Auto => self.broadcast_limit,
             _ => u64::MAX,
         };
+        let collecting = self.exact && self.exact_strategy != ExactStrategy::Shuffle;
         // Room for as many key bytes as the build side has (keys are shorter than their lines),
         // up to the limit and 256 MiB: address space only, so that the arena never reallocates.
         let build_bytes = match &self.planned {
-            PlannedFilter::Build { source, .. } => source.total_bytes(),
-            PlannedFilter::File { .. } => 0,
+            PlannedFilter::Build { source, .. } if collecting => source.total_bytes(),
+            _ => 0,
         };
         let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize);
-        let collect = (self.exact && self.exact_strategy != ExactStrategy::Shuffle).then_some((&mut keys, limit));
+        let collect = collecting.then_some((&mut keys, limit));
         let (filter, build_reports) = match &self.planned {
             PlannedFilter::Build { source, sized } => {
                 let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(sized.spec, tick).sized_for(sized.expected_items, sized.target_fpp);
