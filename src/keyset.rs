@@ -178,22 +178,16 @@ impl Part {
 }
 
 /// A key of at most 8 bytes as a slot holds it: its bytes zero-padded to 8, little-endian. Built
-/// from whole-word loads (overlapping when the key is shorter than 8 bytes) rather than a copy of
-/// variable length, which is a call to memcpy.
+/// from whole-word loads by lookup3's tail reader rather than a copy of variable length, which is
+/// a call to memcpy.
 #[inline(always)]
 fn inline_word(key: &[u8]) -> u64 {
-    let n = key.len();
-    debug_assert!(n <= INLINE);
-    if n >= 4 {
-        let low = u32::from_le_bytes(key[..4].try_into().expect("4 bytes")) as u64;
-        let high = u32::from_le_bytes(key[n - 4..].try_into().expect("4 bytes")) as u64;
-        low | high << (8 * (n - 4))
-    } else if n > 0 {
-        // First, middle and last byte (which coincide when n < 3).
-        key[0] as u64 | (key[n / 2] as u64) << (8 * (n / 2)) | (key[n - 1] as u64) << (8 * (n - 1))
-    } else {
-        0
+    debug_assert!(key.len() <= INLINE);
+    if key.is_empty() {
+        return 0;
     }
+    let (low, high, _) = crate::hashing::lookup3::tail_words(key);
+    low as u64 | (high as u64) << 32
 }
 
 /// The key a slot holds: in the slot, or in the arena.

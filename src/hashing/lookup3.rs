@@ -37,9 +37,9 @@ fn word(bytes: &[u8], at: usize) -> u32 {
 /// The last 1..=12 bytes of a key as lookup3 reads them: three little-endian words of the bytes
 /// zero-padded to 12. Built from overlapping whole-word loads shifted into place, because a
 /// byte copy into a padded buffer (a `memcpy` call of variable length) cost more than the
-/// mixing itself on short keys.
+/// mixing itself on short keys. (The exact key set stores keys of up to 8 bytes the same way.)
 #[inline(always)]
-fn tail_words(rest: &[u8]) -> (u32, u32, u32) {
+pub(crate) fn tail_words(rest: &[u8]) -> (u32, u32, u32) {
     let r = rest.len();
     debug_assert!((1..=12).contains(&r));
     if r >= 8 {

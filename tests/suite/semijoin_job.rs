@@ -56,6 +56,16 @@ fn dataset(seed: u64) -> Dataset {
 
 /// The records of every part file as a multiset, checking each part's header and that records
 /// keep their input order (event numbers increase within a part).
+/// `dataset(seed)` written to `b.csv` (build) and `p.csv` (probe) in `dir`: the dataset and the
+/// two paths.
+fn dataset_files(dir: &Path, seed: u64) -> (Dataset, String, String) {
+    let d = dataset(seed);
+    let (build, probe) = (path_str(dir, "b.csv"), path_str(dir, "p.csv"));
+    std::fs::write(&build, &d.build).unwrap();
+    std::fs::write(&probe, &d.probe).unwrap();
+    (d, build, probe)
+}
+
 fn read_output(dir: &Path, header: &str) -> BTreeMap<Vec<u8>, usize> {
     assert!(dir.join("_SUCCESS").exists(), "no _SUCCESS in {}", dir.display());
     assert!(!dir.join("_temporary").exists());
@@ -117,11 +127,7 @@ fn random_datasets_have_no_false_negatives_and_exact_is_the_true_semijoin() {
 #[test]
 fn a_two_process_cluster_gives_the_same_output() {
     let dir = tempdir();
-    let d = dataset(1234);
-    let build = path_str(dir.path(), "b.csv");
-    let probe = path_str(dir.path(), "p.csv");
-    std::fs::write(&build, &d.build).unwrap();
-    std::fs::write(&probe, &d.probe).unwrap();
+    let (d, build, probe) = dataset_files(dir.path(), 1234);
     let single = path_str(dir.path(), "single");
     ok(&run(&semijoin_args(&build, &probe, &single, &[])));
     for (workers, exact) in [(1, None), (2, None), (1, Some("shuffle")), (2, Some("broadcast"))] {
@@ -151,11 +157,7 @@ fn a_two_process_cluster_gives_the_same_output() {
 #[test]
 fn a_filter_merged_over_several_rounds_reaches_every_worker_whole() {
     let dir = tempdir();
-    let d = dataset(4321);
-    let build = path_str(dir.path(), "b.csv");
-    let probe = path_str(dir.path(), "p.csv");
-    std::fs::write(&build, &d.build).unwrap();
-    std::fs::write(&probe, &d.probe).unwrap();
+    let (d, build, probe) = dataset_files(dir.path(), 4321);
     // Explicit bits in place of the usual --expected-items.
     let args = |out: &'static str| -> Vec<String> {
         let out = path_str(dir.path(), out);
@@ -179,10 +181,7 @@ fn a_filter_merged_over_several_rounds_reaches_every_worker_whole() {
 #[test]
 fn an_existing_output_directory_is_refused_unless_overwrite() {
     let dir = tempdir();
-    let d = dataset(3);
-    let (build, probe) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
-    std::fs::write(&build, &d.build).unwrap();
-    std::fs::write(&probe, &d.probe).unwrap();
+    let (d, build, probe) = dataset_files(dir.path(), 3);
     let out = path_str(dir.path(), "out");
     std::fs::create_dir(&out).unwrap();
     std::fs::write(Path::new(&out).join("precious"), "keep").unwrap();
@@ -218,10 +217,7 @@ fn a_failed_job_leaves_no_success_marker_and_no_parts() {
 #[test]
 fn a_prebuilt_filter_prunes_like_a_built_one() {
     let dir = tempdir();
-    let d = dataset(11);
-    let (build, probe) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
-    std::fs::write(&build, &d.build).unwrap();
-    std::fs::write(&probe, &d.probe).unwrap();
+    let (_, build, probe) = dataset_files(dir.path(), 11);
     let filter = path_str(dir.path(), "f.bloom");
     ok(&run(&["build", &build, "-k", "id", "-o", &filter, "--expected-items", "64", "--no-progress"]));
     let with_file = path_str(dir.path(), "file");
