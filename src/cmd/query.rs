@@ -2,9 +2,10 @@
 
 use bloomflow::format;
 use super::args::KeyTypeArg;
-use bloomflow::records::{KeyRules, KeyType};
+use bloomflow::records::{trim_line_end, KeyRules, KeyType};
+use bloomflow::splits::{SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -12,13 +13,17 @@ pub struct Args {
     /// The filter file.
     file: PathBuf,
     /// Keys to look up; when none are given, one key per line is read from standard input
-    /// (a trailing CR is dropped, so CRLF input works).
+    /// (a trailing CR is dropped, so CRLF input works; an empty line is the empty key).
     keys: Vec<String>,
     /// How keys are hashed: `long` parses each as a signed 64-bit decimal and hashes it as
     /// Spark's putLong (for filters of Spark long columns).
     #[arg(long, value_enum, default_value_t = KeyTypeArg::Bytes)]
     key_type: KeyTypeArg,
 }
+
+/// Keys answered together from standard input: the filter's batched query hashes them in vectors
+/// and prefetches their cache lines before testing any (see `BloomFilter::contains_batch`).
+const BATCH: usize = 1024;
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let filter = format::load(&args.file)?.into_plain();
@@ -29,33 +34,63 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         reject_empty: false,
     };
+    let mut answerer = Answerer { filter: &filter, rules, encoded: Vec::new(), answers: Vec::new() };
     let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if !args.keys.is_empty() {
-        for key in &args.keys {
-            answer(&filter, &rules, key.as_bytes(), &mut out)?;
-        }
+        let keys: Vec<&[u8]> = args.keys.iter().map(|k| k.as_bytes()).collect();
+        answerer.answer(&keys, |i| format!("key argument {}", i + 1), &mut out)?;
     } else {
-        let mut input = std::io::stdin().lock();
-        let mut line = Vec::new();
+        // Lines come in batches straight from a large read buffer, as the jobs read their splits.
+        let mut reader = SplitReader::new(std::io::stdin().lock(), 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
+        let (mut lines, mut keys) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
+        let mut first_line = 1;
         loop {
-            line.clear();
-            if input.read_until(b'\n', &mut line)? == 0 {
+            reader.next_batch(BATCH, &mut lines)?;
+            if lines.is_empty() {
                 break;
             }
-            let key = line.strip_suffix(b"\n").unwrap_or(&line);
-            let key = key.strip_suffix(b"\r").unwrap_or(key);
-            answer(&filter, &rules, key, &mut out)?;
+            let buf = reader.buffer();
+            let mut batch = bloomflow::scan::recycle(std::mem::take(&mut keys));
+            batch.extend(lines.iter().map(|line| trim_line_end(&buf[line.clone()])));
+            answerer.answer(&batch, |i| format!("standard input line {}", first_line + i as u64), &mut out)?;
+            keys = bloomflow::scan::recycle(batch);
+            first_line += lines.len() as u64;
         }
     }
     out.flush()?;
     Ok(())
 }
 
-fn answer(filter: &BloomFilter, rules: &KeyRules, key: &[u8], out: &mut impl Write) -> anyhow::Result<()> {
-    let mut buf = [0u8; 8];
-    let hashed = rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}", e.describe(0)))?;
-    let present = filter.contains(hashed);
-    out.write_all(key)?;
-    out.write_all(if present { b"\tmaybe\n" } else { b"\tno\n" })?;
-    Ok(())
+/// Answers keys a batch at a time, keeping its buffers from one batch to the next.
+struct Answerer<'f> {
+    filter: &'f BloomFilter,
+    rules: KeyRules,
+    /// The keys of `--key-type long` as the 8 bytes that are hashed.
+    encoded: Vec<[u8; 8]>,
+    answers: Vec<bool>,
+}
+
+impl Answerer<'_> {
+    /// Writes `key<TAB>maybe` or `key<TAB>no` for each of `keys`, in order. A key that cannot
+    /// be encoded fails the command, named by `place(i)` (where key `i` came from).
+    fn answer(&mut self, keys: &[&[u8]], place: impl Fn(usize) -> String, out: &mut impl Write) -> anyhow::Result<()> {
+        match self.rules.key_type {
+            KeyType::Bytes => self.filter.contains_batch(keys, &mut self.answers),
+            KeyType::Long => {
+                self.encoded.clear();
+                for (i, key) in keys.iter().enumerate() {
+                    let mut buf = [0u8; 8];
+                    let encoded = self.rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
+                    self.encoded.push(encoded.try_into().expect("a long is 8 bytes"));
+                }
+                let hashed: Vec<&[u8]> = self.encoded.iter().map(|b| &b[..]).collect();
+                self.filter.contains_batch(&hashed, &mut self.answers);
+            }
+        }
+        for (key, &maybe) in keys.iter().zip(&self.answers) {
+            out.write_all(key)?;
+            out.write_all(if maybe { b"\tmaybe\n" } else { b"\tno\n" })?;
+        }
+        Ok(())
+    }
 }

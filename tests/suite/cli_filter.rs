@@ -40,6 +40,37 @@ fn query_reads_stdin_lines_with_lf_or_crlf() {
     assert_eq!(out, "apple\tmaybe\nnope\tno\n\tmaybe\npear\tmaybe\n");
 }
 
+/// Standard input is answered a batch at a time: every line's answer must stay with its key,
+/// across batches, with the last line lacking its newline, for both layouts.
+#[test]
+fn query_answers_many_stdin_lines_in_order() {
+    let dir = tempdir();
+    let present: Vec<String> = (0..3000).filter(|i| i % 3 == 0).map(|i| format!("key-{i}")).collect();
+    let present: Vec<&str> = present.iter().map(String::as_str).collect();
+    for layout in [Layout::Standard, Layout::Blocked] {
+        let spec = FilterSpec::sized_for(Scheme::NativeLookup3, layout, 1000, 0.01, 0).unwrap();
+        let f = write_filter(dir.path(), "many.bloom", spec, &present);
+        let filter = native::read(std::path::Path::new(&f)).unwrap().into_plain();
+        let keys: Vec<String> = (0..3000).map(|i| format!("key-{i}")).collect();
+        let input = keys.join("\n");
+        let expected: String = keys.iter().map(|k| format!("{k}\t{}\n", if filter.contains(k.as_bytes()) { "maybe" } else { "no" })).collect();
+        assert_eq!(ok(&run_with_stdin(&["query", &f], input.as_bytes())), expected, "{layout}");
+        // No false negatives, and not every key answers maybe (the batches are not all-true).
+        assert!(present.iter().all(|k| expected.contains(&format!("{k}\tmaybe\n"))), "{layout}");
+        assert!(expected.matches("\tno\n").count() > 1500, "{layout}");
+    }
+}
+
+/// A key that `--key-type long` cannot parse is named by where it came from.
+#[test]
+fn query_names_the_line_or_argument_of_a_key_that_is_not_a_long() {
+    let dir = tempdir();
+    let f = write_filter(dir.path(), "a.bloom", FilterSpec::native(10_000, 7, 0).unwrap(), &[]);
+    let input: String = (0..2000).map(|i| if i == 1499 { "12x\n".to_string() } else { format!("{i}\n") }).collect();
+    fails_with(&run_with_stdin(&["query", &f, "--key-type", "long"], input.as_bytes()), &["standard input line 1500", "\"12x\"", "signed 64-bit"]);
+    fails_with(&run(&["query", &f, "--key-type", "long", "--", "7", "-3", "x"]), &["key argument 3", "\"x\""]);
+}
+
 #[test]
 fn query_into_a_closed_pipe_is_not_an_error() {
     let dir = tempdir();
