@@ -6,7 +6,8 @@
 use crate::error::{Error, Result};
 use crate::records::{extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
-use crate::splits::{self, line_number, Input, Split, SplitReader};
+use crate::splits::{self, line_number, Compression, GzipSplitReader, Input, Split, SplitReader};
+use std::cell::Cell;
 use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::PathBuf;
@@ -87,9 +88,10 @@ impl Source {
                     KeyField::Index(i) => Some(i - 1),
                     KeyField::Name(_) => None,
                 },
-                Input::File { path, len } => {
+                Input::File { path, len, compression } => {
+                    // (A gzip file can hold nothing: then it has no header line either.)
                     let first = if options.format.has_header && *len > 0 {
-                        Some(first_line(path, options.max_record)?)
+                        Some(first_line(path, *compression, options.max_record)?).filter(|line| !line.is_empty())
                     } else {
                         None
                     };
@@ -157,14 +159,19 @@ impl Source {
             let split = &self.splits[index];
             let mut tick = || feed.tick();
             match &self.inputs[split.input] {
-                Input::File { path, .. } => {
+                Input::File { path, compression: Compression::None, .. } => {
                     let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
-                    self.scan_split(&mut reader, split, self.key_index[split.input], abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    self.scan_split(&mut reader, split, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    buffer = reader.into_buffer();
+                }
+                Input::File { path, compression: Compression::Gzip, .. } => {
+                    let (mut reader, read) = GzipSplitReader::open_gzip(path, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
+                    self.scan_split(&mut reader, split, self.key_index[split.input], Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
                 Input::Stdin => {
                     let mut reader = SplitReader::new(std::io::stdin().lock(), 0, u64::MAX, self.options.max_record, "<stdin>".into());
-                    self.scan_split(&mut reader, split, self.key_index[split.input], abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    self.scan_split(&mut reader, split, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }
             }
         }
@@ -173,13 +180,16 @@ impl Source {
 
     /// The per-record hot path: lines come in batches from the reader's buffer; a batch without
     /// any quote (the usual case) splits its lines with plain `memchr`; keys that had to be
-    /// unescaped or encoded go to a small arena. Nothing is allocated per record.
+    /// unescaped or encoded go to a small arena. Nothing is allocated per record. Progress is
+    /// told in the bytes of the split's range: its records' bytes, or for a compressed file the
+    /// compressed bytes read so far (`compressed`).
     #[allow(clippy::too_many_arguments)]
     fn scan_split<R: Read>(
         &self,
         reader: &mut SplitReader<R>,
         split: &Split,
         mut key_index: Option<usize>,
+        compressed: Option<&Cell<u64>>,
         abort: &AtomicBool,
         progress: &AtomicU64,
         tick: &mut impl FnMut(),
@@ -204,7 +214,8 @@ impl Source {
             }
         };
         let mut skip_header = opts.format.has_header && split.start == 0;
-        let mut unreported = 0u64;
+        let (mut read, mut reported) = (0u64, 0u64);
+        let position = |read: u64| compressed.map_or(read, Cell::get);
         // The batch's slices borrow the reader's buffer anew each time; their vectors' memory
         // is kept across batches, empty, in these.
         let (mut spare_keys, mut spare_records): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
@@ -270,16 +281,17 @@ impl Source {
             (spare_keys, spare_records) = (recycle(keys), recycle(records));
             // Progress and abort are shared by every worker: touched once per MiB, not once per
             // batch, so that the workers do not pass their cache line back and forth.
-            unreported += batch_bytes;
-            if unreported >= PROGRESS_STEP {
+            read += batch_bytes;
+            if position(read) - reported >= PROGRESS_STEP {
                 tick();
-                progress.fetch_add(std::mem::take(&mut unreported), Ordering::Relaxed);
+                progress.fetch_add(position(read) - reported, Ordering::Relaxed);
+                reported = position(read);
                 if abort.load(Ordering::Relaxed) {
                     return Ok(());
                 }
             }
         }
-        progress.fetch_add(unreported, Ordering::Relaxed);
+        progress.fetch_add(position(read) - reported, Ordering::Relaxed);
         Ok(())
     }
 
@@ -379,10 +391,15 @@ fn locate_key(buf: &[u8], key: &[u8], arena: &mut Vec<u8>) -> KeyAt {
 }
 
 /// The first line of a file, with its terminator, read without reading the rest.
-fn first_line(path: &std::path::Path, max_record: usize) -> Result<Vec<u8>> {
-    let split = Split { index: 0, input: 0, start: 0, end: 1 };
-    let mut reader = SplitReader::open(path, &split, max_record)?;
-    Ok(reader.next_record()?.map(|(_, l)| l.to_vec()).unwrap_or_default())
+fn first_line(path: &std::path::Path, compression: Compression, max_record: usize) -> Result<Vec<u8>> {
+    let line = |r: Option<(u64, &[u8])>| r.map(|(_, l)| l.to_vec()).unwrap_or_default();
+    match compression {
+        Compression::None => {
+            let split = Split { index: 0, input: 0, start: 0, end: 1 };
+            Ok(line(SplitReader::open(path, &split, max_record)?.next_record()?))
+        }
+        Compression::Gzip => Ok(line(GzipSplitReader::open_gzip(path, 1, max_record, Vec::new())?.0.next_record()?)),
+    }
 }
 
 #[cfg(test)]

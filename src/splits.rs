@@ -1,13 +1,17 @@
 //! Splits, by Hadoop's TextInputFormat rules: every input file is cut into byte ranges; a record
 //! belongs to the split holding its first byte. A split reader therefore skips a partial first line
-//! (unless it starts at offset 0) and reads past its end to finish its last line. Split i goes to
-//! global worker i mod peers, so the assignment is the same on every process — except where
-//! workers claim splits as they go (`jobs::claims`, the filter build).
+//! (unless it starts at offset 0) and reads past its end to finish its last line. A gzip file
+//! cannot be read from its middle, so it is one split, read whole, as Hadoop reads it. Split i
+//! goes to global worker i mod peers, so the assignment is the same on every process — except
+//! where workers claim splits as they go (`jobs::claims`, the filter build).
 
 use crate::error::{Error, Result};
+use flate2::read::MultiGzDecoder;
+use std::cell::Cell;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 /// Default split size: 64 MiB, as HDFS blocks.
 pub const DEFAULT_SPLIT_SIZE: u64 = 64 << 20;
@@ -17,8 +21,47 @@ pub const DEFAULT_MAX_RECORD: usize = 64 << 20;
 /// One input: a regular file, or standard input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
-    File { path: PathBuf, len: u64 },
+    File { path: PathBuf, len: u64, compression: Compression },
     Stdin,
+}
+
+/// How an input file is compressed, told by its name's suffix, as Hadoop's codec factory tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    /// `.gz`: read through a gzip decoder (concatenated members too, as `cat a.gz b.gz` makes).
+    Gzip,
+}
+
+/// Suffixes of compression formats bloomflow does not read: such a file is refused, because read
+/// as text it would yield garbage keys.
+const UNREADABLE_CODECS: [(&str, &str); 8] = [
+    ("bz2", "bzip2"),
+    ("zst", "zstd"),
+    ("zstd", "zstd"),
+    ("xz", "xz"),
+    ("lz4", "LZ4"),
+    ("snappy", "Snappy"),
+    ("deflate", "raw deflate"),
+    ("lzo", "LZO"),
+];
+
+impl Compression {
+    /// The compression of `path`, by its suffix (case ignored): `.gz` is gzip, the suffixes of
+    /// other codecs are an error, anything else is plain text.
+    pub fn of(path: &Path) -> Result<Compression> {
+        let suffix = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        if suffix == "gz" {
+            return Ok(Compression::Gzip);
+        }
+        match UNREADABLE_CODECS.iter().find(|(s, _)| *s == suffix) {
+            Some((_, codec)) => Err(Error::io(
+                path,
+                std::io::Error::other(format!("compressed with {codec} (by its suffix), which bloomflow cannot read: decompress it, or compress it with gzip")),
+            )),
+            None => Ok(Compression::None),
+        }
+    }
 }
 
 impl Input {
@@ -68,7 +111,8 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
                 let path = entry.path();
                 let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
                 if meta.is_file() {
-                    files.push(Input::File { path, len: meta.len() });
+                    let compression = Compression::of(&path)?;
+                    files.push(Input::File { path, len: meta.len(), compression });
                 }
             }
             files.sort_by_key(|a| a.name());
@@ -79,7 +123,7 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
         } else {
             // Checked now so that a missing permission fails before the job starts.
             File::open(arg).map_err(|e| Error::io(arg, e))?;
-            inputs.push(Input::File { path: arg.clone(), len: meta.len() });
+            inputs.push(Input::File { path: arg.clone(), len: meta.len(), compression: Compression::of(arg)? });
         }
     }
     Ok(inputs)
@@ -120,16 +164,19 @@ pub fn balanced_split_size(requested: u64, total_bytes: u64, peers: usize) -> u6
 }
 
 /// Cuts every input into splits of at most `split_size` bytes. An empty file has no split;
-/// standard input is one split.
+/// standard input is one split, and so is a compressed file, whatever its size (its range is
+/// then its compressed bytes, which weigh it against other splits and measure progress).
 pub fn plan_splits(inputs: &[Input], split_size: u64) -> Result<Vec<Split>> {
     if split_size == 0 {
         return Err(Error::invalid("split size", "must be at least 1 byte"));
     }
     let mut splits = Vec::new();
     for (input_index, input) in inputs.iter().enumerate() {
-        match input.size() {
-            None => splits.push(Split { index: splits.len(), input: input_index, start: 0, end: u64::MAX }),
-            Some(len) => {
+        match input {
+            Input::Stdin => splits.push(Split { index: splits.len(), input: input_index, start: 0, end: u64::MAX }),
+            Input::File { len: 0, .. } => {}
+            Input::File { len, compression: Compression::Gzip, .. } => splits.push(Split { index: splits.len(), input: input_index, start: 0, end: *len }),
+            &Input::File { len, .. } => {
                 let mut start = 0;
                 while start < len {
                     let end = start.saturating_add(split_size).min(len);
@@ -191,6 +238,70 @@ impl SplitReader<File> {
         }
         Ok(reader)
     }
+}
+
+/// A reader that counts the bytes read through it: a compressed file's progress is told in its
+/// own (compressed) bytes, which the job's totals are made of.
+pub struct Counted<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// A gzip decoder whose errors say that they come from decompressing (the decoder's own, such as
+/// "unexpected end of file", do not).
+pub struct Gunzip<R: Read>(MultiGzDecoder<R>);
+
+impl<R: Read> Gunzip<R> {
+    fn new(compressed: R) -> Self {
+        Gunzip(MultiGzDecoder::new(compressed))
+    }
+}
+
+impl<R: Read> Read for Gunzip<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                e
+            } else {
+                std::io::Error::new(e.kind(), format!("not valid gzip data (it is named .gz): {e}; the file may be truncated or corrupt"))
+            }
+        })
+    }
+}
+
+/// The reader of a gzip file's records.
+pub type GzipSplitReader = SplitReader<Gunzip<Counted<File>>>;
+
+impl GzipSplitReader {
+    /// A reader of the records of the gzip file `path`, decompressed, from its start (a gzip
+    /// file is one split) up to uncompressed offset `end` (`u64::MAX`: to its end), reading into
+    /// `buffer`; and the count of the file's bytes read so far. A corrupt or truncated file is
+    /// an error of the read that meets it.
+    pub fn open_gzip(path: &Path, end: u64, max_record: usize, buffer: Vec<u8>) -> Result<(Self, Rc<Cell<u64>>)> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let count = Rc::new(Cell::new(0));
+        let source = Gunzip::new(Counted { inner: file, count: Rc::clone(&count) });
+        let reader = SplitReader::with_buffer(source, 0, end, max_record, path.display().to_string(), buffer, READ_SIZE);
+        Ok((reader, count))
+    }
+}
+
+/// How many times larger the first `sample` decompressed bytes of gzip file `path` are than the
+/// compressed bytes read for them (the whole file's ratio when it is smaller than the sample).
+pub fn gzip_expansion(path: &Path, sample: u64) -> Result<f64> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let count = Rc::new(Cell::new(0));
+    let mut decoder = Gunzip::new(Counted { inner: file, count: Rc::clone(&count) });
+    let out = std::io::copy(&mut (&mut decoder).take(sample), &mut std::io::sink()).map_err(|e| Error::io(path, e))?;
+    Ok(if count.get() == 0 { 1.0 } else { (out as f64 / count.get() as f64).max(1.0) })
 }
 
 impl<R: Read> SplitReader<R> {

@@ -12,7 +12,7 @@ use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
 use crate::hashing::Scheme;
 use crate::spec::{FilterSpec, Layout};
-use crate::splits::{Input, SplitReader, Split};
+use crate::splits::{gzip_expansion, Compression, GzipSplitReader, Input, Split, SplitReader};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -115,7 +115,9 @@ const SAMPLE_FILES: usize = 16;
 const ESTIMATE_MARGIN: f64 = 1.25;
 
 /// An upper estimate of the number of keys: the input bytes over the mean record length of a
-/// sample, plus a margin. Every process computes the same figure from the same files.
+/// sample, plus a margin. A gzip file counts as its compressed size times the expansion of a
+/// sample of it (the first compressed file is sampled even if it is not among the first few).
+/// Every process computes the same figure from the same files.
 fn estimate_items(source: &Source) -> Result<(u64, String)> {
     if source.inputs.contains(&Input::Stdin) {
         return Err(Error::invalid(
@@ -123,27 +125,65 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
             "the size of standard input is unknown: give --expected-items N (or --bits and --hashes)",
         ));
     }
-    let total = source.total_bytes();
+    let gzip = |i: &&Input| matches!(i, Input::File { compression: Compression::Gzip, .. });
+    let mut sample: Vec<&Input> = source.inputs.iter().take(SAMPLE_FILES).collect();
+    if !sample.iter().any(gzip) {
+        sample.extend(source.inputs.iter().find(gzip));
+    }
     let (mut records, mut bytes) = (0u64, 0u64);
-    for input in source.inputs.iter().take(SAMPLE_FILES) {
-        let Input::File { path, len } = input else { continue };
-        let split = Split { index: 0, input: 0, start: 0, end: SAMPLE_BYTES.min(*len) };
-        let mut reader = SplitReader::open(path, &split, source.options.max_record)?;
-        let mut first = source.options.format.has_header;
-        while let Some((_, rec)) = reader.next_record()? {
-            if std::mem::take(&mut first) {
-                continue;
+    let mut expansion = None;
+    for input in sample {
+        let Input::File { path, len, compression } = input else { continue };
+        let has_header = source.options.format.has_header;
+        let (r, b) = match compression {
+            Compression::None => {
+                let split = Split { index: 0, input: 0, start: 0, end: SAMPLE_BYTES.min(*len) };
+                sample_records(&mut SplitReader::open(path, &split, source.options.max_record)?, has_header)?
             }
-            records += 1;
-            bytes += rec.len() as u64;
-        }
+            Compression::Gzip => {
+                expansion.get_or_insert(gzip_expansion(path, SAMPLE_BYTES)?);
+                sample_records(&mut GzipSplitReader::open_gzip(path, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0, has_header)?
+            }
+        };
+        records += r;
+        bytes += b;
     }
     let mean = if records == 0 { 1.0 } else { bytes as f64 / records as f64 };
-    let items = ((total as f64 / mean * ESTIMATE_MARGIN).ceil() as u64).max(1);
+    let expansion = expansion.unwrap_or(1.0);
+    let total: f64 = source
+        .inputs
+        .iter()
+        .map(|i| match i {
+            Input::File { len, compression: Compression::Gzip, .. } => *len as f64 * expansion,
+            i => i.size().unwrap_or(0) as f64,
+        })
+        .sum();
+    let items = ((total / mean * ESTIMATE_MARGIN).ceil() as u64).max(1);
+    let gz_note = if source.inputs.iter().any(|i| gzip(&i)) {
+        format!(" (gzip files at {expansion:.1}x their size, as a sample of the first expanded)")
+    } else {
+        String::new()
+    };
     Ok((
         items,
-        format!("estimated at most {items} keys from {total} input bytes at a sampled mean of {mean:.1} bytes per record (+25%)"),
+        format!(
+            "estimated at most {items} keys from {:.0} input bytes{gz_note} at a sampled mean of {mean:.1} bytes per record (+25%)",
+            total
+        ),
     ))
+}
+
+/// Records and their bytes in a sample reader, the header not counted.
+fn sample_records<R: std::io::Read>(reader: &mut SplitReader<R>, has_header: bool) -> Result<(u64, u64)> {
+    let (mut records, mut bytes, mut first) = (0u64, 0u64, has_header);
+    while let Some((_, rec)) = reader.next_record()? {
+        if std::mem::take(&mut first) {
+            continue;
+        }
+        records += 1;
+        bytes += rec.len() as u64;
+    }
+    Ok((records, bytes))
 }
 
 /// Checks before any work that the output's directory exists and can be written, so that a job
