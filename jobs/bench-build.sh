@@ -9,25 +9,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 rows=${1:-20000000}
 runs=${RUNS:-5}  # medians of 5 by default: on a shared host, 3 let one slow spell decide a ratio
 cd "$here/.."
-cargo build --release --quiet
-bin=$PWD/target/release/bloomflow
-data=${BENCH_DATA:-$here/bench-data}/rows-$rows
-if [ ! -f "$data/probe.csv" ]; then
-  "$bin" gen semijoin-bench --build-rows 1000000 --probe-rows "$rows" -o "$data" -w 2
-fi
+source "$here/bench-common.sh"
 probe=$data/probe.csv
 bytes=$(stat -c %s "$probe")
 cat "$probe" > /dev/null   # warm the page cache
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-seconds() { # the wall seconds of one run of "$@"
-  local s e
-  s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N)
-  echo "$e - $s" | bc -l
-}
-
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
 # Runs are interleaved (every command once per round) so that the host's drifting speed falls on
 # all of them alike instead of on whichever ran during a slow spell.
 for _ in $(seq "$runs"); do

@@ -12,25 +12,12 @@ rows=${1:-20000000}
 runs=${RUNS:-5}
 awk_runs=${AWK_RUNS:-1}
 cd "$here/.."
-cargo build --release --quiet
-bin=$PWD/target/release/bloomflow
-data=${BENCH_DATA:-$here/bench-data}/rows-$rows
-if [ ! -f "$data/probe.csv" ]; then
-  "$bin" gen semijoin-bench --build-rows 1000000 --probe-rows "$rows" -o "$data" -w 2
-fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+source "$here/bench-common.sh"
 keys=$out/keys.txt
 cut -d, -f2 "$data/probe.csv" | tail -n +2 > "$keys"
 cut -d, -f1 "$data/build.csv" | tail -n +2 > "$out/build-keys.txt"
 "$bin" build "$data/build.csv" -k customer_id --expected-items 1000000 -o "$out/build.bloom" --no-progress > /dev/null
-
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-seconds() { # the wall seconds of one run of "$@" < keys
-  local s e
-  s=$(date +%s.%N); "$@" < "$keys" > /dev/null; e=$(date +%s.%N)
-  echo "$e - $s" | bc -l
-}
+stdin=$keys
 for i in $(seq "$runs"); do
   seconds wc -l >> "$out/wc"
   seconds "$bin" query "$out/build.bloom" >> "$out/query"

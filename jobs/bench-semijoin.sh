@@ -9,17 +9,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 rows=${1:-20000000}
 runs=${RUNS:-5}  # medians of 5 by default: on a shared host, 3 let one slow spell decide a ratio
 cd "$here/.."
-cargo build --release --quiet
-bin=$PWD/target/release/bloomflow
+source "$here/bench-common.sh"
 venv=$here/.venv
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import duckdb, polars' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q 'duckdb==2.0.1' 'polars==2.1.0'
 fi
-data=${BENCH_DATA:-$here/bench-data}/rows-$rows
-if [ ! -f "$data/probe.csv" ]; then
-  "$bin" gen semijoin-bench --build-rows 1000000 --probe-rows "$rows" -o "$data" -w 2
-fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
 "$venv/bin/python" "$here/bench_semijoin.py" "$data" "$out" "$bin" "$runs"
