@@ -145,6 +145,26 @@ fn a_damaged_gzip_file_fails_naming_it_and_writes_nothing() {
     }
 }
 
+/// A semi-join whose probe file is damaged fails and leaves no output that looks complete.
+#[test]
+fn a_semijoin_over_a_damaged_gzip_probe_leaves_no_output() {
+    let dir = tempdir();
+    let build = write(dir.path(), "b.csv", &csv(0, 500, true));
+    let packed = gzip(&csv(0, 20_000, true));
+    let probe = write(dir.path(), "p.csv.gz", &packed[..packed.len() * 3 / 4]);
+    let out = path_str(dir.path(), "out");
+    for exact in [false, true] {
+        let mut args = vec!["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "-w", "2", "--no-progress", "--overwrite"];
+        if exact {
+            args.push("--exact");
+        }
+        fails_with(&run(&args), &["p.csv.gz", "not valid gzip data"]);
+        assert!(!Path::new(&out).join("_SUCCESS").exists(), "exact: {exact}");
+        let parts = std::fs::read_dir(&out).map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count()).unwrap_or(0);
+        assert_eq!(parts, 0, "no part file is left (exact: {exact})");
+    }
+}
+
 #[test]
 fn other_codecs_are_refused_by_their_suffix() {
     let dir = tempdir();
