@@ -6,7 +6,7 @@
 use crate::error::{Error, Result};
 use crate::records::{extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
-use crate::splits::{self, line_number, Compression, GzipSplitReader, Input, Split, SplitReader};
+use crate::splits::{self, line_number, CompressedSplitReader, Compression, Input, Split, SplitReader};
 use std::cell::Cell;
 use serde::{Deserialize, Serialize};
 use std::io::Read;
@@ -89,7 +89,7 @@ impl Source {
                     KeyField::Name(_) => None,
                 },
                 Input::File { path, len, compression } => {
-                    // (A gzip file can hold nothing: then it has no header line either.)
+                    // (A compressed file can hold nothing: then it has no header line either.)
                     let first = if options.format.has_header && *len > 0 {
                         Some(first_line(path, *compression, options.max_record)?).filter(|line| !line.is_empty())
                     } else {
@@ -164,8 +164,8 @@ impl Source {
                     self.scan_split(&mut reader, split, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
-                Input::File { path, compression: Compression::Gzip, .. } => {
-                    let (mut reader, read) = GzipSplitReader::open_gzip(path, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
+                &Input::File { ref path, compression, .. } => {
+                    let (mut reader, read) = CompressedSplitReader::open_compressed(path, compression, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
                     self.scan_split(&mut reader, split, self.key_index[split.input], Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
@@ -398,7 +398,7 @@ fn first_line(path: &std::path::Path, compression: Compression, max_record: usiz
             let split = Split { index: 0, input: 0, start: 0, end: 1 };
             Ok(line(SplitReader::open(path, &split, max_record)?.next_record()?))
         }
-        Compression::Gzip => Ok(line(GzipSplitReader::open_gzip(path, 1, max_record, Vec::new())?.0.next_record()?)),
+        compressed => Ok(line(CompressedSplitReader::open_compressed(path, compressed, 1, max_record, Vec::new())?.0.next_record()?)),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
 use crate::hashing::Scheme;
 use crate::spec::{FilterSpec, Layout};
-use crate::splits::{gzip_expansion, Compression, GzipSplitReader, Input, Split, SplitReader};
+use crate::splits::{expansion, CompressedSplitReader, Compression, Input, Split, SplitReader};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -115,9 +115,9 @@ const SAMPLE_FILES: usize = 16;
 const ESTIMATE_MARGIN: f64 = 1.25;
 
 /// An upper estimate of the number of keys: the input bytes over the mean record length of a
-/// sample, plus a margin. A gzip file counts as its compressed size times the expansion of a
-/// sample of it (the first compressed file is sampled even if it is not among the first few).
-/// Every process computes the same figure from the same files.
+/// sample, plus a margin. A compressed file counts as its size times the expansion of a sample of
+/// the first file of its codec (which is sampled even if it is not among the first few). Every
+/// process computes the same figure from the same files.
 fn estimate_items(source: &Source) -> Result<(u64, String)> {
     if source.inputs.contains(&Input::Stdin) {
         return Err(Error::invalid(
@@ -125,13 +125,18 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
             "the size of standard input is unknown: give --expected-items N (or --bits and --hashes)",
         ));
     }
-    let gzip = |i: &&Input| matches!(i, Input::File { compression: Compression::Gzip, .. });
+    let compression = |i: &Input| match i {
+        Input::File { compression, .. } => *compression,
+        Input::Stdin => Compression::None,
+    };
     let mut sample: Vec<&Input> = source.inputs.iter().take(SAMPLE_FILES).collect();
-    if !sample.iter().any(gzip) {
-        sample.extend(source.inputs.iter().find(gzip));
+    for codec in [Compression::Gzip, Compression::Zstd] {
+        if !sample.iter().any(|i| compression(i) == codec) {
+            sample.extend(source.inputs.iter().find(|i| compression(i) == codec));
+        }
     }
     let (mut records, mut bytes) = (0u64, 0u64);
-    let mut expansion = None;
+    let mut expansions: Vec<(Compression, f64)> = Vec::new();
     for input in sample {
         let Input::File { path, len, compression } = input else { continue };
         let has_header = source.options.format.has_header;
@@ -140,36 +145,25 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
                 let split = Split { index: 0, input: 0, start: 0, end: SAMPLE_BYTES.min(*len) };
                 sample_records(&mut SplitReader::open(path, &split, source.options.max_record)?, has_header)?
             }
-            Compression::Gzip => {
-                expansion.get_or_insert(gzip_expansion(path, SAMPLE_BYTES)?);
-                sample_records(&mut GzipSplitReader::open_gzip(path, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0, has_header)?
+            &codec => {
+                if !expansions.iter().any(|(c, _)| *c == codec) {
+                    expansions.push((codec, expansion(path, codec, SAMPLE_BYTES)?));
+                }
+                sample_records(&mut CompressedSplitReader::open_compressed(path, codec, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0, has_header)?
             }
         };
         records += r;
         bytes += b;
     }
     let mean = if records == 0 { 1.0 } else { bytes as f64 / records as f64 };
-    let expansion = expansion.unwrap_or(1.0);
-    let total: f64 = source
-        .inputs
-        .iter()
-        .map(|i| match i {
-            Input::File { len, compression: Compression::Gzip, .. } => *len as f64 * expansion,
-            i => i.size().unwrap_or(0) as f64,
-        })
-        .sum();
+    let expansion_of = |codec: Compression| expansions.iter().find(|(c, _)| *c == codec).map_or(1.0, |(_, x)| *x);
+    let total: f64 = source.inputs.iter().map(|i| i.size().unwrap_or(0) as f64 * expansion_of(compression(i))).sum();
     let items = ((total / mean * ESTIMATE_MARGIN).ceil() as u64).max(1);
-    let gz_note = if source.inputs.iter().any(|i| gzip(&i)) {
-        format!(" (gzip files at {expansion:.1}x their size, as a sample of the first expanded)")
-    } else {
-        String::new()
-    };
+    let notes: Vec<String> = expansions.iter().map(|(c, x)| format!("{} files at {x:.1}x their size", c.name())).collect();
+    let notes = if notes.is_empty() { String::new() } else { format!(" ({}, as a sample of the first expanded)", notes.join(", ")) };
     Ok((
         items,
-        format!(
-            "estimated at most {items} keys from {:.0} input bytes{gz_note} at a sampled mean of {mean:.1} bytes per record (+25%)",
-            total
-        ),
+        format!("estimated at most {items} keys from {total:.0} input bytes{notes} at a sampled mean of {mean:.1} bytes per record (+25%)"),
     ))
 }
 

@@ -1,0 +1,199 @@
+//! Compressed inputs (`.gz`, `.zst`), read as Hadoop's TextInputFormat reads them: decompressed,
+//! one split per file; other codecs refused by their suffix; a damaged file an error, never a short
+//! read. Every test runs for both codecs.
+
+use crate::util::*;
+use flate2::write::GzEncoder;
+use std::io::Write;
+use std::path::Path;
+
+/// `rows` records `i,k<i>,payload` under the header `id,key,payload`, starting at `first`.
+fn csv(first: usize, rows: usize, header: bool) -> Vec<u8> {
+    let mut text = if header { String::from("id,key,payload\n") } else { String::new() };
+    for i in first..first + rows {
+        text.push_str(&format!("{i},k{i},{}\n", "p".repeat(i % 17)));
+    }
+    text.into_bytes()
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+fn zstd(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    encoder.include_checksum(true).unwrap();
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// Compresses a text.
+type Compressor = fn(&[u8]) -> Vec<u8>;
+
+/// The codecs read: file suffix, name in messages, compressor.
+const CODECS: [(&str, &str, Compressor); 2] = [("gz", "gzip", gzip), ("zst", "zstd", zstd)];
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    std::fs::write(dir.join(name), bytes).unwrap();
+    path_str(dir, name)
+}
+
+fn build(dir: &Path, inputs: &[&str], name: &str, extra: &[&str]) -> (Vec<u8>, String) {
+    let out = path_str(dir, name);
+    let mut args = vec!["build"];
+    args.extend_from_slice(inputs);
+    args.extend_from_slice(&["-k", "key", "-o", &out, "--no-progress"]);
+    args.extend_from_slice(extra);
+    let summary = ok(&run(&args));
+    (std::fs::read(&out).unwrap(), summary)
+}
+
+#[test]
+fn a_compressed_file_builds_the_filter_of_its_text_for_any_workers_and_split_size() {
+    let dir = tempdir();
+    let text = csv(0, 5000, true);
+    let plain = write(dir.path(), "in.csv", &text);
+    let (reference, _) = build(dir.path(), &[&plain], "plain.bloom", &["--expected-items", "5000"]);
+    for (suffix, _, compress) in CODECS {
+        let packed = write(dir.path(), &format!("in.csv.{suffix}"), &compress(&text));
+        for (w, split) in [("1", "1000"), ("3", "1000"), ("2", "1")] {
+            let (filter, summary) = build(dir.path(), &[&packed], &format!("{suffix}{w}_{split}.bloom"), &["--expected-items", "5000", "-w", w, "--split-size", split]);
+            assert!(summary.contains("records            5000"), "{summary}");
+            assert!(summary.contains(&format!("bytes              {}", text.len())), "decompressed bytes are counted: {summary}");
+            assert_eq!(filter, reference, ".{suffix} -w {w} --split-size {split}");
+        }
+    }
+}
+
+/// `cat a.gz b.gz` is one valid gzip file of both texts (and the same for zstd frames); so is a
+/// directory of compressed and plain files, of which an empty compressed file adds nothing.
+#[test]
+fn concatenated_members_and_mixed_directories_are_read_whole() {
+    let dir = tempdir();
+    let (first, second) = (csv(0, 3000, true), csv(3000, 4000, false));
+    let all = write(dir.path(), "all.csv", &[first.clone(), second.clone()].concat());
+    let (reference, _) = build(dir.path(), &[&all], "all.bloom", &["--expected-items", "7000"]);
+    for (suffix, _, compress) in CODECS {
+        let members = write(dir.path(), &format!("members.csv.{suffix}"), &[compress(&first), compress(&second)].concat());
+        let (filter, summary) = build(dir.path(), &[&members], &format!("members-{suffix}.bloom"), &["--expected-items", "7000", "-w", "2"]);
+        assert!(summary.contains("records            7000"), "{summary}");
+        assert_eq!(filter, reference, "two .{suffix} members");
+
+        let mixed = dir.path().join(format!("mixed-{suffix}"));
+        std::fs::create_dir(&mixed).unwrap();
+        write(&mixed, &format!("a.csv.{suffix}"), &compress(&first));
+        write(&mixed, "b.csv", &[b"id,key,payload\n".as_slice(), &second].concat());
+        write(&mixed, &format!("c.csv.{}", suffix.to_uppercase()), &compress(b""));
+        let dir_arg = mixed.to_string_lossy().into_owned();
+        let (filter, summary) = build(dir.path(), &[&dir_arg], &format!("mixed-{suffix}.bloom"), &["--expected-items", "7000", "-w", "3", "--split-size", "4096"]);
+        assert!(summary.contains("records            7000"), "{summary}");
+        assert_eq!(filter, reference, ".{suffix} and plain files in one directory");
+    }
+}
+
+/// Without --expected-items the size is estimated from the input bytes: a compressed file must
+/// count as its text, not as its (here several times smaller) compressed bytes.
+#[test]
+fn the_estimate_counts_a_compressed_file_as_its_text() {
+    let dir = tempdir();
+    let text = csv(0, 60_000, true);
+    for (suffix, codec, compress) in CODECS {
+        let packed = compress(&text);
+        assert!(packed.len() * 3 < text.len(), "the test needs a compressible text");
+        let input = write(dir.path(), &format!("in.csv.{suffix}"), &packed);
+        let (_, summary) = build(dir.path(), &[&input], &format!("est-{suffix}.bloom"), &[]);
+        let estimated: u64 = summary
+            .split("estimated at most ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no estimate in {summary}"));
+        assert!((60_000..=60_000 * 2).contains(&estimated), "estimated {estimated} keys for 60000: {summary}");
+        assert!(summary.contains(&format!("{codec} files at")), "{summary}");
+    }
+}
+
+#[test]
+fn semijoin_reads_compressed_files_on_both_sides() {
+    let dir = tempdir();
+    let build_text = csv(0, 2000, true);
+    let probe_text: Vec<u8> = {
+        let mut t = String::from("event,key\n");
+        for i in 0..10_000 {
+            t.push_str(&format!("{i},k{}\n", (i * 7) % 5000));
+        }
+        t.into_bytes()
+    };
+    let (b, p) = (write(dir.path(), "b.csv", &build_text), write(dir.path(), "p.csv", &probe_text));
+    let (bg, pz) = (write(dir.path(), "b.csv.gz", &gzip(&build_text)), write(dir.path(), "p.csv.zst", &zstd(&probe_text)));
+    let mut outputs = Vec::new();
+    for (build, probe, out) in [(&b, &p, "plain-out"), (&bg, &pz, "compressed-out")] {
+        let out = path_str(dir.path(), out);
+        ok(&run(&["semijoin", "--build", build, "--build-key", "key", "--probe", probe, "--probe-key", "key", "-o", &out, "--exact", "-w", "2", "--no-progress"]));
+        let mut lines: Vec<String> = Vec::new();
+        for entry in std::fs::read_dir(&out).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().unwrap().to_string_lossy().starts_with("part-") {
+                lines.extend(std::fs::read_to_string(path).unwrap().lines().filter(|l| !l.starts_with("event,")).map(String::from));
+            }
+        }
+        lines.sort();
+        outputs.push(lines);
+    }
+    // Keys k0..k1999 are on the build side: probe rows with (7i mod 5000) < 2000.
+    let expected = (0..10_000).filter(|i| (i * 7) % 5000 < 2000).count();
+    assert_eq!(outputs[0].len(), expected);
+    assert_eq!(outputs[0], outputs[1]);
+}
+
+#[test]
+fn a_damaged_compressed_file_fails_naming_it_and_writes_nothing() {
+    let dir = tempdir();
+    for (suffix, codec, compress) in CODECS {
+        let packed = compress(&csv(0, 20_000, true));
+        let truncated = write(dir.path(), &format!("truncated.csv.{suffix}"), &packed[..packed.len() / 2]);
+        let mut flipped = packed.clone();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0xff;
+        let corrupt = write(dir.path(), &format!("corrupt.csv.{suffix}"), &flipped);
+        let not_compressed = write(dir.path(), &format!("text.csv.{suffix}"), &csv(0, 100, true));
+        for input in [&truncated, &corrupt, &not_compressed] {
+            let name = Path::new(input).file_name().unwrap().to_string_lossy().into_owned();
+            let out = path_str(dir.path(), "damaged.bloom");
+            fails_with(&run(&["build", input, "-k", "key", "--expected-items", "100", "-o", &out, "--no-progress", "-w", "2"]), &[&name, &format!("not valid {codec} data")]);
+            assert!(!Path::new(&out).exists(), "{name}: no filter may be written");
+        }
+    }
+}
+
+/// A semi-join whose probe file is damaged fails and leaves no output that looks complete.
+#[test]
+fn a_semijoin_over_a_damaged_compressed_probe_leaves_no_output() {
+    let dir = tempdir();
+    let build = write(dir.path(), "b.csv", &csv(0, 500, true));
+    let packed = gzip(&csv(0, 20_000, true));
+    let probe = write(dir.path(), "p.csv.gz", &packed[..packed.len() * 3 / 4]);
+    let out = path_str(dir.path(), "out");
+    for exact in [false, true] {
+        let mut args = vec!["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "-w", "2", "--no-progress", "--overwrite"];
+        if exact {
+            args.push("--exact");
+        }
+        fails_with(&run(&args), &["p.csv.gz", "not valid gzip data"]);
+        assert!(!Path::new(&out).join("_SUCCESS").exists(), "exact: {exact}");
+        let parts = std::fs::read_dir(&out).map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count()).unwrap_or(0);
+        assert_eq!(parts, 0, "no part file is left (exact: {exact})");
+    }
+}
+
+#[test]
+fn other_codecs_are_refused_by_their_suffix() {
+    let dir = tempdir();
+    for (name, codec) in [("in.csv.bz2", "bzip2"), ("in.csv.xz", "xz"), ("in.csv.snappy", "Snappy")] {
+        let input = write(dir.path(), name, &csv(0, 10, true));
+        let out = path_str(dir.path(), "x.bloom");
+        fails_with(&run(&["build", &input, "-k", "key", "--expected-items", "10", "-o", &out, "--no-progress"]), &[name, codec, "cannot read"]);
+    }
+}
