@@ -23,6 +23,7 @@ pub use format::StoredFilter;
 pub use spec::{FilterSpec, Layout};
 pub mod records;
 pub mod splits;
+pub mod compressed;
 pub mod allreduce;
 pub mod cluster;
 pub mod scan;

@@ -6,8 +6,8 @@
 use crate::error::{Error, Result};
 use crate::records::{extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
-use crate::splits::{self, line_number, CompressedSplitReader, Compression, Input, Split, SplitReader};
-use std::cell::Cell;
+use crate::compressed::{CompressedSplitReader, Compression};
+use crate::splits::{self, line_number, Input, Split, SplitReader};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::PathBuf;
@@ -189,7 +189,7 @@ impl Source {
         reader: &mut SplitReader<R>,
         split: &Split,
         mut key_index: Option<usize>,
-        compressed: Option<&Cell<u64>>,
+        compressed: Option<&AtomicU64>,
         abort: &AtomicBool,
         progress: &AtomicU64,
         tick: &mut impl FnMut(),
@@ -215,7 +215,7 @@ impl Source {
         };
         let mut skip_header = opts.format.has_header && split.start == 0;
         let (mut read, mut reported) = (0u64, 0u64);
-        let position = |read: u64| compressed.map_or(read, Cell::get);
+        let position = |read: u64| compressed.map_or(read, |c| c.load(Ordering::Relaxed));
         // The batch's slices borrow the reader's buffer anew each time; their vectors' memory
         // is kept across batches, empty, in these.
         let (mut spare_keys, mut spare_records): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());

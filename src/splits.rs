@@ -6,14 +6,11 @@
 //! goes to global worker i mod peers, so the assignment is the same on every process — except
 //! where workers claim splits as they go (`jobs::claims`, the filter build).
 
+use crate::compressed::Compression;
 use crate::error::{Error, Result};
-use flate2::bufread::MultiGzDecoder;
-use std::cell::Cell;
-use std::io::BufReader;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
 /// Default split size: 64 MiB, as HDFS blocks.
 pub const DEFAULT_SPLIT_SIZE: u64 = 64 << 20;
@@ -25,57 +22,6 @@ pub const DEFAULT_MAX_RECORD: usize = 64 << 20;
 pub enum Input {
     File { path: PathBuf, len: u64, compression: Compression },
     Stdin,
-}
-
-/// How an input file is compressed, told by its name's suffix, as Hadoop's codec factory tells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Compression {
-    None,
-    /// `.gz`: read through a gzip decoder (concatenated members too, as `cat a.gz b.gz` makes).
-    Gzip,
-    /// `.zst` or `.zstd`: read through a zstd decoder (concatenated frames too). About three
-    /// times as fast to read as gzip.
-    Zstd,
-}
-
-/// Suffixes of compression formats bloomflow does not read: such a file is refused, because read
-/// as text it would yield garbage keys.
-const UNREADABLE_CODECS: [(&str, &str); 6] = [
-    ("bz2", "bzip2"),
-    ("xz", "xz"),
-    ("lz4", "LZ4"),
-    ("snappy", "Snappy"),
-    ("deflate", "raw deflate"),
-    ("lzo", "LZO"),
-];
-
-impl Compression {
-    /// The compression of `path`, by its suffix (case ignored): `.gz` is gzip, `.zst` and `.zstd`
-    /// zstd, the suffixes of other codecs are an error, anything else is plain text.
-    pub fn of(path: &Path) -> Result<Compression> {
-        let suffix = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
-        match suffix.as_str() {
-            "gz" => return Ok(Compression::Gzip),
-            "zst" | "zstd" => return Ok(Compression::Zstd),
-            _ => {}
-        }
-        match UNREADABLE_CODECS.iter().find(|(s, _)| *s == suffix) {
-            Some((_, codec)) => Err(Error::io(
-                path,
-                std::io::Error::other(format!("compressed with {codec} (by its suffix), which bloomflow cannot read: decompress it, or compress it with gzip or zstd")),
-            )),
-            None => Ok(Compression::None),
-        }
-    }
-
-    /// The codec's name in messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Compression::None => "uncompressed",
-            Compression::Gzip => "gzip",
-            Compression::Zstd => "zstd",
-        }
-    }
 }
 
 impl Input {
@@ -228,7 +174,7 @@ pub struct SplitReader<R> {
 /// back at once: at 256 KiB the buffer stays in a core's L2 cache (1 MiB here) between the two,
 /// where 1 MiB evicted itself. Measured, interleaved, on the 1.5 GB probe: semijoin `--exact`
 /// `-w 2` 0.32 -> 0.31 s, Bloom-only 0.27 -> 0.26 s, with less spread; `-w 1` unchanged.
-const READ_SIZE: usize = 256 << 10;
+pub(crate) const READ_SIZE: usize = 256 << 10;
 
 impl SplitReader<File> {
     /// Opens `split` of a file input, positioned at the first record that starts in it.
@@ -256,119 +202,6 @@ impl SplitReader<File> {
     }
 }
 
-/// A reader that counts the bytes read through it: a compressed file's progress is told in its
-/// own (compressed) bytes, which the job's totals are made of.
-pub struct Counted<R> {
-    inner: R,
-    count: Rc<Cell<u64>>,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.set(self.count.get() + n as u64);
-        Ok(n)
-    }
-}
-
-/// A compressed file's bytes, counted, through the buffer its decoder reads from.
-type CompressedFile = BufReader<Counted<File>>;
-
-/// A decompressing reader of a file, whose errors say that they come from decompressing (the
-/// decoders' own, such as "unexpected end of file", do not).
-pub struct Decompressed {
-    decoder: Box<dyn Read>,
-    compression: Compression,
-}
-
-impl Decompressed {
-    /// The decoder of `compression` (not `None`) over `file`.
-    fn new(compression: Compression, file: CompressedFile) -> std::io::Result<Self> {
-        let decoder: Box<dyn Read> = match compression {
-            Compression::Gzip => Box::new(MultiGzDecoder::new(file)),
-            Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(file)?),
-            Compression::None => unreachable!("an uncompressed file is read as it is"),
-        };
-        Ok(Decompressed { decoder, compression })
-    }
-
-}
-
-/// A decoder's error, saying what was being decoded.
-fn decoding_error(compression: Compression, e: std::io::Error) -> std::io::Error {
-    if e.kind() == std::io::ErrorKind::Interrupted {
-        return e;
-    }
-    let codec = compression.name();
-    std::io::Error::new(e.kind(), format!("not valid {codec} data (as its suffix says it is): {e}; the file may be truncated or corrupt"))
-}
-
-impl Read for Decompressed {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.decoder.read(buf).map_err(|e| decoding_error(self.compression, e))
-    }
-}
-
-/// Opens compressed file `path` for decoding: its buffered bytes, and the count of those read.
-fn open_compressed_file(path: &Path) -> Result<(CompressedFile, Rc<Cell<u64>>)> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let count = Rc::new(Cell::new(0));
-    Ok((BufReader::with_capacity(64 << 10, Counted { inner: file, count: Rc::clone(&count) }), count))
-}
-
-/// The reader of a compressed file's records.
-pub type CompressedSplitReader = SplitReader<Decompressed>;
-
-impl CompressedSplitReader {
-    /// A reader of the records of the compressed file `path`, decompressed, from its start (a
-    /// compressed file is one split) up to uncompressed offset `end` (`u64::MAX`: to its end),
-    /// reading into `buffer`; and the count of the file's bytes read so far. A corrupt or
-    /// truncated file is an error of the read that meets it.
-    pub fn open_compressed(path: &Path, compression: Compression, end: u64, max_record: usize, buffer: Vec<u8>) -> Result<(Self, Rc<Cell<u64>>)> {
-        let (file, count) = open_compressed_file(path)?;
-        let source = Decompressed::new(compression, file).map_err(|e| Error::io(path, decoding_error(compression, e)))?;
-        let reader = SplitReader::with_buffer(source, 0, end, max_record, path.display().to_string(), buffer, READ_SIZE);
-        Ok((reader, count))
-    }
-}
-
-/// How many times larger the first `sample` decompressed bytes of compressed file `path` are
-/// than the compressed bytes they came from (the whole file's ratio when it is smaller than the
-/// sample). The compressed bytes are those read less those still in the decoder's buffer.
-pub fn expansion(path: &Path, compression: Compression, sample: u64) -> Result<f64> {
-    let (file, count) = open_compressed_file(path)?;
-    let mut out = vec![0u8; 64 << 10];
-    let failed = |e| Error::io(path, decoding_error(compression, e));
-    let (produced, unread) = match compression {
-        Compression::Gzip => {
-            let mut d = MultiGzDecoder::new(file);
-            (read_up_to(&mut d, sample, &mut out).map_err(failed)?, d.get_ref().buffer().len())
-        }
-        Compression::Zstd => {
-            let mut d = zstd::stream::read::Decoder::with_buffer(file).map_err(failed)?;
-            (read_up_to(&mut d, sample, &mut out).map_err(failed)?, d.get_ref().buffer().len())
-        }
-        Compression::None => return Ok(1.0),
-    };
-    let consumed = count.get().saturating_sub(unread as u64);
-    Ok(if consumed == 0 { 1.0 } else { (produced as f64 / consumed as f64).max(1.0) })
-}
-
-/// Reads from `r` into `buf`, over and over, until `limit` bytes or the end: how many were read.
-fn read_up_to(r: &mut impl Read, limit: u64, buf: &mut [u8]) -> std::io::Result<u64> {
-    let mut total = 0u64;
-    while total < limit {
-        let want = buf.len().min((limit - total) as usize);
-        match r.read(&mut buf[..want]) {
-            Ok(0) => break,
-            Ok(n) => total += n as u64,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(total)
-}
-
 impl<R: Read> SplitReader<R> {
     /// A reader over `source`, whose first byte is at file offset `offset`, for records starting
     /// before `end`.
@@ -383,7 +216,7 @@ impl<R: Read> SplitReader<R> {
 
     /// As `with_capacity`, in `buffer`, grown to `capacity` bytes if it is shorter (its contents
     /// do not matter: only bytes read into it are ever looked at).
-    fn with_buffer(source: R, offset: u64, end: u64, max_record: usize, name: String, mut buffer: Vec<u8>, capacity: usize) -> Self {
+    pub(crate) fn with_buffer(source: R, offset: u64, end: u64, max_record: usize, name: String, mut buffer: Vec<u8>, capacity: usize) -> Self {
         if buffer.len() < capacity.max(1) {
             buffer.resize(capacity.max(1), 0);
         }

@@ -1,0 +1,182 @@
+//! Compressed inputs: a file's codec told by its suffix (gzip, zstd), and its decoder. A
+//! compressed file cannot be read from its middle, so it is one split (see
+//! `splits::plan_splits`), read whole by one worker.
+
+use crate::error::{Error, Result};
+use crate::splits::{SplitReader, READ_SIZE};
+use flate2::bufread::MultiGzDecoder;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How an input file is compressed, told by its name's suffix, as Hadoop's codec factory tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Compression {
+    None,
+    /// `.gz`: read through a gzip decoder (concatenated members too, as `cat a.gz b.gz` makes).
+    Gzip,
+    /// `.zst` or `.zstd`: read through a zstd decoder (concatenated frames too). About 2.5 times
+    /// as fast to read as gzip.
+    Zstd,
+}
+
+/// Suffixes of compression formats bloomflow does not read: such a file is refused, because read
+/// as text it would yield garbage keys.
+const UNREADABLE_CODECS: [(&str, &str); 6] = [
+    ("bz2", "bzip2"),
+    ("xz", "xz"),
+    ("lz4", "LZ4"),
+    ("snappy", "Snappy"),
+    ("deflate", "raw deflate"),
+    ("lzo", "LZO"),
+];
+
+impl Compression {
+    /// The compression of `path`, by its suffix (case ignored): `.gz` is gzip, `.zst` and `.zstd`
+    /// zstd, the suffixes of other codecs are an error, anything else is plain text.
+    pub fn of(path: &Path) -> Result<Compression> {
+        let suffix = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        match suffix.as_str() {
+            "gz" => return Ok(Compression::Gzip),
+            "zst" | "zstd" => return Ok(Compression::Zstd),
+            _ => {}
+        }
+        match UNREADABLE_CODECS.iter().find(|(s, _)| *s == suffix) {
+            Some((_, codec)) => Err(Error::io(
+                path,
+                std::io::Error::other(format!(
+                    "compressed with {codec} (by its suffix), which bloomflow cannot read: decompress it, or compress it with gzip or zstd"
+                )),
+            )),
+            None => Ok(Compression::None),
+        }
+    }
+
+    /// The codec's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "uncompressed",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+/// A reader that counts the bytes read through it: a compressed file's progress is told in its
+/// own (compressed) bytes, which the job's totals are made of.
+struct Counted<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// A compressed file's bytes, counted, through the buffer its decoder reads from.
+type CompressedFile = BufReader<Counted<File>>;
+
+/// Opens compressed file `path` for decoding: its buffered bytes, and the count of those read.
+fn open_compressed_file(path: &Path) -> Result<(CompressedFile, Arc<AtomicU64>)> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let count = Arc::new(AtomicU64::new(0));
+    Ok((BufReader::with_capacity(64 << 10, Counted { inner: file, count: Arc::clone(&count) }), count))
+}
+
+/// A decompressing reader of a file, whose errors say that they come from decompressing (the
+/// decoders' own, such as "unexpected end of file", do not).
+pub struct Decompressed {
+    decoder: Box<dyn Read>,
+    compression: Compression,
+}
+
+impl Decompressed {
+    /// The decoder of `compression` (not `None`) over `file`.
+    fn new(compression: Compression, file: CompressedFile) -> std::io::Result<Self> {
+        let decoder: Box<dyn Read> = match compression {
+            Compression::Gzip => Box::new(MultiGzDecoder::new(file)),
+            Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(file)?),
+            Compression::None => unreachable!("an uncompressed file is read as it is"),
+        };
+        Ok(Decompressed { decoder, compression })
+    }
+}
+
+impl Read for Decompressed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.decoder.read(buf).map_err(|e| decoding_error(self.compression, e))
+    }
+}
+
+/// A decoder's error, saying what was being decoded.
+fn decoding_error(compression: Compression, e: std::io::Error) -> std::io::Error {
+    if e.kind() == std::io::ErrorKind::Interrupted {
+        return e;
+    }
+    let codec = compression.name();
+    std::io::Error::new(e.kind(), format!("not valid {codec} data (as its suffix says it is): {e}; the file may be truncated or corrupt"))
+}
+
+/// The reader of a compressed file's records.
+pub type CompressedSplitReader = SplitReader<Decompressed>;
+
+impl CompressedSplitReader {
+    /// A reader of the records of the compressed file `path`, decompressed, from its start up to
+    /// uncompressed offset `end` (`u64::MAX`: to its end), reading into `buffer`; and the count
+    /// of the file's bytes read so far. A corrupt or truncated file is an error of the read that
+    /// meets it.
+    ///
+    /// Decoding on a thread of its own, a block ahead of the scan, was tried: one file read by
+    /// one of two workers went from 0.43 to 0.41 s (gzip) and 0.16 to 0.14 s (zstd), but two
+    /// files read by two workers from 0.22 to 0.23 s and 0.089 to 0.095 s, and a large input is
+    /// many files.
+    pub fn open_compressed(path: &Path, compression: Compression, end: u64, max_record: usize, buffer: Vec<u8>) -> Result<(Self, Arc<AtomicU64>)> {
+        let (file, count) = open_compressed_file(path)?;
+        let source = Decompressed::new(compression, file).map_err(|e| Error::io(path, decoding_error(compression, e)))?;
+        let reader = SplitReader::with_buffer(source, 0, end, max_record, path.display().to_string(), buffer, READ_SIZE);
+        Ok((reader, count))
+    }
+}
+
+/// How many times larger the first `sample` decompressed bytes of compressed file `path` are
+/// than the compressed bytes they came from (the whole file's ratio when it is smaller than the
+/// sample). The compressed bytes are those read less those still in the decoder's buffer.
+pub fn expansion(path: &Path, compression: Compression, sample: u64) -> Result<f64> {
+    let (file, count) = open_compressed_file(path)?;
+    let mut out = vec![0u8; 64 << 10];
+    let failed = |e| Error::io(path, decoding_error(compression, e));
+    let (produced, unread) = match compression {
+        Compression::Gzip => {
+            let mut d = MultiGzDecoder::new(file);
+            (read_up_to(&mut d, sample, &mut out).map_err(failed)?, d.get_ref().buffer().len())
+        }
+        Compression::Zstd => {
+            let mut d = zstd::stream::read::Decoder::with_buffer(file).map_err(failed)?;
+            (read_up_to(&mut d, sample, &mut out).map_err(failed)?, d.get_ref().buffer().len())
+        }
+        Compression::None => return Ok(1.0),
+    };
+    let consumed = count.load(Ordering::Relaxed).saturating_sub(unread as u64);
+    Ok(if consumed == 0 { 1.0 } else { (produced as f64 / consumed as f64).max(1.0) })
+}
+
+/// Reads and drops up to `limit` bytes of `r`, through `scratch`: how many there were.
+fn read_up_to(r: &mut impl Read, limit: u64, scratch: &mut [u8]) -> std::io::Result<u64> {
+    let mut total = 0u64;
+    while total < limit {
+        let want = scratch.len().min((limit - total) as usize);
+        match r.read(&mut scratch[..want]) {
+            Ok(0) => break,
+            Ok(n) => total += n as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(total)
+}
