@@ -180,3 +180,46 @@ fn read_up_to(r: &mut impl Read, limit: u64, scratch: &mut [u8]) -> std::io::Res
     }
     Ok(total)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_codec_comes_from_the_suffix() {
+        let of = |name: &str| Compression::of(Path::new(name));
+        assert_eq!(of("a.csv.gz").unwrap(), Compression::Gzip);
+        assert_eq!(of("dir/A.CSV.GZ").unwrap(), Compression::Gzip);
+        assert_eq!(of("a.zst").unwrap(), Compression::Zstd);
+        assert_eq!(of("a.tsv.zstd").unwrap(), Compression::Zstd);
+        for plain in ["a.csv", "part-00000", "a.gzip.csv", ".gz"] {
+            assert_eq!(of(plain).unwrap(), Compression::None, "{plain}");
+        }
+        for (name, codec) in [("a.csv.bz2", "bzip2"), ("a.xz", "xz"), ("a.lz4", "LZ4"), ("x.snappy", "Snappy")] {
+            let e = of(name).unwrap_err().to_string();
+            assert!(e.contains(name) && e.contains(codec) && e.contains("cannot read"), "{e}");
+        }
+    }
+
+    /// The sampled expansion is the text's length over the compressed length, within the part
+    /// of the compressed stream a decoder reads ahead of what it returns.
+    #[test]
+    fn the_expansion_of_a_small_file_is_its_compression_ratio() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: Vec<u8> = (0..50_000).flat_map(|i: u32| format!("{i},{},row\n", i % 97).into_bytes()).collect();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &text).unwrap();
+        let packed = gz.finish().unwrap();
+        let path = dir.path().join("t.csv.gz");
+        std::fs::write(&path, &packed).unwrap();
+        let exact = text.len() as f64 / packed.len() as f64;
+        let sampled = expansion(&path, Compression::Gzip, u64::MAX).unwrap();
+        assert!((sampled - exact).abs() / exact < 0.01, "sampled {sampled}, exact {exact}");
+        let zst = zstd::encode_all(&text[..], 3).unwrap();
+        let path = dir.path().join("t.csv.zst");
+        std::fs::write(&path, &zst).unwrap();
+        let exact = text.len() as f64 / zst.len() as f64;
+        let sampled = expansion(&path, Compression::Zstd, u64::MAX).unwrap();
+        assert!((sampled - exact).abs() / exact < 0.01, "sampled {sampled}, exact {exact}");
+    }
+}
