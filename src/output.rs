@@ -3,7 +3,8 @@
 //! job's statistics as JSON) written last, by worker 0, only once every worker has succeeded.
 //! A directory without `_SUCCESS` is the output of a failed or unfinished job.
 
-use crate::atomic::AtomicFile;
+use crate::atomic::{AtomicFile, Writeback};
+use crate::compressed::Compression;
 use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -12,9 +13,15 @@ use std::path::{Path, PathBuf};
 pub const TEMPORARY: &str = "_temporary";
 pub const SUCCESS: &str = "_SUCCESS";
 
-/// The name of worker `w`'s part file.
-pub fn part_name(worker: usize) -> String {
-    format!("part-{worker:05}")
+/// The name of worker `w`'s part file, with the suffix of its compression (`.gz`, `.zst`), as
+/// Hadoop names a compressed job's parts.
+pub fn part_name(worker: usize, compression: Compression) -> String {
+    let suffix = match compression {
+        Compression::None => "",
+        Compression::Gzip => ".gz",
+        Compression::Zstd => ".zst",
+    };
+    format!("part-{worker:05}{suffix}")
 }
 
 /// An output directory replaced by [`prepare`]: moved aside at once, and removed by a thread of
@@ -97,18 +104,65 @@ fn move_aside(dir: &Path) -> Result<Replaced> {
 /// A file of the job's temporary area, e.g. a part file being written.
 pub struct TaskFile {
     temp: PathBuf,
-    writer: Option<BufWriter<crate::atomic::Writeback>>,
+    writer: Option<TaskWriter>,
+}
+
+/// What writes a task file: its bytes as they come, or compressed.
+enum TaskWriter {
+    Plain(BufWriter<Writeback>),
+    Gzip(BufWriter<flate2::write::GzEncoder<Writeback>>),
+    Zstd(BufWriter<zstd::stream::write::Encoder<'static, Writeback>>),
+}
+
+/// Bytes gathered before each write to the file (or the encoder).
+const WRITE_BUFFER: usize = 1 << 20;
+
+impl TaskWriter {
+    /// A writer of `file` with `compression`: gzip at its usual level (6), zstd at its (3).
+    fn new(file: File, compression: Compression) -> std::io::Result<TaskWriter> {
+        let file = Writeback::new(file);
+        Ok(match compression {
+            Compression::None => TaskWriter::Plain(BufWriter::with_capacity(WRITE_BUFFER, file)),
+            Compression::Gzip => TaskWriter::Gzip(BufWriter::with_capacity(WRITE_BUFFER, flate2::write::GzEncoder::new(file, flate2::Compression::default()))),
+            Compression::Zstd => {
+                let mut encoder = zstd::stream::write::Encoder::new(file, zstd::DEFAULT_COMPRESSION_LEVEL)?;
+                // So that a reader can tell a damaged file from a whole one.
+                encoder.include_checksum(true)?;
+                TaskWriter::Zstd(BufWriter::with_capacity(WRITE_BUFFER, encoder))
+            }
+        })
+    }
+
+    #[inline]
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            TaskWriter::Plain(w) => w.write_all(bytes),
+            TaskWriter::Gzip(w) => w.write_all(bytes),
+            TaskWriter::Zstd(w) => w.write_all(bytes),
+        }
+    }
+
+    /// Writes out what is buffered and ends a compressed stream (its trailer: without it the
+    /// file reads as truncated), giving back the file's writer.
+    fn finish(self) -> std::io::Result<Writeback> {
+        match self {
+            TaskWriter::Plain(w) => w.into_inner().map_err(|e| e.into_error()),
+            TaskWriter::Gzip(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
+            TaskWriter::Zstd(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
+        }
+    }
 }
 
 impl TaskFile {
-    /// Creates `DIR/_temporary/NAME` (and the directories above it).
-    pub fn create(dir: &Path, name: &str) -> Result<TaskFile> {
+    /// Creates `DIR/_temporary/NAME` (and the directories above it), written with `compression`.
+    pub fn create(dir: &Path, name: &str, compression: Compression) -> Result<TaskFile> {
         let temp_dir = dir.join(TEMPORARY);
         std::fs::create_dir_all(&temp_dir).map_err(|e| Error::io(&temp_dir, e))?;
         let temp = temp_dir.join(name);
         let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
         crate::cleanup::register(&temp);
-        Ok(TaskFile { temp, writer: Some(BufWriter::with_capacity(1 << 20, crate::atomic::Writeback::new(file))) })
+        let writer = TaskWriter::new(file, compression).map_err(|e| Error::io(&temp, e))?;
+        Ok(TaskFile { temp, writer: Some(writer) })
     }
 
     /// The path while being written.
@@ -123,14 +177,14 @@ impl TaskFile {
         w.write_all(bytes).map_err(|e| Error::io(&self.temp, e))
     }
 
-    /// Flushes and syncs, leaving the file in the temporary area (for a later read). On failure
-    /// the file is removed.
+    /// Flushes (ending a compressed stream) and syncs, leaving the file in the temporary area
+    /// (for a later read). On failure the file is removed.
     pub fn finish(mut self) -> Result<PathBuf> {
         let w = self.writer.take().expect("open until committed");
         let temp = std::mem::take(&mut self.temp);
         let synced = w
-            .into_inner()
-            .map_err(|e| Error::io(&temp, e.into_error()))
+            .finish()
+            .map_err(|e| Error::io(&temp, e))
             .and_then(|w| w.into_file().sync_all().map_err(|e| Error::io(&temp, e)));
         if let Err(e) = synced {
             let _ = std::fs::remove_file(&temp);
@@ -139,7 +193,6 @@ impl TaskFile {
         }
         Ok(temp)
     }
-
 }
 
 /// Moves a finished task file from `DIR/_temporary/` to `DIR`: the task's commit, done once the
@@ -179,8 +232,8 @@ pub fn write_success(dir: &Path, json: &[u8]) -> Result<()> {
     f.commit()
 }
 
-/// Removes what worker `worker` wrote, after a failed job.
-pub fn abort_task(dir: &Path, worker: usize) {
-    let _ = std::fs::remove_file(dir.join(part_name(worker)));
-    let _ = std::fs::remove_file(dir.join(TEMPORARY).join(part_name(worker)));
+/// Removes what a worker wrote as `part` (see [`part_name`]), after a failed job.
+pub fn abort_task(dir: &Path, part: &str) {
+    let _ = std::fs::remove_file(dir.join(part));
+    let _ = std::fs::remove_file(dir.join(TEMPORARY).join(part));
 }

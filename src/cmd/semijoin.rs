@@ -2,6 +2,7 @@
 
 use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
 use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
+use bloomflow::compressed::Compression;
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
 
@@ -40,12 +41,23 @@ pub struct Args {
     /// Replace an existing output directory.
     #[arg(long)]
     overwrite: bool,
+    /// Compress the part files: gzip (part-NNNNN.gz, at gzip's usual level) or zstd
+    /// (part-NNNNN.zst, at zstd's), as Hadoop names compressed parts; bloomflow reads both.
+    #[arg(long, value_enum, default_value_t = CompressArg::None)]
+    compress: CompressArg,
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
     sizing: SizingArgs,
     #[command(flatten)]
     cluster: ClusterArgs,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum CompressArg {
+    None,
+    Gzip,
+    Zstd,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -81,6 +93,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         broadcast_limit: args.broadcast_limit,
         overwrite: args.overwrite,
+        compression: match args.compress {
+            CompressArg::None => Compression::None,
+            CompressArg::Gzip => Compression::Gzip,
+            CompressArg::Zstd => Compression::Zstd,
+        },
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
     };

@@ -10,6 +10,7 @@ use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
 use crate::cluster::ClusterConfig;
 use crate::error::{Error, Result};
+use crate::compressed::Compression;
 use crate::filter::BloomFilter;
 use crate::format;
 use crate::hashing::Scheme;
@@ -70,6 +71,8 @@ pub struct SemijoinConfig {
     /// Most build-key bytes `Auto` broadcasts.
     pub broadcast_limit: u64,
     pub overwrite: bool,
+    /// How the part files are compressed.
+    pub compression: Compression,
     pub cluster: ClusterConfig,
     pub progress: bool,
 }
@@ -183,6 +186,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         exact: config.exact,
         exact_strategy: config.exact_strategy,
         broadcast_limit: config.broadcast_limit,
+        compression: config.compression,
         shared_keys: SharedKeys::new(cluster.workers),
         cluster: cluster.clone(),
         started,
@@ -206,6 +210,7 @@ struct Job {
     exact: bool,
     exact_strategy: ExactStrategy,
     broadcast_limit: u64,
+    compression: Compression,
     /// The broadcast build keys, shared by this process's workers.
     shared_keys: SharedKeys,
     cluster: ClusterConfig,
@@ -287,10 +292,10 @@ impl Job {
         let commits: Vec<Option<String>> = all_reports(worker, committed.as_ref().err().cloned()).into_iter().map(|(_, r)| r).collect();
         let failure = failure.or_else(|| commits.into_iter().flatten().next());
         if let Some(failure) = failure {
-            output::abort_task(&self.dir, me);
+            output::abort_task(&self.dir, &part_name(me, self.compression));
             return Err(Error::Job(failure));
         }
-        crate::cleanup::unregister(&self.dir.join(part_name(me)));
+        crate::cleanup::unregister(&self.dir.join(part_name(me, self.compression)));
         if me != 0 {
             return Ok(None);
         }
@@ -302,7 +307,7 @@ impl Job {
 
     /// Opens this worker's part file with the probe header in it.
     fn open_part(&self, me: usize) -> Result<TaskFile> {
-        let mut part = TaskFile::create(&self.dir, &part_name(me))?;
+        let mut part = TaskFile::create(&self.dir, &part_name(me, self.compression), self.compression)?;
         if let Some(header) = &self.probe.header {
             write_line(&mut part, header)?;
         }
@@ -416,7 +421,7 @@ impl Job {
 
         // Scan errors are kept until the exchange is done: every worker must close its inputs,
         // or its peers would wait for them forever.
-        let mut survivors_file = TaskFile::create(&self.dir, &format!("bloom-{me:05}"));
+        let mut survivors_file = TaskFile::create(&self.dir, &format!("bloom-{me:05}"), Compression::None);
         let (mut seq, mut pruned_bytes) = (0u64, 0u64);
         let scanned = match survivors_file.as_mut() {
             Err(_) => Ok(ScanStats::default()),

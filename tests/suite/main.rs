@@ -8,6 +8,6 @@ mod cli_filter;
 mod cluster_faults;
 mod filter_props;
 mod format_native;
-mod compressed_input;
+mod compression;
 mod interop;
 mod semijoin_job;

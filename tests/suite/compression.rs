@@ -1,10 +1,10 @@
 //! Compressed inputs (`.gz`, `.zst`), read as Hadoop's TextInputFormat reads them: decompressed,
 //! one split per file; other codecs refused by their suffix; a damaged file an error, never a short
-//! read. Every test runs for both codecs.
+//! read. And the semi-join's compressed part files. Every test runs for both codecs.
 
 use crate::util::*;
 use flate2::write::GzEncoder;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// `rows` records `i,k<i>,payload` under the header `id,key,payload`, starting at `first`.
@@ -29,7 +29,7 @@ fn zstd(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
-/// Compresses a text.
+/// Compresses a text (or decompresses one).
 type Compressor = fn(&[u8]) -> Vec<u8>;
 
 /// The codecs read: file suffix, name in messages, compressor.
@@ -196,4 +196,65 @@ fn other_codecs_are_refused_by_their_suffix() {
         let out = path_str(dir.path(), "x.bloom");
         fails_with(&run(&["build", &input, "-k", "key", "--expected-items", "10", "-o", &out, "--no-progress"]), &[name, codec, "cannot read"]);
     }
+}
+
+/// `--compress` writes part-NNNNN.gz or .zst files whose text is the plain run's output, for the
+/// Bloom-only join and both exact strategies (the shuffle also writes a temporary file, which
+/// stays plain), and bloomflow reads such a directory back as input.
+#[test]
+fn semijoin_writes_compressed_parts_holding_the_plain_output() {
+    let dir = tempdir();
+    let build = write(dir.path(), "b.csv", &csv(0, 3000, true));
+    let probe_text: Vec<u8> = {
+        let mut t = String::from("event,key\n");
+        for i in 0..20_000 {
+            t.push_str(&format!("{i},k{}\n", (i * 13) % 9000));
+        }
+        t.into_bytes()
+    };
+    let probe = write(dir.path(), "p.csv", &probe_text);
+    let decoders: [(&str, &str, Compressor); 3] = [("none", "", |b| b.to_vec()), ("gzip", ".gz", gunzip), ("zstd", ".zst", unzstd)];
+    for extra in [vec![], vec!["--exact", "--exact-strategy", "broadcast"], vec!["--exact", "--exact-strategy", "shuffle"]] {
+        let mut outputs = Vec::new();
+        for (codec, suffix, decode) in decoders {
+            let out = path_str(dir.path(), &format!("out-{codec}"));
+            let mut args = vec!["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "-w", "2", "--split-size", "50000", "--no-progress", "--overwrite", "--compress", codec];
+            args.extend(extra.iter().copied());
+            ok(&run(&args));
+            assert!(Path::new(&out).join("_SUCCESS").exists());
+            let mut names: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("part-")).collect();
+            names.sort();
+            assert_eq!(names, [format!("part-00000{suffix}"), format!("part-00001{suffix}")], "{codec} {extra:?}");
+            let mut lines: Vec<String> = Vec::new();
+            for name in &names {
+                let text = String::from_utf8(decode(&std::fs::read(Path::new(&out).join(name)).unwrap())).unwrap();
+                lines.extend(text.lines().filter(|l| !l.starts_with("event,")).map(String::from));
+            }
+            lines.sort();
+            // Read back as input, the directory gives the same records.
+            let (_, summary) = build_with_key(dir.path(), &out, "1", &format!("back-{codec}.bloom"));
+            assert!(summary.contains(&format!("records            {}", lines.len())), "{codec} {extra:?}: {summary}");
+            outputs.push(lines);
+        }
+        assert!(!outputs[0].is_empty());
+        assert_eq!(outputs[1], outputs[0], "gzip {extra:?}");
+        assert_eq!(outputs[2], outputs[0], "zstd {extra:?}");
+    }
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut text = Vec::new();
+    flate2::read::MultiGzDecoder::new(bytes).read_to_end(&mut text).unwrap();
+    text
+}
+
+fn unzstd(bytes: &[u8]) -> Vec<u8> {
+    zstd::decode_all(bytes).unwrap()
+}
+
+/// Builds a filter of `input` keyed on field `key` (any filter: the summary is what is read).
+fn build_with_key(dir: &Path, input: &str, key: &str, name: &str) -> (Vec<u8>, String) {
+    let out = path_str(dir, name);
+    let summary = ok(&run(&["build", input, "-k", key, "-o", &out, "--no-progress", "--expected-items", "100000"]));
+    (std::fs::read(&out).unwrap(), summary)
 }
