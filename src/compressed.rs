@@ -1,6 +1,6 @@
-//! Compressed inputs: a file's codec told by its suffix (gzip, zstd), and its decoder. A
-//! compressed file cannot be read from its middle, so it is one split (see
-//! `splits::plan_splits`), read whole by one worker.
+//! Compressed files: an input's codec told by its suffix (gzip, zstd), and its decoder (a
+//! compressed file cannot be read from its middle, so it is one split, see
+//! `splits::plan_splits`, read whole by one worker); the suffix of a compressed output.
 
 use crate::error::{Error, Result};
 use crate::splits::{SplitReader, READ_SIZE};
@@ -51,6 +51,15 @@ impl Compression {
                 )),
             )),
             None => Ok(Compression::None),
+        }
+    }
+
+    /// The suffix of a file written with this compression: `.gz`, `.zst`, or none.
+    pub fn suffix(self) -> &'static str {
+        match self {
+            Compression::None => "",
+            Compression::Gzip => ".gz",
+            Compression::Zstd => ".zst",
         }
     }
 
@@ -192,6 +201,10 @@ mod tests {
         assert_eq!(of("dir/A.CSV.GZ").unwrap(), Compression::Gzip);
         assert_eq!(of("a.zst").unwrap(), Compression::Zstd);
         assert_eq!(of("a.tsv.zstd").unwrap(), Compression::Zstd);
+        // A written file's suffix reads back as its codec.
+        for c in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            assert_eq!(of(&format!("part-00000{}", c.suffix())).unwrap(), c);
+        }
         for plain in ["a.csv", "part-00000", "a.gzip.csv", ".gz"] {
             assert_eq!(of(plain).unwrap(), Compression::None, "{plain}");
         }

@@ -16,12 +16,7 @@ pub const SUCCESS: &str = "_SUCCESS";
 /// The name of worker `w`'s part file, with the suffix of its compression (`.gz`, `.zst`), as
 /// Hadoop names a compressed job's parts.
 pub fn part_name(worker: usize, compression: Compression) -> String {
-    let suffix = match compression {
-        Compression::None => "",
-        Compression::Gzip => ".gz",
-        Compression::Zstd => ".zst",
-    };
-    format!("part-{worker:05}{suffix}")
+    format!("part-{worker:05}{}", compression.suffix())
 }
 
 /// An output directory replaced by [`prepare`]: moved aside at once, and removed by a thread of
