@@ -108,7 +108,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 pub fn print_summary(s: &SemijoinStats) {
-    println!("bloomflow semijoin: wrote {} (part files and _SUCCESS)", s.output);
+    let compressed = if s.output_compression == "none" { String::new() } else { format!(", {}-compressed", s.output_compression) };
+    println!("bloomflow semijoin: wrote {} (part files{compressed} and _SUCCESS)", s.output);
     println!("  workers             {} process(es) x {} worker(s)", s.processes, s.workers_per_process);
     println!("  filter              {}", s.filter);
     if let (Some(records), Some(keys)) = (s.build_records, s.build_keys) {

@@ -97,6 +97,8 @@ pub struct ProbeReport {
 #[derive(Clone, Debug, Serialize)]
 pub struct SemijoinStats {
     pub output: String,
+    /// How the part files are compressed: `none`, `gzip` or `zstd`.
+    pub output_compression: String,
     pub processes: usize,
     pub workers_per_process: usize,
     pub filter: String,
@@ -497,6 +499,10 @@ impl Job {
         let build_bytes = if built { build_scan.bytes } else { 0 };
         SemijoinStats {
             output: self.dir.display().to_string(),
+            output_compression: match self.compression {
+                Compression::None => "none".into(),
+                codec => codec.name().into(),
+            },
             processes: self.cluster.processes,
             workers_per_process: self.cluster.workers,
             filter: match &self.planned {

@@ -221,7 +221,8 @@ fn semijoin_writes_compressed_parts_holding_the_plain_output() {
             let mut args = vec!["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "-w", "2", "--split-size", "50000", "--no-progress", "--overwrite", "--compress", codec];
             args.extend(extra.iter().copied());
             ok(&run(&args));
-            assert!(Path::new(&out).join("_SUCCESS").exists());
+            let success = std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap();
+            assert!(success.contains(&format!("\"output_compression\": \"{codec}\"")), "{success}");
             let mut names: Vec<String> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("part-")).collect();
             names.sort();
             assert_eq!(names, [format!("part-00000{suffix}"), format!("part-00001{suffix}")], "{codec} {extra:?}");
