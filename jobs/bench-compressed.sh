@@ -7,6 +7,9 @@
 #
 #   jobs/bench-compressed.sh [PROBE_ROWS]      (default 2000000)
 set -euo pipefail
+for tool in gzip zstd; do
+  command -v "$tool" > /dev/null || { echo "bench-compressed.sh needs $tool (e.g. apt-get install $tool)" >&2; exit 1; }
+done
 here=$(cd "$(dirname "$0")" && pwd)
 rows=${1:-2000000}
 runs=${RUNS:-5}
