@@ -406,6 +406,40 @@ fn first_line(path: &std::path::Path, compression: Compression, max_record: usiz
 mod tests {
     use super::*;
 
+    /// Progress is told in the bytes the job's totals are made of: a plain file's own, and a
+    /// compressed file's compressed bytes (not its longer text), so a bar ends at 100%.
+    #[test]
+    fn progress_ends_at_the_inputs_sizes_compressed_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let text: Vec<u8> = (0..30_000).flat_map(|i: u32| format!("{i},k{i},{}\n", "x".repeat(i as usize % 40)).into_bytes()).collect();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &text).unwrap();
+        let files = [("plain.csv", text.clone()), ("packed.csv.gz", gz.finish().unwrap()), ("packed.csv.zst", zstd::encode_all(&text[..], 3).unwrap())];
+        for (name, bytes) in files {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &bytes).unwrap();
+            let options = ScanOptions {
+                format: RecordFormat { delimiter: b',', has_header: false },
+                key: KeyField::Index(2),
+                split_size: 64 << 10,
+                max_record: 1 << 20,
+                strict: true,
+                key_rules: KeyRules { key_type: KeyType::Bytes, reject_empty: false },
+            };
+            let source = Source::plan(&[path], options, 1).unwrap();
+            let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+            let mut records = 0;
+            let stats = source.scan_worker(0, 1, &abort, &progress, |batch| {
+                records += batch.len();
+                Ok(())
+            });
+            let stats = stats.unwrap();
+            assert_eq!((records, stats.records, stats.bytes), (30_000, 30_000, text.len() as u64), "{name}");
+            assert_eq!(progress.load(Ordering::Relaxed), bytes.len() as u64, "{name}");
+            assert_eq!(source.bytes_of(0..1, 1), bytes.len() as u64, "{name}");
+        }
+    }
+
     #[test]
     fn recycle_keeps_the_allocation() {
         let owned = vec![1u8, 2, 3];

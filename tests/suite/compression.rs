@@ -4,6 +4,7 @@
 
 use crate::util::*;
 use flate2::write::GzEncoder;
+use std::time::Duration;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -90,6 +91,36 @@ fn concatenated_members_and_mixed_directories_are_read_whole() {
         let (filter, summary) = build(dir.path(), &[&dir_arg], &format!("mixed-{suffix}.bloom"), &["--expected-items", "7000", "-w", "3", "--split-size", "4096"]);
         assert!(summary.contains("records            7000"), "{summary}");
         assert_eq!(filter, reference, ".{suffix} and plain files in one directory");
+    }
+}
+
+/// Two processes over a directory of gzip, zstd and plain files (each process plans the same
+/// splits, and a compressed one is claimed whole) build one worker's filter, byte for byte.
+#[test]
+fn processes_over_compressed_files_build_the_same_filter() {
+    let dir = tempdir();
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir(&inputs).unwrap();
+    let mut first = 0;
+    for (i, rows) in [4000, 2500, 6000, 3000, 5000].into_iter().enumerate() {
+        let text = csv(first, rows, true);
+        first += rows;
+        match i % 3 {
+            0 => write(&inputs, &format!("{i}.csv.gz"), &gzip(&text)),
+            1 => write(&inputs, &format!("{i}.csv.zst"), &zstd(&text)),
+            _ => write(&inputs, &format!("{i}.csv"), &text),
+        };
+    }
+    let input = path_str(dir.path(), "inputs");
+    let (reference, _) = build(dir.path(), &[&input], "one.bloom", &["--expected-items", "20500"]);
+    for (processes, workers) in [(2, 1), (2, 2)] {
+        let out = path_str(dir.path(), &format!("c{processes}x{workers}.bloom"));
+        let args = ["build", &input, "-k", "key", "--expected-items", "20500", "-o", &out, "--split-size", "20000", "--no-progress"];
+        let outs = run_cluster(dir.path(), processes, workers, &args, Duration::from_secs(60));
+        let summary = ok(&outs[0]);
+        assert!(summary.contains("records            20500"), "{summary}");
+        outs[1..].iter().for_each(|o| drop(ok(o)));
+        assert_eq!(std::fs::read(&out).unwrap(), reference, "{processes} x {workers}");
     }
 }
 
