@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::splits::{SplitReader, READ_SIZE};
 use flate2::bufread::MultiGzDecoder;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -107,7 +107,7 @@ pub struct Decompressed {
 
 impl Decompressed {
     /// The decoder of `compression` (not `None`) over `file`.
-    fn new(compression: Compression, file: CompressedFile) -> std::io::Result<Self> {
+    fn new(compression: Compression, file: impl BufRead + 'static) -> std::io::Result<Self> {
         let decoder: Box<dyn Read> = match compression {
             Compression::Gzip => Box::new(MultiGzDecoder::new(file)),
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(file)?),
@@ -129,7 +129,25 @@ fn decoding_error(compression: Compression, e: std::io::Error) -> std::io::Error
         return e;
     }
     let codec = compression.name();
-    std::io::Error::new(e.kind(), format!("not valid {codec} data (as its suffix says it is): {e}; the file may be truncated or corrupt"))
+    std::io::Error::new(e.kind(), format!("not valid {codec} data: {e}; the input may be truncated or corrupt"))
+}
+
+/// Standard input, decompressed when it begins with gzip's or zstd's magic bytes: a pipe has no
+/// name to tell its codec by, and no text begins with those bytes.
+pub fn stdin() -> std::io::Result<Box<dyn Read>> {
+    let mut stdin = std::io::stdin().lock();
+    let mut magic = Vec::with_capacity(4);
+    (&mut stdin).take(4).read_to_end(&mut magic)?;
+    let compression = match magic.as_slice() {
+        [0x1f, 0x8b, ..] => Compression::Gzip,
+        [0x28, 0xb5, 0x2f, 0xfd] => Compression::Zstd,
+        _ => Compression::None,
+    };
+    let whole = std::io::Cursor::new(magic).chain(stdin);
+    Ok(match compression {
+        Compression::None => Box::new(whole),
+        codec => Box::new(Decompressed::new(codec, BufReader::with_capacity(64 << 10, whole)).map_err(|e| decoding_error(codec, e))?),
+    })
 }
 
 /// The reader of a compressed file's records.

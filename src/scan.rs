@@ -170,7 +170,8 @@ impl Source {
                     buffer = reader.into_buffer();
                 }
                 Input::Stdin => {
-                    let mut reader = SplitReader::new(std::io::stdin().lock(), 0, u64::MAX, self.options.max_record, "<stdin>".into());
+                    let stdin = crate::compressed::stdin().map_err(|e| Error::io("<stdin>", e))?;
+                    let mut reader = SplitReader::new(stdin, 0, u64::MAX, self.options.max_record, "<stdin>".into());
                     self.scan_split(&mut reader, split, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }
             }

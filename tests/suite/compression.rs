@@ -68,6 +68,24 @@ fn a_compressed_file_builds_the_filter_of_its_text_for_any_workers_and_split_siz
     }
 }
 
+/// A pipe has no suffix: standard input is decompressed when it begins with a codec's magic bytes.
+#[test]
+fn standard_input_is_decompressed_by_its_magic_bytes() {
+    let dir = tempdir();
+    let text = csv(0, 5000, true);
+    let plain = write(dir.path(), "in.csv", &text);
+    let (reference, _) = build(dir.path(), &[&plain], "plain.bloom", &["--expected-items", "5000"]);
+    for (suffix, codec, compress) in CODECS {
+        let packed = compress(&text);
+        let out = path_str(dir.path(), &format!("stdin-{suffix}.bloom"));
+        let summary = ok(&run_with_stdin(&["build", "-", "-k", "key", "--expected-items", "5000", "-o", &out, "--no-progress", "-w", "2"], &packed));
+        assert!(summary.contains("records            5000"), "{summary}");
+        assert_eq!(std::fs::read(&out).unwrap(), reference, "{codec} on standard input");
+        let truncated = run_with_stdin(&["build", "-", "-k", "key", "--expected-items", "5000", "-o", &out, "--no-progress"], &packed[..packed.len() / 2]);
+        fails_with(&truncated, &["<stdin>", &format!("not valid {codec} data")]);
+    }
+}
+
 /// `cat a.gz b.gz` is one valid gzip file of both texts (and the same for zstd frames); so is a
 /// directory of compressed and plain files, of which an empty compressed file adds nothing.
 #[test]
