@@ -13,7 +13,8 @@ pub struct Args {
     /// The filter file.
     file: PathBuf,
     /// Keys to look up; when none are given, one key per line is read from standard input
-    /// (a trailing CR is dropped, so CRLF input works; an empty line is the empty key).
+    /// (a trailing CR is dropped, so CRLF input works; an empty line is the empty key; gzip or
+    /// zstd input is decompressed).
     keys: Vec<String>,
     /// How keys are hashed: `long` parses each as a signed 64-bit decimal and hashes it as
     /// Spark's putLong (for filters of Spark long columns).
@@ -41,7 +42,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         answerer.answer(&keys, |i| format!("key argument {}", i + 1), &mut out)?;
     } else {
         // Lines come in batches straight from a large read buffer, as the jobs read their splits.
-        let mut reader = SplitReader::new(std::io::stdin().lock(), 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
+        // (Decompressed first if it is gzip or zstd, as the jobs' standard input is.)
+        let stdin = bloomflow::compressed::stdin().map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
+        let mut reader = SplitReader::new(stdin, 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
         let (mut lines, mut keys) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
         let mut first_line = 1;
         loop {

@@ -86,6 +86,22 @@ fn standard_input_is_decompressed_by_its_magic_bytes() {
     }
 }
 
+/// `query` decompresses its standard input the same way.
+#[test]
+fn query_reads_compressed_keys_from_standard_input() {
+    let dir = tempdir();
+    let text = csv(0, 100, true);
+    let plain = write(dir.path(), "in.csv", &text);
+    let (_, _) = build(dir.path(), &[&plain], "q.bloom", &["--expected-items", "100"]);
+    let filter = path_str(dir.path(), "q.bloom");
+    let keys: String = (0..300).map(|i| format!("k{i}\n")).collect();
+    let expected = ok(&run_with_stdin(&["query", &filter], keys.as_bytes()));
+    assert_eq!(expected.lines().count(), 300);
+    for (_, codec, compress) in CODECS {
+        assert_eq!(ok(&run_with_stdin(&["query", &filter], &compress(keys.as_bytes()))), expected, "{codec}");
+    }
+}
+
 /// `cat a.gz b.gz` is one valid gzip file of both texts (and the same for zstd frames); so is a
 /// directory of compressed and plain files, of which an empty compressed file adds nothing.
 #[test]
