@@ -51,12 +51,18 @@ fn build(dir: &Path, inputs: &[&str], name: &str, extra: &[&str]) -> (Vec<u8>, S
     (std::fs::read(&out).unwrap(), summary)
 }
 
+/// 5000 records as plain text, and the filter a build of them makes (`--expected-items 5000`).
+fn plain_reference(dir: &Path) -> (Vec<u8>, Vec<u8>) {
+    let text = csv(0, 5000, true);
+    let plain = write(dir, "in.csv", &text);
+    let (reference, _) = build(dir, &[&plain], "plain.bloom", &["--expected-items", "5000"]);
+    (text, reference)
+}
+
 #[test]
 fn a_compressed_file_builds_the_filter_of_its_text_for_any_workers_and_split_size() {
     let dir = tempdir();
-    let text = csv(0, 5000, true);
-    let plain = write(dir.path(), "in.csv", &text);
-    let (reference, _) = build(dir.path(), &[&plain], "plain.bloom", &["--expected-items", "5000"]);
+    let (text, reference) = plain_reference(dir.path());
     for (suffix, _, compress) in CODECS {
         let packed = write(dir.path(), &format!("in.csv.{suffix}"), &compress(&text));
         for (w, split) in [("1", "1000"), ("3", "1000"), ("2", "1")] {
@@ -72,9 +78,7 @@ fn a_compressed_file_builds_the_filter_of_its_text_for_any_workers_and_split_siz
 #[test]
 fn standard_input_is_decompressed_by_its_magic_bytes() {
     let dir = tempdir();
-    let text = csv(0, 5000, true);
-    let plain = write(dir.path(), "in.csv", &text);
-    let (reference, _) = build(dir.path(), &[&plain], "plain.bloom", &["--expected-items", "5000"]);
+    let (text, reference) = plain_reference(dir.path());
     for (suffix, codec, compress) in CODECS {
         let packed = compress(&text);
         let out = path_str(dir.path(), &format!("stdin-{suffix}.bloom"));
