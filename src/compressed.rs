@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::splits::{SplitReader, READ_SIZE};
-use flate2::bufread::MultiGzDecoder;
+use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -20,27 +20,31 @@ pub enum Compression {
     /// `.zst` or `.zstd`: read through a zstd decoder (concatenated frames too). About 2.5 times
     /// as fast to read as gzip.
     Zstd,
+    /// `.deflate`: zlib streams, as Hadoop's DefaultCodec writes them (the codec a job uses when
+    /// output compression is on and no codec is named). Read, not written.
+    Deflate,
 }
 
 /// Suffixes of compression formats bloomflow does not read: such a file is refused, because read
 /// as text it would yield garbage keys.
-const UNREADABLE_CODECS: [(&str, &str); 6] = [
+const UNREADABLE_CODECS: [(&str, &str); 5] = [
     ("bz2", "bzip2"),
     ("xz", "xz"),
     ("lz4", "LZ4"),
     ("snappy", "Snappy"),
-    ("deflate", "raw deflate"),
     ("lzo", "LZO"),
 ];
 
 impl Compression {
     /// The compression of `path`, by its suffix (case ignored): `.gz` is gzip, `.zst` and `.zstd`
-    /// zstd, the suffixes of other codecs are an error, anything else is plain text.
+    /// zstd, `.deflate` zlib, the suffixes of other codecs are an error, anything else is plain
+    /// text.
     pub fn of(path: &Path) -> Result<Compression> {
         let suffix = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
         match suffix.as_str() {
             "gz" => return Ok(Compression::Gzip),
             "zst" | "zstd" => return Ok(Compression::Zstd),
+            "deflate" => return Ok(Compression::Deflate),
             _ => {}
         }
         match UNREADABLE_CODECS.iter().find(|(s, _)| *s == suffix) {
@@ -60,6 +64,7 @@ impl Compression {
             Compression::None => "",
             Compression::Gzip => ".gz",
             Compression::Zstd => ".zst",
+            Compression::Deflate => ".deflate",
         }
     }
 
@@ -69,6 +74,7 @@ impl Compression {
             Compression::None => "uncompressed",
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
+            Compression::Deflate => "deflate",
         }
     }
 }
@@ -111,9 +117,40 @@ impl Decompressed {
         let decoder: Box<dyn Read> = match compression {
             Compression::Gzip => Box::new(MultiGzDecoder::new(file)),
             Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(file)?),
+            Compression::Deflate => Box::new(MultiZlib::new(file)),
             Compression::None => unreachable!("an uncompressed file is read as it is"),
         };
         Ok(Decompressed { decoder, compression })
+    }
+}
+
+/// Concatenated zlib streams, read one after another: a zlib decoder stops at the end of its
+/// stream, and the bytes after it (another part's stream, appended) would go unread.
+struct MultiZlib<R: BufRead> {
+    decoder: Option<ZlibDecoder<R>>,
+}
+
+impl<R: BufRead> MultiZlib<R> {
+    fn new(compressed: R) -> Self {
+        MultiZlib { decoder: Some(ZlibDecoder::new(compressed)) }
+    }
+
+    fn decoder(&mut self) -> &mut ZlibDecoder<R> {
+        self.decoder.as_mut().expect("a decoder between reads")
+    }
+}
+
+impl<R: BufRead> Read for MultiZlib<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.decoder().read(buf)?;
+            if n > 0 || buf.is_empty() || self.decoder().get_mut().fill_buf()?.is_empty() {
+                return Ok(n);
+            }
+            // A stream ended and bytes follow: the next stream.
+            let rest = self.decoder.take().expect("a decoder between reads").into_inner();
+            self.decoder = Some(ZlibDecoder::new(rest));
+        }
     }
 }
 
@@ -187,6 +224,10 @@ pub fn expansion(path: &Path, compression: Compression, sample: u64) -> Result<f
             let mut d = zstd::stream::read::Decoder::with_buffer(file).map_err(failed)?;
             (read_up_to(&mut d, sample, &mut out).map_err(failed)?, d.get_ref().buffer().len())
         }
+        Compression::Deflate => {
+            let mut d = MultiZlib::new(file);
+            (read_up_to(&mut d, sample, &mut out).map_err(failed)?, d.decoder().get_ref().buffer().len())
+        }
         Compression::None => return Ok(1.0),
     };
     let consumed = count.load(Ordering::Relaxed).saturating_sub(unread as u64);
@@ -219,8 +260,9 @@ mod tests {
         assert_eq!(of("dir/A.CSV.GZ").unwrap(), Compression::Gzip);
         assert_eq!(of("a.zst").unwrap(), Compression::Zstd);
         assert_eq!(of("a.tsv.zstd").unwrap(), Compression::Zstd);
+        assert_eq!(of("part-r-00000.deflate").unwrap(), Compression::Deflate);
         // A written file's suffix reads back as its codec.
-        for c in [Compression::None, Compression::Gzip, Compression::Zstd] {
+        for c in [Compression::None, Compression::Gzip, Compression::Zstd, Compression::Deflate] {
             assert_eq!(of(&format!("part-00000{}", c.suffix())).unwrap(), c);
         }
         for plain in ["a.csv", "part-00000", "a.gzip.csv", ".gz"] {

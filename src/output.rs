@@ -107,13 +107,15 @@ enum TaskWriter {
     Plain(BufWriter<Writeback>),
     Gzip(BufWriter<flate2::write::GzEncoder<Writeback>>),
     Zstd(BufWriter<zstd::stream::write::Encoder<'static, Writeback>>),
+    Deflate(BufWriter<flate2::write::ZlibEncoder<Writeback>>),
 }
 
 /// Bytes gathered before each write to the file (or the encoder).
 const WRITE_BUFFER: usize = 1 << 20;
 
 impl TaskWriter {
-    /// A writer of `file` with `compression`: gzip at its usual level (6), zstd at its (3).
+    /// A writer of `file` with `compression`: gzip and deflate at zlib's usual level (6), zstd at
+    /// its (3).
     fn new(file: File, compression: Compression) -> std::io::Result<TaskWriter> {
         let file = Writeback::new(file);
         Ok(match compression {
@@ -125,6 +127,7 @@ impl TaskWriter {
                 encoder.include_checksum(true)?;
                 TaskWriter::Zstd(BufWriter::with_capacity(WRITE_BUFFER, encoder))
             }
+            Compression::Deflate => TaskWriter::Deflate(BufWriter::with_capacity(WRITE_BUFFER, flate2::write::ZlibEncoder::new(file, flate2::Compression::default()))),
         })
     }
 
@@ -134,6 +137,7 @@ impl TaskWriter {
             TaskWriter::Plain(w) => w.write_all(bytes),
             TaskWriter::Gzip(w) => w.write_all(bytes),
             TaskWriter::Zstd(w) => w.write_all(bytes),
+            TaskWriter::Deflate(w) => w.write_all(bytes),
         }
     }
 
@@ -144,6 +148,7 @@ impl TaskWriter {
             TaskWriter::Plain(w) => w.into_inner().map_err(|e| e.into_error()),
             TaskWriter::Gzip(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
             TaskWriter::Zstd(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
+            TaskWriter::Deflate(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
         }
     }
 }

@@ -135,10 +135,10 @@ pub fn plan_splits(inputs: &[Input], split_size: u64) -> Result<Vec<Split>> {
         match input {
             Input::Stdin => splits.push(Split { index: splits.len(), input: input_index, start: 0, end: u64::MAX }),
             Input::File { len: 0, .. } => {}
-            Input::File { len, compression: Compression::Gzip | Compression::Zstd, .. } => {
+            Input::File { len, compression, .. } if *compression != Compression::None => {
                 splits.push(Split { index: splits.len(), input: input_index, start: 0, end: *len })
             }
-            &Input::File { len, compression: Compression::None, .. } => {
+            &Input::File { len, .. } => {
                 let mut start = 0;
                 while start < len {
                     let end = start.saturating_add(split_size).min(len);

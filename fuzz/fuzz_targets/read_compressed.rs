@@ -1,5 +1,5 @@
-//! Compressed inputs: any bytes in a file named `.gz` or `.zst` read to their end or to an error,
-//! never a panic; and any text, compressed, reads back as exactly its records.
+//! Compressed inputs: any bytes in a file named `.gz`, `.zst` or `.deflate` read to their end or
+//! to an error, never a panic; and any text, compressed, reads back as exactly its records.
 #![no_main]
 use bloomflow::compressed::{CompressedSplitReader, Compression};
 use libfuzzer_sys::fuzz_target;
@@ -18,13 +18,22 @@ fn records(path: &Path, compression: Compression) -> bloomflow::Result<Vec<Vec<u
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, text)) = data.split_first() else { return };
-    let (compression, suffix) = if which & 1 == 0 { (Compression::Gzip, "gz") } else { (Compression::Zstd, "zst") };
+    let (compression, suffix) = match which % 3 {
+        0 => (Compression::Gzip, "gz"),
+        1 => (Compression::Zstd, "zst"),
+        _ => (Compression::Deflate, "deflate"),
+    };
     let path = std::path::PathBuf::from(format!("/dev/shm/bloomflow-fuzz-compressed-{}.{suffix}", std::process::id()));
     std::fs::write(&path, text).unwrap();
     let _ = records(&path, compression);
     let packed = match compression {
         Compression::Gzip => {
             let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(text).unwrap();
+            encoder.finish().unwrap()
+        }
+        Compression::Deflate => {
+            let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
             encoder.write_all(text).unwrap();
             encoder.finish().unwrap()
         }

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 #[command(group = clap::ArgGroup::new("side").required(true).args(["build", "filter"]))]
 pub struct Args {
-    /// Build-side inputs (files, directories or `-`; `.gz` and `.zst` files are decompressed):
-    /// the keys to keep.
+    /// Build-side inputs (files, directories or `-`; `.gz`, `.zst` and `.deflate` files are
+    /// decompressed): the keys to keep.
     #[arg(long, num_args = 1.., value_name = "INPUT", requires = "build_key")]
     build: Vec<PathBuf>,
     /// The build side's key field (name or 1-based index).
@@ -41,8 +41,9 @@ pub struct Args {
     /// Replace an existing output directory.
     #[arg(long)]
     overwrite: bool,
-    /// Compress the part files: gzip (part-NNNNN.gz, at gzip's usual level) or zstd
-    /// (part-NNNNN.zst, at zstd's), as Hadoop names compressed parts; bloomflow reads both.
+    /// Compress the part files: gzip (part-NNNNN.gz, at gzip's usual level), zstd
+    /// (part-NNNNN.zst, at zstd's) or deflate (part-NNNNN.deflate, zlib streams as Hadoop's
+    /// DefaultCodec writes), named as Hadoop names compressed parts; bloomflow reads all three.
     #[arg(long, value_enum, default_value_t = CompressArg::None)]
     compress: CompressArg,
     #[command(flatten)]
@@ -58,6 +59,7 @@ enum CompressArg {
     None,
     Gzip,
     Zstd,
+    Deflate,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -97,6 +99,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             CompressArg::None => Compression::None,
             CompressArg::Gzip => Compression::Gzip,
             CompressArg::Zstd => Compression::Zstd,
+            CompressArg::Deflate => Compression::Deflate,
         },
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,

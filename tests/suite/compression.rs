@@ -1,4 +1,4 @@
-//! Compressed inputs (`.gz`, `.zst`), read as Hadoop's TextInputFormat reads them: decompressed,
+//! Compressed inputs (`.gz`, `.zst`, `.deflate`), read as Hadoop's TextInputFormat reads them: decompressed,
 //! one split per file; other codecs refused by their suffix; a damaged file an error, never a short
 //! read. And the semi-join's compressed part files. Every test runs for both codecs.
 
@@ -33,8 +33,17 @@ fn zstd(bytes: &[u8]) -> Vec<u8> {
 /// Compresses a text (or decompresses one).
 type Compressor = fn(&[u8]) -> Vec<u8>;
 
+fn zlib(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
 /// The codecs read: file suffix, name in messages, compressor.
-const CODECS: [(&str, &str, Compressor); 2] = [("gz", "gzip", gzip), ("zst", "zstd", zstd)];
+const CODECS: [(&str, &str, Compressor); 3] = [("gz", "gzip", gzip), ("zst", "zstd", zstd), ("deflate", "deflate", zlib)];
+
+/// The codecs told on standard input by their magic bytes.
+const MAGIC_CODECS: [(&str, &str, Compressor); 2] = [("gz", "gzip", gzip), ("zst", "zstd", zstd)];
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
     std::fs::write(dir.join(name), bytes).unwrap();
@@ -74,12 +83,13 @@ fn a_compressed_file_builds_the_filter_of_its_text_for_any_workers_and_split_siz
     }
 }
 
-/// A pipe has no suffix: standard input is decompressed when it begins with a codec's magic bytes.
+/// A pipe has no suffix: standard input is decompressed when it begins with a codec's magic bytes
+/// (gzip's and zstd's: a zlib stream's first byte is an `x`, which text may begin with too).
 #[test]
 fn standard_input_is_decompressed_by_its_magic_bytes() {
     let dir = tempdir();
     let (text, reference) = plain_reference(dir.path());
-    for (suffix, codec, compress) in CODECS {
+    for (suffix, codec, compress) in MAGIC_CODECS {
         let packed = compress(&text);
         let out = path_str(dir.path(), &format!("stdin-{suffix}.bloom"));
         let summary = ok(&run_with_stdin(&["build", "-", "-k", "key", "--expected-items", "5000", "-o", &out, "--no-progress", "-w", "2"], &packed));
@@ -101,7 +111,7 @@ fn query_reads_compressed_keys_from_standard_input() {
     let keys: String = (0..300).map(|i| format!("k{i}\n")).collect();
     let expected = ok(&run_with_stdin(&["query", &filter], keys.as_bytes()));
     assert_eq!(expected.lines().count(), 300);
-    for (_, codec, compress) in CODECS {
+    for (_, codec, compress) in MAGIC_CODECS {
         assert_eq!(ok(&run_with_stdin(&["query", &filter], &compress(keys.as_bytes()))), expected, "{codec}");
     }
 }
@@ -282,7 +292,7 @@ fn semijoin_writes_compressed_parts_holding_the_plain_output() {
         t.into_bytes()
     };
     let probe = write(dir.path(), "p.csv", &probe_text);
-    let decoders: [(&str, &str, Compressor); 3] = [("none", "", |b| b.to_vec()), ("gzip", ".gz", gunzip), ("zstd", ".zst", unzstd)];
+    let decoders: [(&str, &str, Compressor); 4] = [("none", "", |b| b.to_vec()), ("gzip", ".gz", gunzip), ("zstd", ".zst", unzstd), ("deflate", ".deflate", unzlib)];
     for extra in [vec![], vec!["--exact", "--exact-strategy", "broadcast"], vec!["--exact", "--exact-strategy", "shuffle"]] {
         let mut outputs = Vec::new();
         for (codec, suffix, decode) in decoders {
@@ -309,6 +319,7 @@ fn semijoin_writes_compressed_parts_holding_the_plain_output() {
         assert!(!outputs[0].is_empty());
         assert_eq!(outputs[1], outputs[0], "gzip {extra:?}");
         assert_eq!(outputs[2], outputs[0], "zstd {extra:?}");
+        assert_eq!(outputs[3], outputs[0], "deflate {extra:?}");
     }
 }
 
@@ -320,6 +331,12 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
 
 fn unzstd(bytes: &[u8]) -> Vec<u8> {
     zstd::decode_all(bytes).unwrap()
+}
+
+fn unzlib(bytes: &[u8]) -> Vec<u8> {
+    let mut text = Vec::new();
+    flate2::read::ZlibDecoder::new(bytes).read_to_end(&mut text).unwrap();
+    text
 }
 
 /// Builds a filter of `input` keyed on field `key` (any filter: the summary is what is read).
