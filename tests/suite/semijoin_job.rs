@@ -246,7 +246,7 @@ fn success_marker_holds_the_statistics_and_warns_when_nothing_is_pruned() {
     assert!(stderr.contains("dropped only 0.0% of probe records"), "{stderr}");
     let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
     assert_eq!(stats["exact_strategy"], "broadcast");
-    assert_eq!(stats["broadcast_key_bytes"], 2 * (4 + 1));
+    assert_eq!(stats["broadcast_key_bytes"], 2 * (1 + 1)); // a length byte and a one-byte key, twice
     assert_eq!(stats["probe_records"], 3);
     assert_eq!(stats["records_out"], 3);
     assert_eq!(stats["build_records"], 2);
