@@ -79,6 +79,37 @@ impl Compression {
     }
 }
 
+/// How output files are written: a codec, and its level (`None`: the codec's usual one, 6 for
+/// gzip and deflate, 3 for zstd).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OutputCompression {
+    pub codec: Compression,
+    pub level: Option<i32>,
+}
+
+impl OutputCompression {
+    /// Uncompressed output.
+    pub const NONE: OutputCompression = OutputCompression { codec: Compression::None, level: None };
+
+    /// `codec` at `level`, which must be in the codec's range: 0–9 for gzip and deflate (zlib's
+    /// levels), 1–22 for zstd, and none without a codec.
+    pub fn new(codec: Compression, level: Option<i32>) -> Result<OutputCompression> {
+        let range = match codec {
+            Compression::None => None,
+            Compression::Gzip | Compression::Deflate => Some(0..=9),
+            Compression::Zstd => Some(1..=22),
+        };
+        match (level, range) {
+            (Some(l), None) => Err(Error::invalid("compression level", format!("{l} given without a codec (--compress)"))),
+            (Some(l), Some(range)) if !range.contains(&l) => Err(Error::invalid(
+                "compression level",
+                format!("{l} is out of range: expected {}–{} for {}", range.start(), range.end(), codec.name()),
+            )),
+            _ => Ok(OutputCompression { codec, level }),
+        }
+    }
+}
+
 /// A reader that counts the bytes read through it: a compressed file's progress is told in its
 /// own (compressed) bytes, which the job's totals are made of.
 struct Counted<R> {
@@ -272,6 +303,16 @@ mod tests {
             let e = of(name).unwrap_err().to_string();
             assert!(e.contains(name) && e.contains(codec) && e.contains("cannot read"), "{e}");
         }
+    }
+
+    #[test]
+    fn levels_are_checked_against_the_codec() {
+        let ok = |c, l| OutputCompression::new(c, Some(l)).is_ok();
+        assert!(ok(Compression::Gzip, 0) && ok(Compression::Gzip, 9) && ok(Compression::Deflate, 1) && ok(Compression::Zstd, 22));
+        assert!(!ok(Compression::Gzip, 10) && !ok(Compression::Gzip, -1) && !ok(Compression::Zstd, 0) && !ok(Compression::Zstd, 23));
+        let e = OutputCompression::new(Compression::None, Some(3)).unwrap_err().to_string();
+        assert!(e.contains("without a codec"), "{e}");
+        assert_eq!(OutputCompression::new(Compression::Zstd, None).unwrap().level, None);
     }
 
     /// The sampled expansion is the text's length over the compressed length, within the part

@@ -4,7 +4,7 @@
 //! A directory without `_SUCCESS` is the output of a failed or unfinished job.
 
 use crate::atomic::{AtomicFile, Writeback};
-use crate::compressed::Compression;
+use crate::compressed::{Compression, OutputCompression};
 use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -114,20 +114,20 @@ enum TaskWriter {
 const WRITE_BUFFER: usize = 1 << 20;
 
 impl TaskWriter {
-    /// A writer of `file` with `compression`: gzip and deflate at zlib's usual level (6), zstd at
-    /// its (3).
-    fn new(file: File, compression: Compression) -> std::io::Result<TaskWriter> {
+    /// A writer of `file` with `compression` (levels checked by [`OutputCompression::new`]).
+    fn new(file: File, compression: OutputCompression) -> std::io::Result<TaskWriter> {
         let file = Writeback::new(file);
-        Ok(match compression {
+        let zlib_level = || compression.level.map_or(flate2::Compression::default(), |l| flate2::Compression::new(l as u32));
+        Ok(match compression.codec {
             Compression::None => TaskWriter::Plain(BufWriter::with_capacity(WRITE_BUFFER, file)),
-            Compression::Gzip => TaskWriter::Gzip(BufWriter::with_capacity(WRITE_BUFFER, flate2::write::GzEncoder::new(file, flate2::Compression::default()))),
+            Compression::Gzip => TaskWriter::Gzip(BufWriter::with_capacity(WRITE_BUFFER, flate2::write::GzEncoder::new(file, zlib_level()))),
             Compression::Zstd => {
-                let mut encoder = zstd::stream::write::Encoder::new(file, zstd::DEFAULT_COMPRESSION_LEVEL)?;
+                let mut encoder = zstd::stream::write::Encoder::new(file, compression.level.unwrap_or(zstd::DEFAULT_COMPRESSION_LEVEL))?;
                 // So that a reader can tell a damaged file from a whole one.
                 encoder.include_checksum(true)?;
                 TaskWriter::Zstd(BufWriter::with_capacity(WRITE_BUFFER, encoder))
             }
-            Compression::Deflate => TaskWriter::Deflate(BufWriter::with_capacity(WRITE_BUFFER, flate2::write::ZlibEncoder::new(file, flate2::Compression::default()))),
+            Compression::Deflate => TaskWriter::Deflate(BufWriter::with_capacity(WRITE_BUFFER, flate2::write::ZlibEncoder::new(file, zlib_level()))),
         })
     }
 
@@ -155,7 +155,7 @@ impl TaskWriter {
 
 impl TaskFile {
     /// Creates `DIR/_temporary/NAME` (and the directories above it), written with `compression`.
-    pub fn create(dir: &Path, name: &str, compression: Compression) -> Result<TaskFile> {
+    pub fn create(dir: &Path, name: &str, compression: OutputCompression) -> Result<TaskFile> {
         let temp_dir = dir.join(TEMPORARY);
         std::fs::create_dir_all(&temp_dir).map_err(|e| Error::io(&temp_dir, e))?;
         let temp = temp_dir.join(name);

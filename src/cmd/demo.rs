@@ -112,7 +112,7 @@ fn semijoin_step(filter: FilterSource, events: &Path, output: &Path, exact: bool
         exact_strategy: ExactStrategy::Auto,
         broadcast_limit: 64 << 20,
         overwrite: true,
-        compression: bloomflow::compressed::Compression::None,
+        compression: bloomflow::compressed::OutputCompression::NONE,
         cluster: cluster.clone(),
         progress: false,
     })?

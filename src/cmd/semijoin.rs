@@ -2,7 +2,7 @@
 
 use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
 use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
-use bloomflow::compressed::Compression;
+use bloomflow::compressed::{Compression, OutputCompression};
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
 
@@ -46,6 +46,10 @@ pub struct Args {
     /// DefaultCodec writes), named as Hadoop names compressed parts; bloomflow reads all three.
     #[arg(long, value_enum, default_value_t = CompressArg::None)]
     compress: CompressArg,
+    /// The codec's level, instead of its usual one: 0–9 for gzip and deflate (6 by default; 1 is
+    /// fastest), 1–22 for zstd (3 by default).
+    #[arg(long, value_name = "N", requires = "compress")]
+    compress_level: Option<i32>,
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
@@ -95,12 +99,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         broadcast_limit: args.broadcast_limit,
         overwrite: args.overwrite,
-        compression: match args.compress {
-            CompressArg::None => Compression::None,
-            CompressArg::Gzip => Compression::Gzip,
-            CompressArg::Zstd => Compression::Zstd,
-            CompressArg::Deflate => Compression::Deflate,
-        },
+        compression: OutputCompression::new(
+            match args.compress {
+                CompressArg::None => Compression::None,
+                CompressArg::Gzip => Compression::Gzip,
+                CompressArg::Zstd => Compression::Zstd,
+                CompressArg::Deflate => Compression::Deflate,
+            },
+            args.compress_level,
+        )?,
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
     };

@@ -10,7 +10,7 @@ use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
 use crate::cluster::ClusterConfig;
 use crate::error::{Error, Result};
-use crate::compressed::Compression;
+use crate::compressed::{Compression, OutputCompression};
 use crate::filter::BloomFilter;
 use crate::format;
 use crate::hashing::Scheme;
@@ -72,7 +72,7 @@ pub struct SemijoinConfig {
     pub broadcast_limit: u64,
     pub overwrite: bool,
     /// How the part files are compressed.
-    pub compression: Compression,
+    pub compression: OutputCompression,
     pub cluster: ClusterConfig,
     pub progress: bool,
 }
@@ -212,7 +212,7 @@ struct Job {
     exact: bool,
     exact_strategy: ExactStrategy,
     broadcast_limit: u64,
-    compression: Compression,
+    compression: OutputCompression,
     /// The broadcast build keys, shared by this process's workers.
     shared_keys: SharedKeys,
     cluster: ClusterConfig,
@@ -294,10 +294,10 @@ impl Job {
         let commits: Vec<Option<String>> = all_reports(worker, committed.as_ref().err().cloned()).into_iter().map(|(_, r)| r).collect();
         let failure = failure.or_else(|| commits.into_iter().flatten().next());
         if let Some(failure) = failure {
-            output::abort_task(&self.dir, &part_name(me, self.compression));
+            output::abort_task(&self.dir, &part_name(me, self.compression.codec));
             return Err(Error::Job(failure));
         }
-        crate::cleanup::unregister(&self.dir.join(part_name(me, self.compression)));
+        crate::cleanup::unregister(&self.dir.join(part_name(me, self.compression.codec)));
         if me != 0 {
             return Ok(None);
         }
@@ -309,7 +309,7 @@ impl Job {
 
     /// Opens this worker's part file with the probe header in it.
     fn open_part(&self, me: usize) -> Result<TaskFile> {
-        let mut part = TaskFile::create(&self.dir, &part_name(me, self.compression), self.compression)?;
+        let mut part = TaskFile::create(&self.dir, &part_name(me, self.compression.codec), self.compression)?;
         if let Some(header) = &self.probe.header {
             write_line(&mut part, header)?;
         }
@@ -423,7 +423,7 @@ impl Job {
 
         // Scan errors are kept until the exchange is done: every worker must close its inputs,
         // or its peers would wait for them forever.
-        let mut survivors_file = TaskFile::create(&self.dir, &format!("bloom-{me:05}"), Compression::None);
+        let mut survivors_file = TaskFile::create(&self.dir, &format!("bloom-{me:05}"), OutputCompression::NONE);
         let (mut seq, mut pruned_bytes) = (0u64, 0u64);
         let scanned = match survivors_file.as_mut() {
             Err(_) => Ok(ScanStats::default()),
@@ -499,7 +499,7 @@ impl Job {
         let build_bytes = if built { build_scan.bytes } else { 0 };
         SemijoinStats {
             output: self.dir.display().to_string(),
-            output_compression: match self.compression {
+            output_compression: match self.compression.codec {
                 Compression::None => "none".into(),
                 codec => codec.name().into(),
             },

@@ -323,6 +323,37 @@ fn semijoin_writes_compressed_parts_holding_the_plain_output() {
     }
 }
 
+/// `--compress-level` changes the bytes, not the text; a level outside the codec's range, or one
+/// without a codec, is refused before anything is written.
+#[test]
+fn a_compression_level_changes_the_bytes_not_the_text() {
+    let dir = tempdir();
+    let build = write(dir.path(), "b.csv", &csv(0, 3000, true));
+    let probe = write(dir.path(), "p.csv", &csv(0, 20_000, true));
+    let parts = |codec: &str, level: Option<&str>| -> Vec<u8> {
+        let out = path_str(dir.path(), &format!("out-{codec}-{}", level.unwrap_or("usual")));
+        let mut args = vec!["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--compress", codec];
+        if let Some(level) = level {
+            args.extend(["--compress-level", level]);
+        }
+        ok(&run(&args));
+        std::fs::read(Path::new(&out).join(format!("part-00000{}", if codec == "gzip" { ".gz" } else { ".zst" }))).unwrap()
+    };
+    let (usual, fast) = (parts("gzip", None), parts("gzip", Some("1")));
+    assert_ne!(usual, fast);
+    assert_eq!(gunzip(&usual), gunzip(&fast));
+    let (usual, small) = (parts("zstd", None), parts("zstd", Some("19")));
+    assert_ne!(usual, small);
+    assert_eq!(unzstd(&usual), unzstd(&small));
+    assert_eq!(unzstd(&usual), gunzip(&fast));
+    let out = path_str(dir.path(), "refused");
+    let base = ["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress"];
+    fails_with(&run(&[&base[..], &["--compress", "gzip", "--compress-level", "10"]].concat()), &["compression level", "0–9 for gzip"]);
+    fails_with(&run(&[&base[..], &["--compress", "zstd", "--compress-level", "0"]].concat()), &["compression level", "1–22 for zstd"]);
+    fails_with(&run(&[&base[..], &["--compress", "none", "--compress-level", "3"]].concat()), &["without a codec"]);
+    assert!(!Path::new(&out).exists());
+}
+
 fn gunzip(bytes: &[u8]) -> Vec<u8> {
     let mut text = Vec::new();
     flate2::read::MultiGzDecoder::new(bytes).read_to_end(&mut text).unwrap();
