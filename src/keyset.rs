@@ -137,14 +137,21 @@ impl Part {
         if i + 1 == self.slots.len() { 0 } else { i + 1 }
     }
 
+    /// The first empty slot from `i` on (linear probing).
+    #[inline(always)]
+    fn free_from(&self, mut i: usize) -> usize {
+        while self.slots[i].tag != 0 {
+            i = self.next(i);
+        }
+        i
+    }
+
     fn insert(&mut self, hash: u64, key: &[u8]) {
         if (self.keys + 1) * 3 > self.slots.len() * 2 {
             self.grow();
         }
-        let (mut i, tag) = slot_and_tag(hash, self.slots.len());
-        while self.slots[i].tag != 0 {
-            i = self.next(i);
-        }
+        let (i, tag) = slot_and_tag(hash, self.slots.len());
+        let i = self.free_from(i);
         let data = if key.len() <= INLINE {
             inline_word(key).to_le_bytes()
         } else {
@@ -173,10 +180,8 @@ impl Part {
         let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_huge(doubled));
         let h = hasher();
         for slot in old.iter().filter(|s| s.tag != 0) {
-            let (mut i, _) = slot_and_tag(h.hash_one(stored_key(&self.arena, slot)), doubled);
-            while self.slots[i].tag != 0 {
-                i = self.next(i);
-            }
+            let (i, _) = slot_and_tag(h.hash_one(stored_key(&self.arena, slot)), doubled);
+            let i = self.free_from(i);
             self.slots[i] = *slot;
         }
     }

@@ -283,10 +283,11 @@ impl Source {
             // Progress and abort are shared by every worker: touched once per MiB, not once per
             // batch, so that the workers do not pass their cache line back and forth.
             read += batch_bytes;
-            if position(read) - reported >= PROGRESS_STEP {
+            let at = position(read);
+            if at - reported >= PROGRESS_STEP {
                 tick();
-                progress.fetch_add(position(read) - reported, Ordering::Relaxed);
-                reported = position(read);
+                progress.fetch_add(at - reported, Ordering::Relaxed);
+                reported = at;
                 if abort.load(Ordering::Relaxed) {
                     return Ok(());
                 }

@@ -1,10 +1,10 @@
 //! Splits, by Hadoop's TextInputFormat rules: every input file is cut into byte ranges; a record
 //! belongs to the split holding its first byte. A split reader therefore skips a partial first line
 //! (unless it starts at offset 0) and reads past its end to finish its last line. A compressed
-//! file (gzip, zstd) cannot be read from its middle, so it is one split, read whole, as Hadoop
-//! reads it. Split i
-//! goes to global worker i mod peers, so the assignment is the same on every process — except
-//! where workers claim splits as they go (`jobs::claims`, the filter build).
+//! file (see `compressed`) cannot be read from its middle, so it is one split, read whole, as
+//! Hadoop reads it. Split i goes to global worker i mod peers, so the assignment is the same on
+//! every process — except where workers claim splits as they go (`jobs::claims`, the filter
+//! build).
 
 use crate::compressed::Compression;
 use crate::error::{Error, Result};

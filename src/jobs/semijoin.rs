@@ -10,7 +10,7 @@ use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
 use crate::cluster::ClusterConfig;
 use crate::error::{Error, Result};
-use crate::compressed::{Compression, OutputCompression};
+use crate::compressed::OutputCompression;
 use crate::filter::BloomFilter;
 use crate::format;
 use crate::hashing::Scheme;
@@ -97,7 +97,7 @@ pub struct ProbeReport {
 #[derive(Clone, Debug, Serialize)]
 pub struct SemijoinStats {
     pub output: String,
-    /// How the part files are compressed: `none`, `gzip` or `zstd`.
+    /// How the part files are compressed: `none`, `gzip`, `zstd` or `deflate`.
     pub output_compression: String,
     pub processes: usize,
     pub workers_per_process: usize,
@@ -499,10 +499,7 @@ impl Job {
         let build_bytes = if built { build_scan.bytes } else { 0 };
         SemijoinStats {
             output: self.dir.display().to_string(),
-            output_compression: match self.compression.codec {
-                Compression::None => "none".into(),
-                codec => codec.name().into(),
-            },
+            output_compression: self.compression.codec.name().into(),
             processes: self.cluster.processes,
             workers_per_process: self.cluster.workers,
             filter: match &self.planned {

@@ -247,6 +247,21 @@ fn a_damaged_compressed_file_fails_naming_it_and_writes_nothing() {
     }
 }
 
+/// Without --expected-items the estimate samples a compressed file first: a damaged one fails
+/// there, named, before any worker starts.
+#[test]
+fn the_estimate_over_a_damaged_compressed_file_fails_naming_it() {
+    let dir = tempdir();
+    for (suffix, codec, compress) in CODECS {
+        let packed = compress(&csv(0, 5000, true));
+        let name = format!("cut.csv.{suffix}");
+        let input = write(dir.path(), &name, &packed[..packed.len() / 2]);
+        let out = path_str(dir.path(), "cut.bloom");
+        fails_with(&run(&["build", &input, "-k", "key", "-o", &out, "--no-progress"]), &[&name, &format!("not valid {codec} data")]);
+        assert!(!Path::new(&out).exists());
+    }
+}
+
 /// A semi-join whose probe file is damaged fails and leaves no output that looks complete.
 #[test]
 fn a_semijoin_over_a_damaged_compressed_probe_leaves_no_output() {
