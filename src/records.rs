@@ -121,6 +121,19 @@ pub fn trim_line_end(line: &[u8]) -> &[u8] {
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
+/// The UTF-8 byte order mark, which Excel, PowerShell and other Windows tools write at the
+/// start of a text file.
+pub const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The bytes of a UTF-8 byte order mark at the start of `line`: 3 or 0. Hadoop's
+/// LineRecordReader drops a mark at the start of every file, and so do the jobs: kept, it
+/// would be part of the first record's first field (or of the header's first name), and that
+/// key would match nothing.
+#[inline]
+pub fn bom_len(line: &[u8]) -> usize {
+    if line.starts_with(UTF8_BOM) { UTF8_BOM.len() } else { 0 }
+}
+
 /// Why a line yields no key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyError {

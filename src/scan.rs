@@ -4,7 +4,7 @@
 //! buffer per split, no allocation per record.
 
 use crate::error::{Error, Result};
-use crate::records::{extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, KeyType, RecordFormat};
+use crate::records::{bom_len, extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
 use crate::splits::{self, line_number, Input, Split, SplitReader};
@@ -215,6 +215,8 @@ impl Source {
             }
         };
         let mut skip_header = opts.format.has_header && split.start == 0;
+        // A byte order mark is dropped where the input starts, as Hadoop drops it.
+        let mut at_input_start = split.start == 0;
         let (mut read, mut reported) = (0u64, 0u64);
         let position = |read: u64| compressed.map_or(read, |c| c.load(Ordering::Relaxed));
         // The batch's slices borrow the reader's buffer anew each time; their vectors' memory
@@ -222,9 +224,13 @@ impl Source {
         let (mut spare_keys, mut spare_records): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
         loop {
             let first_offset = reader.next_batch(BATCH_LINES, &mut lines)?;
-            let Some(last) = lines.last() else { break };
+            let Some(end) = lines.last().map(|last| last.end) else { break };
             let buf = reader.buffer();
-            let quoted = memchr::memchr(b'"', &buf[lines[0].start..last.end]).is_some();
+            let batch_bytes = (end - lines[0].start) as u64;
+            if std::mem::take(&mut at_input_start) {
+                lines[0].start += bom_len(&buf[lines[0].clone()]);
+            }
+            let quoted = memchr::memchr(b'"', &buf[lines[0].start..end]).is_some();
             // Without quotes, a byte key is a slice of its line, so the batch is assembled as it
             // is read; otherwise some keys land in the arena, and are placed once it stops growing.
             let direct = !quoted && opts.key_rules.key_type == KeyType::Bytes;
@@ -232,7 +238,6 @@ impl Source {
             let mut records = recycle(std::mem::take(&mut spare_records));
             items.clear();
             arena.clear();
-            let batch_bytes = (last.end - lines[0].start) as u64;
             for range in &lines {
                 line += 1;
                 let text = trim_line_end(&buf[range.clone()]);
@@ -394,7 +399,7 @@ fn locate_key(buf: &[u8], key: &[u8], arena: &mut Vec<u8>) -> KeyAt {
 
 /// The first line of a file, with its terminator, read without reading the rest.
 fn first_line(path: &std::path::Path, compression: Compression, max_record: usize) -> Result<Vec<u8>> {
-    let line = |r: Option<(u64, &[u8])>| r.map(|(_, l)| l.to_vec()).unwrap_or_default();
+    let line = |r: Option<(u64, &[u8])>| r.map(|(_, l)| l[bom_len(l)..].to_vec()).unwrap_or_default();
     match compression {
         Compression::None => {
             let split = Split { index: 0, input: 0, start: 0, end: 1 };

@@ -112,7 +112,7 @@ fn parse_delimiter(text: &str) -> anyhow::Result<u8> {
 /// A filter file format, and with it a hashing scheme.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FormatArg {
-    /// bloomflow's `.bloom` (Jenkins lookup2, any size).
+    /// bloomflow's `.bloom` (Jenkins lookup3 or lookup2, any size).
     Native,
     /// Hadoop's `org.apache.hadoop.util.bloom.BloomFilter` Writable.
     Hadoop,

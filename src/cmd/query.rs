@@ -2,7 +2,7 @@
 
 use bloomflow::format;
 use super::args::KeyTypeArg;
-use bloomflow::records::{trim_line_end, KeyRules, KeyType};
+use bloomflow::records::{bom_len, trim_line_end, KeyRules, KeyType};
 use bloomflow::splits::{SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
 use std::io::{BufWriter, Write};
@@ -53,6 +53,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 break;
             }
             let buf = reader.buffer();
+            if first_line == 1 {
+                // A byte order mark is dropped where the input starts, as the jobs drop it.
+                lines[0].start += bom_len(&buf[lines[0].clone()]);
+            }
             let mut batch = bloomflow::scan::recycle(std::mem::take(&mut keys));
             batch.extend(lines.iter().map(|line| trim_line_end(&buf[line.clone()])));
             answerer.answer(&batch, |i| format!("standard input line {}", first_line + i as u64), &mut out)?;

@@ -349,3 +349,57 @@ fn many_small_files_in_a_directory() {
     ok(&o);
     assert_eq!(std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
 }
+
+/// `text` with a UTF-8 byte order mark in front, as Excel and PowerShell write it.
+fn with_bom(text: &str) -> Vec<u8> {
+    [b"\xEF\xBB\xBF".as_slice(), text.as_bytes()].concat()
+}
+
+/// A UTF-8 byte order mark where a file starts is dropped, as Hadoop's LineRecordReader drops
+/// it: files that start with one build the filter of the same files without it (a header's
+/// first column name resolves; the first record's first field is its text alone), plain or
+/// compressed, for any workers and split size. A mark later in a file is data.
+#[test]
+fn a_byte_order_mark_where_a_file_starts_is_dropped_as_hadoop_drops_it() {
+    let dir = tempdir();
+    // Builds a filter keyed on the first field into `out`: by name with a header, else by
+    // index. Returns its bytes and the summary's record count.
+    let build_to = |input: &str, out: &str, args: &[&str]| -> (Vec<u8>, String) {
+        let out = path_str(dir.path(), out);
+        let key = if args.contains(&"--no-header") { "1" } else { "id" };
+        let summary = ok(&run(&[&["build", input, "-o", &out, "--no-progress", "-k", key, "--expected-items", "400"][..], args].concat()));
+        let records = summary.lines().find(|l| l.trim_start().starts_with("records ")).unwrap_or_default().trim().to_string();
+        (std::fs::read(out).unwrap(), records)
+    };
+    let rows: String = (0..300).map(|i| format!("{i},k{i},x\n")).collect();
+    let with_header = format!("id,key,payload\n{rows}");
+    for (name, text, header) in [("header", &with_header, &[][..]), ("noheader", &rows, &["--no-header"][..])] {
+        let plain = path_str(dir.path(), &format!("{name}.csv"));
+        std::fs::write(&plain, text).unwrap();
+        let (reference, _) = build_to(&plain, &format!("{name}.bloom"), header);
+
+        let marked = path_str(dir.path(), &format!("{name}-bom.csv"));
+        std::fs::write(&marked, with_bom(text)).unwrap();
+        let gz = path_str(dir.path(), &format!("{name}-bom.csv.gz"));
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut encoder, &with_bom(text)).unwrap();
+        std::fs::write(&gz, encoder.finish().unwrap()).unwrap();
+        for (input, extra) in [(&marked, &[][..]), (&marked, &["-w", "2", "--split-size", "100"][..]), (&gz, &[][..])] {
+            let (bytes, records) = build_to(input, "marked.bloom", &[header, extra].concat());
+            assert_eq!(records, "records            300", "{input} {extra:?}");
+            assert!(bytes == reference, "{input} {extra:?}: not the filter of the text without the mark");
+        }
+    }
+
+    // Later in a file, the mark is part of the record: key "\u{feff}299" is a key of its own.
+    let later = path_str(dir.path(), "later.csv");
+    std::fs::write(&later, [rows.as_bytes(), &with_bom("299,k299,x\n")].concat()).unwrap();
+    let (bytes, _) = build_to(&later, "later.bloom", &["--no-header"]);
+    assert_ne!(bytes, std::fs::read(dir.path().join("noheader.bloom")).unwrap());
+    let answers = ok(&run(&["query", &path_str(dir.path(), "later.bloom"), "\u{feff}299"]));
+    assert_eq!(answers, "\u{feff}299\tmaybe\n");
+
+    // `query` drops a mark where its standard input starts.
+    let answers = ok(&run_with_stdin(&["query", &path_str(dir.path(), "noheader.bloom")], &with_bom("0\n1\n")));
+    assert_eq!(answers, "0\tmaybe\n1\tmaybe\n");
+}

@@ -283,3 +283,22 @@ fn demo_runs_the_whole_pipeline_on_the_bundled_data() {
     // Running it again replaces its own results.
     ok(&run(&["demo", "--dir", &demo.to_string_lossy()]));
 }
+
+/// Inputs that start with a UTF-8 byte order mark (as Excel writes CSV) join as the same text
+/// without it: the parts' header is the probe header alone, and the exact output is the true
+/// semi-join.
+#[test]
+fn inputs_starting_with_a_byte_order_mark_join_as_their_text() {
+    let dir = tempdir();
+    let d = dataset(1);
+    assert!(!d.expected.is_empty());
+    let bom = |text: &str| [b"\xEF\xBB\xBF".as_slice(), text.as_bytes()].concat();
+    let (build, probe) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&build, bom(&d.build)).unwrap();
+    std::fs::write(&probe, bom(&d.probe)).unwrap();
+    for w in ["1", "2"] {
+        let out = path_str(dir.path(), &format!("exact-{w}"));
+        ok(&run(&semijoin_args(&build, &probe, &out, &["-w", w, "--exact"])));
+        assert_eq!(read_output(Path::new(&out), "event,key,note\n"), d.expected, "-w {w}");
+    }
+}
