@@ -57,10 +57,23 @@ impl KeyField {
                 let mut scratch = Vec::new();
                 let fields = split_fields(trim_line_end(line), delimiter, &mut scratch)
                     .map_err(|reason| Error::Malformed { path: file.to_string(), line: 1, reason })?;
-                fields.iter().position(|f| f == name.as_bytes()).ok_or_else(|| {
-                    let names: Vec<String> = fields.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
-                    Error::invalid("key", format!("{file}: no column named {name:?} in the header (columns: {})", names.join(", ")))
-                })
+                // 1-based positions of the columns of that name: one, or the key is ambiguous
+                // (as Spark and DuckDB find it), and guessing would join on the wrong column.
+                let at: Vec<usize> = (1..=fields.len()).filter(|&i| fields[i - 1] == name.as_bytes()).collect();
+                match at[..] {
+                    [i] => Ok(i - 1),
+                    [] => {
+                        let names: Vec<String> = fields.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
+                        Err(Error::invalid("key", format!("{file}: no column named {name:?} in the header (columns: {})", names.join(", "))))
+                    }
+                    _ => {
+                        let at: Vec<String> = at.iter().map(usize::to_string).collect();
+                        Err(Error::invalid(
+                            "key",
+                            format!("{file}: the header names fields {} {name:?}: give the key by its 1-based index instead", at.join(" and ")),
+                        ))
+                    }
+                }
             }
             (KeyField::Name(name), None) => Err(Error::invalid(
                 "key",
@@ -373,5 +386,16 @@ mod tests {
         assert!(err.to_string().contains("no column named \"nope\""), "{err}");
         assert!(KeyField::parse("0", true).is_err());
         assert!(KeyField::parse("name", false).is_err());
+    }
+
+    /// A name that the header gives to two fields is ambiguous: refused, naming both, and not
+    /// resolved to the first (a quoted name is the same name).
+    #[test]
+    fn a_name_given_to_two_fields_is_refused() {
+        let header = b"id,\"name\",segment,name\n";
+        let err = KeyField::parse("name", true).unwrap().resolve(Some(header), b',', "f.csv").unwrap_err();
+        assert!(err.to_string().contains("f.csv: the header names fields 2 and 4 \"name\": give the key by its 1-based index"), "{err}");
+        assert_eq!(KeyField::parse("4", true).unwrap().resolve(Some(header), b',', "f.csv").unwrap(), 3);
+        assert_eq!(KeyField::parse("id", true).unwrap().resolve(Some(header), b',', "f.csv").unwrap(), 0);
     }
 }

@@ -42,9 +42,10 @@ impl Input {
     }
 }
 
-/// Expands the user's input arguments: files as they are, directories into their regular files
-/// in sorted order (hidden files and `_`-prefixed ones such as `_SUCCESS` skipped, as Hadoop
-/// does), `-` as standard input.
+/// Expands the user's input arguments: files as they are, directories into the regular files
+/// beneath them, subdirectories included (a partitioned table's `date=…/` directories, as Spark
+/// reads them), in sorted path order, `-` as standard input. Hidden and `_`-prefixed entries
+/// (`_SUCCESS`, `_temporary/`, `.part-00000.crc`) are skipped at every level, as Hadoop skips them.
 pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
     if args.is_empty() {
         return Err(Error::invalid("input", "no input given"));
@@ -61,20 +62,7 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
         let meta = std::fs::metadata(arg).map_err(|e| Error::io(arg, e))?;
         if meta.is_dir() {
             let mut files = Vec::new();
-            for entry in std::fs::read_dir(arg).map_err(|e| Error::io(arg, e))? {
-                let entry = entry.map_err(|e| Error::io(arg, e))?;
-                let name = entry.file_name();
-                let name = name.to_string_lossy();
-                if name.starts_with('.') || name.starts_with('_') {
-                    continue;
-                }
-                let path = entry.path();
-                let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
-                if meta.is_file() {
-                    let compression = Compression::of(&path)?;
-                    files.push(Input::File { path, len: meta.len(), compression });
-                }
-            }
+            files_beneath(arg, &mut Vec::new(), &mut files)?;
             files.sort_by_key(|a| a.name());
             if files.is_empty() {
                 return Err(Error::invalid("input", format!("{}: directory holds no input files", arg.display())));
@@ -87,6 +75,35 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
         }
     }
     Ok(inputs)
+}
+
+/// Adds the input files beneath directory `dir` to `files`. `open` holds the directories being
+/// listed, as their canonical paths, so that a symbolic link back up the tree is refused rather
+/// than followed forever.
+fn files_beneath(dir: &Path, open: &mut Vec<PathBuf>, files: &mut Vec<Input>) -> Result<()> {
+    let canonical = std::fs::canonicalize(dir).map_err(|e| Error::io(dir, e))?;
+    if open.contains(&canonical) {
+        return Err(Error::invalid("input", format!("{}: a symbolic link loops back to {}", dir.display(), canonical.display())));
+    }
+    open.push(canonical);
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name.starts_with('_') {
+            continue;
+        }
+        let path = entry.path();
+        let meta = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+        if meta.is_dir() {
+            files_beneath(&path, open, files)?;
+        } else if meta.is_file() {
+            let compression = Compression::of(&path)?;
+            files.push(Input::File { path, len: meta.len(), compression });
+        }
+    }
+    open.pop();
+    Ok(())
 }
 
 /// A byte range of one input.

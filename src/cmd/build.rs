@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Input files, directories (their files, in sorted order) or `-` for standard input. Files
+    /// Input files, directories (the files beneath them, in sorted order) or `-` for standard input. Files
     /// named `.gz`, `.zst` or `.deflate` are decompressed, each read whole as one split.
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,

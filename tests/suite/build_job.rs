@@ -403,3 +403,43 @@ fn a_byte_order_mark_where_a_file_starts_is_dropped_as_hadoop_drops_it() {
     let answers = ok(&run_with_stdin(&["query", &path_str(dir.path(), "noheader.bloom")], &with_bom("0\n1\n")));
     assert_eq!(answers, "0\tmaybe\n1\tmaybe\n");
 }
+
+/// A directory is read with the files beneath it, as Spark reads a partitioned table
+/// (`date=…/part-…`): the filter is that of all the files' records, in any worker count.
+/// Hidden and `_`-prefixed entries are skipped at every level (a job's `_temporary/`, a
+/// `.crc`), and a symbolic link looping back up the tree is refused, naming it.
+#[test]
+fn a_partitioned_table_is_read_with_its_subdirectories() {
+    let dir = tempdir();
+    let table = dir.path().join("table");
+    let mut all = String::from("id,key\n");
+    for (part, rows) in [("date=2026-11-29", 0..40), ("date=2026-11-30", 40..90), ("date=2026-11-30/hour=07", 90..100)] {
+        let at = table.join(part);
+        std::fs::create_dir_all(&at).unwrap();
+        let text: String = rows.map(|i| format!("{i},k{i}\n")).collect();
+        all.push_str(&text);
+        std::fs::write(at.join("part-00000.csv"), format!("id,key\n{text}")).unwrap();
+    }
+    // Skipped: a failed job's leftovers and Hadoop's checksum files.
+    std::fs::create_dir_all(table.join("date=2026-11-30/_temporary/0")).unwrap();
+    std::fs::write(table.join("date=2026-11-30/_temporary/0/part-00000.csv"), "id,key\n1,stale\n").unwrap();
+    std::fs::write(table.join("date=2026-11-29/.part-00000.csv.crc"), "crc").unwrap();
+    let single = path_str(dir.path(), "all.csv");
+    std::fs::write(&single, &all).unwrap();
+
+    let (reference, o) = build(dir.path(), &single, &["-k", "key", "--bits", "4096", "--hashes", "5"]);
+    ok(&o);
+    for workers in ["1", "3"] {
+        let (out, o) = build(dir.path(), &table.to_string_lossy(), &["-k", "key", "--bits", "4096", "--hashes", "5", "-w", workers]);
+        assert!(ok(&o).contains("records            100"), "-w {workers}");
+        assert!(std::fs::read(out).unwrap() == std::fs::read(&reference).unwrap(), "-w {workers}: not the filter of every file's records");
+    }
+
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&table, table.join("date=2026-11-30/back")).unwrap();
+        let (out, o) = build(dir.path(), &table.to_string_lossy(), &["-k", "key", "--bits", "4096", "--hashes", "5", "-w", "2"]);
+        fails_with(&o, &["date=2026-11-30/back: a symbolic link loops back to"]);
+        assert!(!Path::new(&out).exists());
+    }
+}
