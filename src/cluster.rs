@@ -111,12 +111,78 @@ fn read_hostfile(path: &PathBuf, processes: usize) -> Result<Vec<String>> {
     Ok(addresses)
 }
 
+/// What every process of a job must agree on, compared when the processes connect. A process
+/// started with other flags, by another bloomflow, or seeing other input files would otherwise
+/// read the splits planned for other files (a filter silently missing keys), or size its filter
+/// or its worker count differently (a panic in the merge or in timely's networking).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Agreement {
+    /// Worker threads per process: timely needs the same number in every process.
+    pub workers: u64,
+    /// The job's input files and their bytes, to say how two processes' inputs differ.
+    pub files: u64,
+    pub bytes: u64,
+    /// A digest of the bloomflow version and of the job's plan: its arguments, every input's
+    /// path and size, the splits, the key's field in each file, the filter's identity.
+    pub digest: u64,
+}
+
+impl Agreement {
+    /// Bytes on the wire: the four fields, big-endian.
+    const WIRE: usize = 32;
+
+    /// The agreement of a job whose plan `plan` describes (any text that differs wherever the
+    /// plans differ, such as the plan's `Debug` form).
+    pub fn new(workers: usize, files: u64, bytes: u64, plan: &str) -> Self {
+        let text = format!("bloomflow {}\n{plan}", env!("CARGO_PKG_VERSION"));
+        let (a, b) = crate::hashing::lookup3::hashlittle2(text.as_bytes(), 0, 0);
+        Agreement { workers: workers as u64, files, bytes, digest: (a as u64) << 32 | b as u64 }
+    }
+
+    fn to_wire(self) -> [u8; Self::WIRE] {
+        let mut wire = [0u8; Self::WIRE];
+        for (i, field) in [self.workers, self.files, self.bytes, self.digest].into_iter().enumerate() {
+            wire[8 * i..8 * i + 8].copy_from_slice(&field.to_be_bytes());
+        }
+        wire
+    }
+
+    fn from_wire(wire: &[u8; Self::WIRE]) -> Self {
+        let field = |i: usize| u64::from_be_bytes(wire[8 * i..8 * i + 8].try_into().expect("8 bytes"));
+        Agreement { workers: field(0), files: field(1), bytes: field(2), digest: field(3) }
+    }
+
+    /// Fails, saying what differs, unless process `peer`'s agreement `theirs` equals this one
+    /// (process `me`'s).
+    fn check(&self, me: usize, theirs: &Agreement, peer: usize) -> Result<()> {
+        if self == theirs {
+            return Ok(());
+        }
+        // Told in process order, so that both processes print the same message.
+        let ((a, ours), (b, other)) = if me < peer { ((me, self), (peer, theirs)) } else { ((peer, theirs), (me, self)) };
+        let what = if ours.workers != other.workers {
+            format!("process {a} runs {} worker(s), process {b} runs {}: give every process the same -w", ours.workers, other.workers)
+        } else if (ours.files, ours.bytes) != (other.files, other.bytes) {
+            format!(
+                "process {a} sees {} input file(s) of {} bytes in all, process {b} sees {} of {}: every process must see the same files at the same paths",
+                ours.files, ours.bytes, other.files, other.bytes
+            )
+        } else {
+            format!(
+                "processes {a} and {b} were given different arguments, run different bloomflow versions, or see files \
+                 that differ in name or split plan: start every process with the same command and files"
+            )
+        };
+        Err(Error::Job(format!("the processes disagree about the job: {what}")))
+    }
+}
+
 /// Starts this process's workers and runs `func` on each, as `timely::execute` does. For a
 /// cluster, the connections to the other processes are made here first, with timely's handshake
 /// (each process connects to the lower-numbered ones and sends its index as a big-endian u64)
 /// but a fast retry and a deadline: timely's own loop sleeps a whole second between attempts,
 /// prints to stdout, and never gives up.
-pub fn execute<T, F>(config: &ClusterConfig, func: F) -> Result<timely::communication::WorkerGuards<T>>
+pub fn execute<T, F>(config: &ClusterConfig, agreement: impl FnOnce() -> Agreement, func: F) -> Result<timely::communication::WorkerGuards<T>>
 where
     T: Send + 'static,
     F: Fn(&mut timely::worker::Worker) -> T + Send + Sync + 'static,
@@ -128,7 +194,7 @@ where
     crate::cleanup::exit_on_lost_peer();
     use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
     use timely::communication::allocator::{AllocatorBuilder, ProcessBuilder};
-    let sockets = connect_peers(config)?;
+    let sockets = connect_peers(config, &agreement())?;
     let hooks = timely::communication::Hooks::default();
     let local = ProcessBuilder::new_typed_vector(config.workers, hooks.refill.clone(), hooks.spill.clone());
     let (builders, guard) = initialize_networking_from_sockets(local, sockets, config.process, config.workers, hooks)
@@ -159,8 +225,10 @@ fn wait_for_connection(listener: &TcpListener, timeout: Duration) {
     std::thread::sleep(timeout.min(RETRY));
 }
 
-/// One connected stream per other process (`None` at this process's own index).
-fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {
+/// One connected stream per other process (`None` at this process's own index), each past the
+/// handshake: the connecting process sends its index and its [`Agreement`], the accepting one
+/// answers with its own, and both fail unless the two agree.
+fn connect_peers(config: &ClusterConfig, agreement: &Agreement) -> Result<Vec<Option<TcpStream>>> {
     let me = config.process;
     let deadline = Instant::now() + config.connect_timeout;
     let gave_up = |waiting_for: usize| {
@@ -182,7 +250,11 @@ fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {
             match TcpStream::connect(address) {
                 Ok(mut stream) => {
                     stream.set_nodelay(true).map_err(|e| Error::Job(e.to_string()))?;
-                    stream.write_all(&(me as u64).to_be_bytes()).map_err(|e| Error::Job(format!("handshake with {address}: {e}")))?;
+                    let handshake = |e: std::io::Error| Error::Job(format!("handshake with process {peer} at {address}: {e}"));
+                    stream.write_all(&(me as u64).to_be_bytes()).map_err(handshake)?;
+                    stream.write_all(&agreement.to_wire()).map_err(handshake)?;
+                    let theirs = read_agreement(&mut stream, deadline).map_err(handshake)?;
+                    agreement.check(me, &theirs, peer)?;
                     sockets[peer] = Some(stream);
                     break;
                 }
@@ -199,12 +271,18 @@ fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {
             Ok((mut stream, _)) => {
                 stream.set_nonblocking(false).map_err(|e| Error::Job(e.to_string()))?;
                 stream.set_nodelay(true).map_err(|e| Error::Job(e.to_string()))?;
+                let handshake = |e: std::io::Error| Error::Job(format!("process {me}: handshake with a connecting peer: {e}"));
+                stream.set_read_timeout(Some(remaining(deadline))).map_err(handshake)?;
                 let mut index = [0u8; 8];
-                stream.read_exact(&mut index).map_err(|e| Error::Job(format!("handshake: {e}")))?;
+                stream.read_exact(&mut index).map_err(handshake)?;
                 let peer = u64::from_be_bytes(index) as usize;
                 if peer <= me || peer >= config.processes || sockets[peer].is_some() {
                     return Err(Error::Job(format!("process {me}: unexpected connection claiming to be process {peer}")));
                 }
+                let theirs = read_agreement(&mut stream, deadline).map_err(handshake)?;
+                // Answered before it is checked, so that the peer learns of a disagreement too.
+                stream.write_all(&agreement.to_wire()).map_err(handshake)?;
+                agreement.check(me, &theirs, peer)?;
                 sockets[peer] = Some(stream);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
@@ -216,3 +294,37 @@ fn connect_peers(config: &ClusterConfig) -> Result<Vec<Option<TcpStream>>> {
     }
     Ok(sockets)
 }
+
+/// Time left until `deadline`, at least a millisecond (a zero timeout means none).
+fn remaining(deadline: Instant) -> Duration {
+    deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))
+}
+
+/// Reads a peer's [`Agreement`], waiting until `deadline` at most, and leaves the stream
+/// blocking with no timeout, as timely's networking expects it.
+fn read_agreement(stream: &mut TcpStream, deadline: Instant) -> std::io::Result<Agreement> {
+    stream.set_read_timeout(Some(remaining(deadline)))?;
+    let mut wire = [0u8; Agreement::WIRE];
+    stream.read_exact(&mut wire)?;
+    stream.set_read_timeout(None)?;
+    Ok(Agreement::from_wire(&wire))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An agreement crosses the wire whole, and plans that differ anywhere differ in digest.
+    #[test]
+    fn agreements_cross_the_wire_and_digest_their_plans() {
+        let ours = Agreement::new(2, 3, 4000, "build\nplan");
+        assert_eq!(Agreement::from_wire(&ours.to_wire()), ours);
+        assert_eq!(Agreement::new(2, 3, 4000, "build\nplan"), ours);
+        assert_ne!(Agreement::new(2, 3, 4000, "build\nplan ").digest, ours.digest);
+        assert!(ours.check(0, &ours, 1).is_ok());
+        let other = Agreement::new(2, 3, 4000, "build\nother plan");
+        let err = ours.check(1, &other, 0).unwrap_err().to_string();
+        assert!(err.contains("processes 0 and 1 were given different arguments"), "{err}");
+    }
+}
+

@@ -3,7 +3,7 @@
 
 use super::{all_reports, check_keys_found, global_filter, join_workers};
 use crate::allreduce::Gather;
-use crate::cluster::ClusterConfig;
+use crate::cluster::{Agreement, ClusterConfig};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::format;
@@ -197,6 +197,12 @@ pub fn check_writable(output: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What every process of the job must agree on: the plan of its inputs and its filter.
+fn job_agreement(workers: usize, source: &Source, sized: &SizedSpec) -> Agreement {
+    let plan = format!("build\n{source:?}\n{:?} {} {}", sized.spec, sized.expected_items, sized.target_fpp);
+    Agreement::new(workers, source.inputs.len() as u64, source.total_bytes(), &plan)
+}
+
 /// Runs the build job on this process. Returns the statistics on process 0, `None` elsewhere.
 pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let started = Instant::now();
@@ -219,7 +225,11 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let output = config.output.clone();
     let job_sized = sized.clone();
 
-    let guards = crate::cluster::execute(cluster, move |worker| {
+    let agreement = {
+        let (source, sized) = (Arc::clone(&source), sized.clone());
+        move || job_agreement(cluster.workers, &source, &sized)
+    };
+    let guards = crate::cluster::execute(cluster, agreement, move |worker| {
         let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(job_sized.spec, tick).sized_for(job_sized.expected_items, job_sized.target_fpp);
         let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None);
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();

@@ -8,7 +8,7 @@ use super::build::{size_filter, SizedSpec, Sizing};
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
-use crate::cluster::ClusterConfig;
+use crate::cluster::{Agreement, ClusterConfig};
 use crate::error::{Error, Result};
 use crate::compressed::OutputCompression;
 use crate::filter::BloomFilter;
@@ -140,6 +140,22 @@ enum PlannedFilter {
     File { path: PathBuf, filter: Arc<BloomFilter> },
 }
 
+/// What every process of the job must agree on: both sides' plans, the filter and the output.
+fn job_agreement(config: &SemijoinConfig, planned: &PlannedFilter, probe: &Source) -> Agreement {
+    let (filter, build_files, build_bytes) = match planned {
+        PlannedFilter::Build { source, sized } => {
+            (format!("{source:?}\n{:?} {} {}", sized.spec, sized.expected_items, sized.target_fpp), source.inputs.len() as u64, source.total_bytes())
+        }
+        // The file's bits are summed by their count: another file of the same identity differs.
+        PlannedFilter::File { path, filter } => (format!("{path:?} {:?} {} {}", filter.spec(), filter.items_inserted(), filter.bits_set()), 1, 0),
+    };
+    let plan = format!(
+        "semijoin\n{filter}\n{probe:?}\nexact {} {:?} {} compression {:?} output {:?}",
+        config.exact, config.exact_strategy, config.broadcast_limit, config.compression, config.output
+    );
+    Agreement::new(config.cluster.workers, build_files + probe.inputs.len() as u64, build_bytes + probe.total_bytes(), &plan)
+}
+
 /// Runs the semi-join on this process. Returns the statistics on process 0, `None` elsewhere.
 pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     let started = Instant::now();
@@ -194,7 +210,11 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         started,
     });
 
-    let guards = crate::cluster::execute(&cluster, move |worker| {
+    let agreement = {
+        let job = Arc::clone(&job);
+        move || job_agreement(&config, &job.planned, &job.probe)
+    };
+    let guards = crate::cluster::execute(&cluster, agreement, move |worker| {
         job.run_worker(worker, &abort, &counter)
     })?;
 

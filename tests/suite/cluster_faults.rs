@@ -140,3 +140,52 @@ fn walk(dir: &Path) -> Vec<String> {
     }
     found
 }
+
+/// Processes that disagree about the job fail at once, every one naming what differs, and
+/// write nothing: other `-w`, other input files (which would read splits planned for other
+/// files: a filter silently missing keys), other filter sizes (a panic in the merge), other
+/// semi-join flags. The same command everywhere still succeeds.
+#[test]
+fn processes_that_disagree_about_the_job_fail_naming_the_difference() {
+    let dir = tempdir();
+    let small = path_str(dir.path(), "small.csv");
+    let large = path_str(dir.path(), "large.csv");
+    std::fs::write(&small, probe_lines(100)).unwrap();
+    std::fs::write(&large, probe_lines(300)).unwrap();
+    let out = path_str(dir.path(), "f.bloom");
+    let build = |input: &str, extra: &[&str]| -> Vec<String> {
+        [&["build", input, "-k", "1", "--no-header", "-o", &out, "--no-progress", "--expected-items", "400"][..], extra].concat().iter().map(|a| a.to_string()).collect()
+    };
+    let cases: [(&str, [Vec<String>; 2]); 3] = [
+        ("process 0 runs 1 worker(s), process 1 runs 2: give every process the same -w", [build(&small, &["-w", "1"]), build(&small, &["-w", "2"])]),
+        ("every process must see the same files at the same paths", [build(&small, &[]), build(&large, &[])]),
+        ("were given different arguments", [build(&small, &[]), build(&small, &["--fpp", "0.001"])]),
+    ];
+    for (needle, args) in cases {
+        let outs = run_cluster_each(dir.path(), 2, |p| args[p].clone(), Duration::from_secs(60));
+        for (p, o) in outs.iter().enumerate() {
+            fails_with(o, &["the processes disagree about the job", needle]);
+            assert!(!Path::new(&out).exists(), "{needle}: process {p} left a filter");
+        }
+    }
+
+    let semijoin = |exact: bool| -> Vec<String> {
+        let out = path_str(dir.path(), "joined");
+        let mut args = vec!["semijoin", "--build", &small, "--build-key", "2", "--probe", &large, "--probe-key", "2", "--no-header", "-o", &out, "--no-progress"];
+        if exact {
+            args.push("--exact");
+        }
+        args.iter().map(|a| a.to_string()).collect()
+    };
+    let outs = run_cluster_each(dir.path(), 2, |p| semijoin(p == 1), Duration::from_secs(60));
+    for o in &outs {
+        fails_with(o, &["the processes disagree about the job", "were given different arguments"]);
+    }
+    assert!(!dir.path().join("joined").exists(), "a disagreeing semi-join left output");
+
+    let outs = run_cluster_each(dir.path(), 2, |_| build(&small, &[]), Duration::from_secs(60));
+    outs.iter().for_each(|o| {
+        ok(o);
+    });
+    assert!(Path::new(&out).exists());
+}

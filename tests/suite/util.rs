@@ -105,12 +105,18 @@ pub fn hostfile(dir: &Path, n: usize) -> PathBuf {
 /// Runs `bloomflow ARGS -n N -p I -w W --hostfile H` for every process on loopback, kills them
 /// all if they have not finished within `timeout`, and returns each process's output.
 pub fn run_cluster(dir: &Path, processes: usize, workers: usize, args: &[&str], timeout: std::time::Duration) -> Vec<Output> {
+    let workers = workers.to_string();
+    run_cluster_each(dir, processes, |_| [args, &["-w", &workers]].concat().iter().map(|a| a.to_string()).collect(), timeout)
+}
+
+/// [`run_cluster`] with each process's own arguments, `args(p)` for process `p`.
+pub fn run_cluster_each(dir: &Path, processes: usize, args: impl Fn(usize) -> Vec<String>, timeout: std::time::Duration) -> Vec<Output> {
     let hosts = hostfile(dir, processes);
     let mut children: Vec<_> = (0..processes)
         .map(|p| {
             bin()
-                .args(args)
-                .args(["-n", &processes.to_string(), "-p", &p.to_string(), "-w", &workers.to_string()])
+                .args(args(p))
+                .args(["-n", &processes.to_string(), "-p", &p.to_string()])
                 .arg("--hostfile")
                 .arg(&hosts)
                 .arg("--connect-timeout")
