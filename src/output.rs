@@ -19,6 +19,25 @@ pub fn part_name(worker: usize, compression: Compression) -> String {
     format!("part-{worker:05}{}", compression.suffix())
 }
 
+/// Refuses an output (a filter file or a semi-join's directory) that is one of the job's input
+/// files or holds one: a directory of inputs is read with everything beneath it, so a rerun
+/// would read the last run's filter or parts as records (Spark refuses this too: "Cannot
+/// overwrite a path that is also being read from"). An output that does not exist yet holds
+/// nothing.
+pub fn check_not_an_input<'a>(output: &Path, inputs: impl IntoIterator<Item = &'a crate::splits::Input>) -> Result<()> {
+    let Ok(output_at) = std::fs::canonicalize(output) else { return Ok(()) };
+    for input in inputs {
+        if let crate::splits::Input::File { path, .. } = input {
+            let Ok(at) = std::fs::canonicalize(path) else { continue };
+            if at.starts_with(&output_at) {
+                let what = if at == output_at { "is".to_string() } else { format!("holds {}, which is", path.display()) };
+                return Err(Error::invalid("output", format!("{} {what} an input of the job: write the output elsewhere", output.display())));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// An output directory replaced by [`prepare`]: moved aside at once, and removed by a thread of
 /// its own while the job runs. Dropping this waits for the removal.
 pub struct Replaced(Option<std::thread::JoinHandle<()>>);

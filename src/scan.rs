@@ -73,7 +73,11 @@ impl Source {
     /// Resolves the inputs, plans splits for `peers` workers and finds the key's field index in
     /// every file.
     pub fn plan(paths: &[PathBuf], options: ScanOptions, peers: usize) -> Result<Source> {
-        let inputs = splits::resolve_inputs(paths)?;
+        Self::plan_inputs(splits::resolve_inputs(paths)?, options, peers)
+    }
+
+    /// [`plan`](Self::plan) of inputs already resolved (by [`splits::resolve_inputs`]).
+    pub fn plan_inputs(inputs: Vec<Input>, options: ScanOptions, peers: usize) -> Result<Source> {
         if inputs.iter().all(|i| i.size() == Some(0)) {
             let names: Vec<String> = inputs.iter().map(Input::name).collect();
             return Err(Error::Job(format!("the input is empty: {} (0 bytes)", names.join(", "))));

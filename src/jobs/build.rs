@@ -206,16 +206,20 @@ fn job_agreement(workers: usize, source: &Source, sized: &SizedSpec) -> Agreemen
 /// Runs the build job on this process. Returns the statistics on process 0, `None` elsewhere.
 pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let started = Instant::now();
-    let source = Arc::new(Source::plan(&config.inputs, config.scan.clone(), config.cluster.peers())?);
+    let inputs = crate::splits::resolve_inputs(&config.inputs)?;
+    if let Some(out) = &config.output {
+        if config.cluster.process == 0 {
+            check_writable(out)?;
+        }
+        crate::output::check_not_an_input(out, &inputs)?;
+    }
+    let source = Arc::new(Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?);
     let sized = size_filter(&config.sizing, &source, config.scheme, config.layout, config.seed)?;
     let workers = config.cluster.workers as u64;
     crate::limits::check_allocation(
         sized.spec.bits.div_ceil(8).saturating_mul(workers),
         &format!("the filter ({} bits, one partial per worker, {workers} worker(s))", sized.spec.bits),
     )?;
-    if let (Some(out), 0) = (&config.output, config.cluster.process) {
-        check_writable(out)?;
-    }
     let cluster = &config.cluster;
     let peers = cluster.peers();
     let my_workers = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;

@@ -18,6 +18,7 @@ use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
+use crate::splits::resolve_inputs;
 use differential_dataflow::input::Input as _;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -163,9 +164,16 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     if config.exact && matches!(config.filter, FilterSource::File(_)) {
         return Err(Error::invalid("--exact", "needs the build side (--build): a filter file holds no keys to join with"));
     }
+    // Both sides' inputs, resolved first: the output must be none of them.
+    let build_inputs = match &config.filter {
+        FilterSource::Build { inputs, .. } => resolve_inputs(inputs)?,
+        FilterSource::File(_) => Vec::new(),
+    };
+    let probe_inputs = resolve_inputs(&config.probe_inputs)?;
+    output::check_not_an_input(&config.output, build_inputs.iter().chain(&probe_inputs))?;
     let planned = match &config.filter {
-        FilterSource::Build { inputs, scan, sizing, scheme, layout, seed } => {
-            let source = Source::plan(inputs, scan.clone(), cluster.peers())?;
+        FilterSource::Build { scan, sizing, scheme, layout, seed, .. } => {
+            let source = Source::plan_inputs(build_inputs, scan.clone(), cluster.peers())?;
             let sized = size_filter(sizing, &source, *scheme, *layout, *seed)?;
             crate::limits::check_allocation(
                 sized.spec.bits.div_ceil(8).saturating_mul(cluster.workers as u64),
@@ -184,7 +192,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::Build { sized, .. } => sized.spec.scheme.refuses_empty_keys(),
         PlannedFilter::File { filter, .. } => filter.spec().scheme.refuses_empty_keys(),
     };
-    let probe = Source::plan(&config.probe_inputs, probe_scan, cluster.peers())?;
+    let probe = Source::plan_inputs(probe_inputs, probe_scan, cluster.peers())?;
     // Held until the job ends, when it waits for the old output's removal.
     let replaced = output::prepare(&config.output, config.overwrite, cluster.process)?;
 

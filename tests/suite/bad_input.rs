@@ -268,6 +268,33 @@ fn output_directory_exists_and_output_not_writable() {
     fails_with_any_code(&o, &["/proc"]);
 }
 
+/// An output that is, or holds, one of the job's inputs is refused before anything is written:
+/// a directory of inputs is read with everything beneath it, so a rerun would read the last
+/// run's parts (or filter) as records. The old output is left as it was.
+#[test]
+fn an_output_that_is_or_holds_an_input_is_refused() {
+    let dir = tempdir();
+    let table = dir.path().join("table");
+    std::fs::create_dir_all(table.join("date=1")).unwrap();
+    std::fs::write(table.join("date=1/part-00000.csv"), "event,id\n10,1\n11,3\n").unwrap();
+    let (build, _) = inputs(dir.path());
+    let table = table.to_string_lossy().into_owned();
+    let joined = format!("{table}/joined");
+    let args = ["semijoin", "--build", &build, "--build-key", "id", "--probe", &table, "--probe-key", "id", "-o", &joined, "--no-progress"];
+    ok(&run(&args));
+    let first = std::fs::read(format!("{joined}/part-00000")).unwrap();
+    let o = run(&[&args[..], &["--overwrite"]].concat());
+    fails_with_any_code(&o, &[&format!("{joined} holds {joined}/part-00000, which is an input of the job: write the output elsewhere")]);
+    assert_eq!(std::fs::read(format!("{joined}/part-00000")).unwrap(), first, "the old output was touched");
+    assert!(Path::new(&joined).join("_SUCCESS").exists());
+
+    // A filter written into the directory it is built from.
+    let filter = format!("{table}/date=1/ids.bloom");
+    ok(&run(&["build", &table, "-k", "id", "-o", &filter, "--no-progress"]));
+    let o = run(&["build", &table, "-k", "id", "-o", &filter, "--no-progress"]);
+    fails_with_any_code(&o, &[&format!("{filter} is an input of the job")]);
+}
+
 /// A tmpfs of `size` mounted at `dir/small`, unmounted when dropped; `None` where mounting is
 /// not allowed.
 struct SmallDisk(std::path::PathBuf);
