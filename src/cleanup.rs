@@ -35,6 +35,19 @@ pub fn remove_all() {
     }
 }
 
+/// Makes Ctrl-C, SIGTERM and SIGHUP end this process as a failed job ends: its unfinished
+/// files removed (a filter's temporary file, unfinished and uncommitted parts, a replaced output
+/// being removed), a message, and a non-zero exit (130, a shell's status for Ctrl-C). Killed
+/// outright, an interrupted job left them behind.
+pub fn remove_on_interrupt() {
+    // Fails only if a handler is set already: then that one stands.
+    let _ = ctrlc::set_handler(|| {
+        remove_all();
+        eprintln!("bloomflow: interrupted: this process removed its unfinished files and committed no output");
+        std::process::exit(130);
+    });
+}
+
 /// Makes a lost peer process end this one at once, cleanly: timely's network threads panic with
 /// "timely communication error" when a connection breaks, and the workers would notice only when
 /// they next step (never, if one is blocked reading a pipe). The hook removes this process's

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cmd::Cli::parse();
+    bloomflow::cleanup::remove_on_interrupt();
     match cmd::run(cli) {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,

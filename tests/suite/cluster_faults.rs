@@ -1,6 +1,7 @@
 //! Cluster faults on loopback: a peer killed in the middle of a job makes every other process
 //! exit non-zero within seconds, even one blocked reading its input from a pipe, and leaves no
-//! filter file and no `_SUCCESS`; a rerun then succeeds.
+//! filter file and no `_SUCCESS`; a rerun then succeeds. Processes that disagree about the job
+//! fail as they connect; an interrupted process removes its unfinished files.
 
 use crate::util::*;
 use std::io::Write;
@@ -188,4 +189,40 @@ fn processes_that_disagree_about_the_job_fail_naming_the_difference() {
         ok(o);
     });
     assert!(Path::new(&out).exists());
+}
+
+/// An interrupted job (Ctrl-C, or SIGTERM from a scheduler) ends as a failed one: its unfinished
+/// part is removed, nothing is committed, and it exits 130 saying so.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_semijoin_removes_its_unfinished_part() {
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let dir = tempdir();
+        let build = path_str(dir.path(), "b.csv");
+        std::fs::write(&build, "id\n1\n2\n").unwrap();
+        let out = dir.path().join("joined");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bloomflow"))
+            .args(["semijoin", "--build", &build, "--build-key", "id", "--probe", "-", "--probe-key", "id", "--no-progress", "-o"])
+            .arg(&out)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The probe stays open: the job is reading it, its part begun, when the signal comes.
+        child.stdin.as_mut().unwrap().write_all(format!("id\n{}", probe_lines(5000)).as_bytes()).unwrap();
+        let part = out.join("_temporary").join("part-00000");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !part.exists() {
+            assert!(Instant::now() < deadline, "the job never began its part");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // SAFETY: kill sends a signal to the child's pid; it touches no memory.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+        let o = exits_within(&mut child, Duration::from_secs(10));
+        assert_eq!(o.status.code(), Some(130), "signal {signal}: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("interrupted: this process removed its unfinished files and committed no output"));
+        assert!(!part.exists(), "signal {signal}: the unfinished part is left");
+        assert!(!out.join("_SUCCESS").exists() && !out.join("part-00000").exists());
+    }
 }
