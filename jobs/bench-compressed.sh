@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Compressed inputs and outputs. The PEERS.md probe (default: the 2M-row, 150 MB variant) as
-# plain text, gzip and zstd (compressed once, beside the data): `bloomflow build -w 1` of each (one
+# plain text, gzip, zstd and bzip2 (compressed once, beside the data): `bloomflow build -w 1` of each (one
 # file is one split, read by one worker) beside the codec's own decompressor piped into `wc -l`
-# (the read limit of one core); then the exact semi-join -w 2 writing plain, gzip and zstd parts.
+# (the read limit of one core); then the exact semi-join -w 2 writing plain, gzip, zstd and bzip2
+# parts.
 # Medians of RUNS runs, interleaved.
 #
 #   jobs/bench-compressed.sh [PROBE_ROWS]      (default 2000000)
 set -euo pipefail
-for tool in gzip zstd; do
+for tool in gzip zstd bzip2; do
   command -v "$tool" > /dev/null || { echo "bench-compressed.sh needs $tool (e.g. apt-get install $tool)" >&2; exit 1; }
 done
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +19,7 @@ source "$here/bench-common.sh"
 probe=$data/probe.csv
 [ -f "$probe.gz" ] || gzip -c "$probe" > "$probe.gz"
 [ -f "$probe.zst" ] || zstd -q -3 "$probe" -o "$probe.zst"
+[ -f "$probe.bz2" ] || bzip2 -c "$probe" > "$probe.bz2"
 text_mb=$(echo "$(stat -c %s "$probe") / 1000000" | bc -l)
 
 build() { "$bin" build "$1" -k customer_id --expected-items "$rows" -o "$out/f.bloom" -w 1 --no-progress; rm -f "$out/f.bloom"; }
@@ -29,20 +31,22 @@ for _ in $(seq "$runs"); do
   seconds build "$probe" >> "$out/plain"
   seconds build "$probe.gz" >> "$out/gz"
   seconds build "$probe.zst" >> "$out/zst"
+  seconds build "$probe.bz2" >> "$out/bz2"
   seconds sh -c "gzip -dc '$probe.gz' | wc -l" >> "$out/gunzip"
   seconds sh -c "zstd -dc '$probe.zst' | wc -l" >> "$out/unzstd"
-  for c in none gzip zstd; do seconds semijoin "$c" >> "$out/sj-$c"; done
+  seconds sh -c "bzip2 -dc '$probe.bz2' | wc -l" >> "$out/bunzip2"
+  for c in none gzip zstd bzip2; do seconds semijoin "$c" >> "$out/sj-$c"; done
 done
 m() { median < "$out/$1"; }
 printf '\nreading %s (%.0f MB of text) compressed, median of %d runs\n\n' "$probe" "$text_mb" "$runs"
 printf '| run | wall s | MB of text/s | vs plain build |\n|---|---:|---:|---:|\n'
-for pair in "build -w 1, plain:plain" "build -w 1, .gz:gz" "build -w 1, .zst:zst" "gzip -dc \\| wc -l:gunzip" "zstd -dc \\| wc -l:unzstd"; do
+for pair in "build -w 1, plain:plain" "build -w 1, .gz:gz" "build -w 1, .zst:zst" "build -w 1, .bz2:bz2" "gzip -dc \\| wc -l:gunzip" "zstd -dc \\| wc -l:unzstd" "bzip2 -dc \\| wc -l:bunzip2"; do
   name=${pair%%:*} s=$(m "${pair##*:}")
   printf '| %s | %.3f | %.0f | %.2fx |\n' "$name" "$s" "$(echo "$text_mb / $s" | bc -l)" "$(echo "$s / $(m plain)" | bc -l)"
 done
 printf '\nwriting the exact semi-join'"'"'s parts (-w 2), median of %d runs\n\n' "$runs"
 printf '| --compress | wall s | parts MB | vs none |\n|---|---:|---:|---:|\n'
-for c in none gzip zstd; do
+for c in none gzip zstd bzip2; do
   semijoin "$c" > /dev/null
   mb=$(du -cb "$out"/sj/part-* | tail -1 | cut -f1)
   printf '| %s | %.3f | %.1f | %.2fx |\n' "$c" "$(m "sj-$c")" "$(echo "$mb / 1000000" | bc -l)" "$(echo "$(m "sj-$c") / $(m sj-none)" | bc -l)"

@@ -1,4 +1,4 @@
-//! Compressed files: an input's codec told by its suffix (gzip, zstd, deflate), and its decoder (a
+//! Compressed files: an input's codec told by its suffix (gzip, zstd, deflate, bzip2), and its decoder (a
 //! compressed file cannot be read from its middle, so it is one split, see
 //! `splits::plan_splits`, read whole by one worker); the suffix of a compressed output.
 
@@ -23,12 +23,14 @@ pub enum Compression {
     /// `.deflate`: zlib streams, as Hadoop's DefaultCodec writes them (the codec a job uses when
     /// output compression is on and no codec is named).
     Deflate,
+    /// `.bz2`: bzip2 streams (concatenated ones too, as pbzip2 and lbzip2 write), as Hadoop's
+    /// BZip2Codec writes them. Slow to read: about a tenth of gzip's speed.
+    Bzip2,
 }
 
 /// Suffixes of compression formats bloomflow does not read: such a file is refused, because read
 /// as text it would yield garbage keys.
-const UNREADABLE_CODECS: [(&str, &str); 5] = [
-    ("bz2", "bzip2"),
+const UNREADABLE_CODECS: [(&str, &str); 4] = [
     ("xz", "xz"),
     ("lz4", "LZ4"),
     ("snappy", "Snappy"),
@@ -37,7 +39,7 @@ const UNREADABLE_CODECS: [(&str, &str); 5] = [
 
 impl Compression {
     /// The compression of `path`, by its suffix (case ignored): `.gz` is gzip, `.zst` and `.zstd`
-    /// zstd, `.deflate` zlib, the suffixes of other codecs are an error, anything else is plain
+    /// zstd, `.deflate` zlib, `.bz2` bzip2, the suffixes of other codecs are an error, anything else is plain
     /// text.
     pub fn of(path: &Path) -> Result<Compression> {
         let suffix = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
@@ -45,6 +47,7 @@ impl Compression {
             "gz" => return Ok(Compression::Gzip),
             "zst" | "zstd" => return Ok(Compression::Zstd),
             "deflate" => return Ok(Compression::Deflate),
+            "bz2" => return Ok(Compression::Bzip2),
             _ => {}
         }
         match UNREADABLE_CODECS.iter().find(|(s, _)| *s == suffix) {
@@ -58,6 +61,9 @@ impl Compression {
         }
     }
 
+    /// Every codec bloomflow reads.
+    pub const CODECS: [Compression; 4] = [Compression::Gzip, Compression::Zstd, Compression::Deflate, Compression::Bzip2];
+
     /// The suffix of a file written with this compression: `.gz`, `.zst`, or none.
     pub fn suffix(self) -> &'static str {
         match self {
@@ -65,6 +71,7 @@ impl Compression {
             Compression::Gzip => ".gz",
             Compression::Zstd => ".zst",
             Compression::Deflate => ".deflate",
+            Compression::Bzip2 => ".bz2",
         }
     }
 
@@ -75,12 +82,13 @@ impl Compression {
             Compression::Gzip => "gzip",
             Compression::Zstd => "zstd",
             Compression::Deflate => "deflate",
+            Compression::Bzip2 => "bzip2",
         }
     }
 }
 
 /// How output files are written: a codec, and its level (`None`: the codec's usual one, 6 for
-/// gzip and deflate, 3 for zstd).
+/// gzip and deflate, 3 for zstd, 9 for bzip2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OutputCompression {
     pub codec: Compression,
@@ -92,12 +100,14 @@ impl OutputCompression {
     pub const NONE: OutputCompression = OutputCompression { codec: Compression::None, level: None };
 
     /// `codec` at `level`, which must be in the codec's range: 0–9 for gzip and deflate (zlib's
-    /// levels), 1–22 for zstd, and none without a codec.
+    /// levels), 1–22 for zstd, 1–9 for bzip2 (its block size in 100 kB), and none without a
+    /// codec.
     pub fn new(codec: Compression, level: Option<i32>) -> Result<OutputCompression> {
         let range = match codec {
             Compression::None => None,
             Compression::Gzip | Compression::Deflate => Some(0..=9),
             Compression::Zstd => Some(1..=22),
+            Compression::Bzip2 => Some(1..=9),
         };
         match (level, range) {
             (Some(l), None) => Err(Error::invalid("compression level", format!("{l} given without a codec (--compress)"))),
@@ -150,6 +160,7 @@ enum Decoder<F: BufRead> {
     Gzip(MultiGzDecoder<F>),
     Zstd(zstd::stream::read::Decoder<'static, F>),
     Deflate(MultiZlib<F>),
+    Bzip2(bzip2::bufread::MultiBzDecoder<F>),
 }
 
 impl<F: BufRead> Decompressed<F> {
@@ -159,6 +170,7 @@ impl<F: BufRead> Decompressed<F> {
             Compression::Gzip => Decoder::Gzip(MultiGzDecoder::new(file)),
             Compression::Zstd => Decoder::Zstd(zstd::stream::read::Decoder::with_buffer(file)?),
             Compression::Deflate => Decoder::Deflate(MultiZlib::new(file)),
+            Compression::Bzip2 => Decoder::Bzip2(bzip2::bufread::MultiBzDecoder::new(file)),
             Compression::None => unreachable!("an uncompressed file is read as it is"),
         };
         Ok(Decompressed { decoder, compression })
@@ -172,6 +184,7 @@ impl Decompressed<CompressedFile> {
             Decoder::Gzip(d) => d.get_ref().buffer().len(),
             Decoder::Zstd(d) => d.get_ref().buffer().len(),
             Decoder::Deflate(d) => d.decoder().get_ref().buffer().len(),
+            Decoder::Bzip2(d) => d.get_ref().buffer().len(),
         }
     }
 }
@@ -212,6 +225,7 @@ impl<F: BufRead> Read for Decompressed<F> {
             Decoder::Gzip(d) => d.read(buf),
             Decoder::Zstd(d) => d.read(buf),
             Decoder::Deflate(d) => d.read(buf),
+            Decoder::Bzip2(d) => d.read(buf),
         };
         read.map_err(|e| decoding_error(self.compression, e))
     }
@@ -226,22 +240,32 @@ fn decoding_error(compression: Compression, e: std::io::Error) -> std::io::Error
     std::io::Error::new(e.kind(), format!("not valid {codec} data: {e}; the input may be truncated or corrupt"))
 }
 
-/// Standard input, decompressed when it begins with gzip's or zstd's magic bytes: a pipe has no
-/// name to tell its codec by, and no text begins with those bytes.
+/// Standard input, decompressed when it begins with the magic bytes of gzip, zstd or bzip2: a
+/// pipe has no name to tell its codec by, and no text begins with those bytes.
 pub fn stdin() -> std::io::Result<Box<dyn Read>> {
     let mut stdin = std::io::stdin().lock();
-    let mut magic = Vec::with_capacity(4);
-    (&mut stdin).take(4).read_to_end(&mut magic)?;
-    let compression = match magic.as_slice() {
-        [0x1f, 0x8b, ..] => Compression::Gzip,
-        [0x28, 0xb5, 0x2f, 0xfd] => Compression::Zstd,
-        _ => Compression::None,
-    };
+    let mut magic = Vec::with_capacity(10);
+    (&mut stdin).take(10).read_to_end(&mut magic)?;
+    let compression = codec_of_magic(&magic);
     let whole = std::io::Cursor::new(magic).chain(stdin);
     Ok(match compression {
         Compression::None => Box::new(whole),
         codec => Box::new(Decompressed::new(codec, BufReader::with_capacity(64 << 10, whole)).map_err(|e| decoding_error(codec, e))?),
     })
+}
+
+/// The codec whose magic bytes `start` (a stream's first 10 bytes, or all of a shorter one)
+/// begins with. bzip2's "BZh" and a block size digit could begin a text, so its block or
+/// end-of-stream magic must follow as well.
+fn codec_of_magic(start: &[u8]) -> Compression {
+    const BZIP2_BLOCK: [u8; 6] = [0x31, 0x41, 0x59, 0x26, 0x53, 0x59];
+    const BZIP2_END: [u8; 6] = [0x17, 0x72, 0x45, 0x38, 0x50, 0x90];
+    match start {
+        [0x1f, 0x8b, ..] => Compression::Gzip,
+        [0x28, 0xb5, 0x2f, 0xfd, ..] => Compression::Zstd,
+        [b'B', b'Z', b'h', b'1'..=b'9', rest @ ..] if rest.starts_with(&BZIP2_BLOCK) || rest.starts_with(&BZIP2_END) => Compression::Bzip2,
+        _ => Compression::None,
+    }
 }
 
 /// The reader of a compressed file's records.
@@ -304,16 +328,35 @@ mod tests {
         assert_eq!(of("a.zst").unwrap(), Compression::Zstd);
         assert_eq!(of("a.tsv.zstd").unwrap(), Compression::Zstd);
         assert_eq!(of("part-r-00000.deflate").unwrap(), Compression::Deflate);
+        assert_eq!(of("part-r-00000.bz2").unwrap(), Compression::Bzip2);
         // A written file's suffix reads back as its codec.
-        for c in [Compression::None, Compression::Gzip, Compression::Zstd, Compression::Deflate] {
+        for c in [Compression::None].into_iter().chain(Compression::CODECS) {
             assert_eq!(of(&format!("part-00000{}", c.suffix())).unwrap(), c);
         }
         for plain in ["a.csv", "part-00000", "a.gzip.csv", ".gz"] {
             assert_eq!(of(plain).unwrap(), Compression::None, "{plain}");
         }
-        for (name, codec) in [("a.csv.bz2", "bzip2"), ("a.xz", "xz"), ("a.lz4", "LZ4"), ("x.snappy", "Snappy")] {
+        for (name, codec) in [("a.csv.lzo", "LZO"), ("a.xz", "xz"), ("a.lz4", "LZ4"), ("x.snappy", "Snappy")] {
             let e = of(name).unwrap_err().to_string();
             assert!(e.contains(name) && e.contains(codec) && e.contains("cannot read"), "{e}");
+        }
+    }
+
+    /// Standard input's codec is told by its first bytes; a text that begins like bzip2's header
+    /// ("BZh" and a digit) without its block or end-of-stream magic after is text.
+    #[test]
+    fn the_codec_of_standard_input_comes_from_its_magic_bytes() {
+        let bzip2_of = |text: &[u8]| {
+            let mut encoder = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+            std::io::Write::write_all(&mut encoder, text).unwrap();
+            encoder.finish().unwrap()
+        };
+        assert_eq!(codec_of_magic(&bzip2_of(b"id\n1\n")[..10]), Compression::Bzip2);
+        assert_eq!(codec_of_magic(&bzip2_of(b"")), Compression::Bzip2, "an empty stream");
+        assert_eq!(codec_of_magic(&[0x1f, 0x8b, 8, 0]), Compression::Gzip);
+        assert_eq!(codec_of_magic(&zstd::encode_all(&b"x"[..], 3).unwrap()[..4]), Compression::Zstd);
+        for text in [&b"BZh9,name\n1,a\n"[..], b"BZh", b"id,key\n", b"", b"\x1f"] {
+            assert_eq!(codec_of_magic(text), Compression::None, "{text:?}");
         }
     }
 
@@ -322,6 +365,7 @@ mod tests {
         let ok = |c, l| OutputCompression::new(c, Some(l)).is_ok();
         assert!(ok(Compression::Gzip, 0) && ok(Compression::Gzip, 9) && ok(Compression::Deflate, 1) && ok(Compression::Zstd, 22));
         assert!(!ok(Compression::Gzip, 10) && !ok(Compression::Gzip, -1) && !ok(Compression::Zstd, 0) && !ok(Compression::Zstd, 23));
+        assert!(ok(Compression::Bzip2, 1) && ok(Compression::Bzip2, 9) && !ok(Compression::Bzip2, 0) && !ok(Compression::Bzip2, 10));
         let e = OutputCompression::new(Compression::None, Some(3)).unwrap_err().to_string();
         assert!(e.contains("without a codec"), "{e}");
         assert_eq!(OutputCompression::new(Compression::Zstd, None).unwrap().level, None);

@@ -127,6 +127,7 @@ enum TaskWriter {
     Gzip(BufWriter<flate2::write::GzEncoder<Writeback>>),
     Zstd(BufWriter<zstd::stream::write::Encoder<'static, Writeback>>),
     Deflate(BufWriter<flate2::write::ZlibEncoder<Writeback>>),
+    Bzip2(BufWriter<bzip2::write::BzEncoder<Writeback>>),
 }
 
 /// Bytes gathered before each write to the file (or the encoder).
@@ -147,6 +148,10 @@ impl TaskWriter {
                 TaskWriter::Zstd(BufWriter::with_capacity(WRITE_BUFFER, encoder))
             }
             Compression::Deflate => TaskWriter::Deflate(BufWriter::with_capacity(WRITE_BUFFER, flate2::write::ZlibEncoder::new(file, zlib_level()))),
+            Compression::Bzip2 => {
+                let level = compression.level.map_or(bzip2::Compression::best(), |l| bzip2::Compression::new(l as u32));
+                TaskWriter::Bzip2(BufWriter::with_capacity(WRITE_BUFFER, bzip2::write::BzEncoder::new(file, level)))
+            }
         })
     }
 
@@ -157,6 +162,7 @@ impl TaskWriter {
             TaskWriter::Gzip(w) => w.write_all(bytes),
             TaskWriter::Zstd(w) => w.write_all(bytes),
             TaskWriter::Deflate(w) => w.write_all(bytes),
+            TaskWriter::Bzip2(w) => w.write_all(bytes),
         }
     }
 
@@ -168,6 +174,7 @@ impl TaskWriter {
             TaskWriter::Gzip(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
             TaskWriter::Zstd(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
             TaskWriter::Deflate(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
+            TaskWriter::Bzip2(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
         }
     }
 }

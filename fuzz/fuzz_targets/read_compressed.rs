@@ -1,4 +1,4 @@
-//! Compressed inputs: any bytes in a file named `.gz`, `.zst` or `.deflate` read to their end or
+//! Compressed inputs: any bytes in a file named `.gz`, `.zst`, `.deflate` or `.bz2` read to their end or
 //! to an error, never a panic; and any text, compressed, reads back as exactly its records.
 #![no_main]
 use bloomflow::compressed::{CompressedSplitReader, Compression};
@@ -18,9 +18,10 @@ fn records(path: &Path, compression: Compression) -> bloomflow::Result<Vec<Vec<u
 
 fuzz_target!(|data: &[u8]| {
     let Some((&which, text)) = data.split_first() else { return };
-    let (compression, suffix) = match which % 3 {
+    let (compression, suffix) = match which % 4 {
         0 => (Compression::Gzip, "gz"),
         1 => (Compression::Zstd, "zst"),
+        2 => (Compression::Bzip2, "bz2"),
         _ => (Compression::Deflate, "deflate"),
     };
     let path = std::path::PathBuf::from(format!("/dev/shm/bloomflow-fuzz-compressed-{}.{suffix}", std::process::id()));
@@ -34,6 +35,11 @@ fuzz_target!(|data: &[u8]| {
         }
         Compression::Deflate => {
             let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+            encoder.write_all(text).unwrap();
+            encoder.finish().unwrap()
+        }
+        Compression::Bzip2 => {
+            let mut encoder = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
             encoder.write_all(text).unwrap();
             encoder.finish().unwrap()
         }

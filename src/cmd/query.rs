@@ -42,7 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         answerer.answer(&keys, |i| format!("key argument {}", i + 1), &mut out)?;
     } else {
         // Lines come in batches straight from a large read buffer, as the jobs read their splits.
-        // (Decompressed first if it is gzip or zstd, as the jobs' standard input is.)
+        // (Decompressed first if it is gzip, zstd or bzip2, as the jobs' standard input is.)
         let stdin = bloomflow::compressed::stdin().map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
         let mut reader = SplitReader::new(stdin, 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
         let (mut lines, mut keys) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));

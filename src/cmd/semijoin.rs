@@ -9,8 +9,8 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 #[command(group = clap::ArgGroup::new("side").required(true).args(["build", "filter"]))]
 pub struct Args {
-    /// Build-side inputs (files, directories or `-`; `.gz`, `.zst` and `.deflate` files are
-    /// decompressed): the keys to keep.
+    /// Build-side inputs (files, directories or `-`; `.gz`, `.zst`, `.deflate` and `.bz2` files
+    /// are decompressed): the keys to keep.
     #[arg(long, num_args = 1.., value_name = "INPUT", requires = "build_key")]
     build: Vec<PathBuf>,
     /// The build side's key field (name or 1-based index).
@@ -42,12 +42,13 @@ pub struct Args {
     #[arg(long)]
     overwrite: bool,
     /// Compress the part files: gzip (part-NNNNN.gz, at gzip's usual level), zstd
-    /// (part-NNNNN.zst, at zstd's) or deflate (part-NNNNN.deflate, zlib streams as Hadoop's
-    /// DefaultCodec writes), named as Hadoop names compressed parts; bloomflow reads all three.
+    /// (part-NNNNN.zst, at zstd's), deflate (part-NNNNN.deflate, zlib streams as Hadoop's
+    /// DefaultCodec writes) or bzip2 (part-NNNNN.bz2, slow but splittable by Hadoop), named as
+    /// Hadoop names compressed parts; bloomflow reads all four.
     #[arg(long, value_enum, default_value_t = CompressArg::None)]
     compress: CompressArg,
     /// The codec's level, instead of its usual one: 0–9 for gzip and deflate (6 by default; 1 is
-    /// fastest), 1–22 for zstd (3 by default).
+    /// fastest), 1–22 for zstd (3 by default), 1–9 for bzip2 (9 by default).
     #[arg(long, value_name = "N", requires = "compress")]
     compress_level: Option<i32>,
     #[command(flatten)]
@@ -64,6 +65,7 @@ enum CompressArg {
     Gzip,
     Zstd,
     Deflate,
+    Bzip2,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -105,6 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 CompressArg::Gzip => Compression::Gzip,
                 CompressArg::Zstd => Compression::Zstd,
                 CompressArg::Deflate => Compression::Deflate,
+                CompressArg::Bzip2 => Compression::Bzip2,
             },
             args.compress_level,
         )?,

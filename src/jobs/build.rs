@@ -131,7 +131,7 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
         Input::Stdin => Compression::None,
     };
     let mut sample: Vec<&Input> = source.inputs.iter().take(SAMPLE_FILES).collect();
-    for codec in [Compression::Gzip, Compression::Zstd, Compression::Deflate] {
+    for codec in Compression::CODECS {
         if !sample.iter().any(|i| compression(i) == codec) {
             sample.extend(source.inputs.iter().find(|i| compression(i) == codec));
         }

@@ -1,6 +1,7 @@
-//! Compressed inputs (`.gz`, `.zst`, `.deflate`), read as Hadoop's TextInputFormat reads them: decompressed,
-//! one split per file; other codecs refused by their suffix; a damaged file an error, never a short
-//! read. And the semi-join's compressed part files. Every test runs for both codecs.
+//! Compressed inputs (`.gz`, `.zst`, `.deflate`, `.bz2`), read as Hadoop's TextInputFormat reads
+//! them: decompressed, one split per file; other codecs refused by their suffix; a damaged file an
+//! error, never a short read. And the semi-join's compressed part files. Every test runs for
+//! every codec.
 
 use crate::util::*;
 use flate2::write::GzEncoder;
@@ -39,11 +40,17 @@ fn zlib(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
+fn bzip2(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
 /// The codecs read: file suffix, name in messages, compressor.
-const CODECS: [(&str, &str, Compressor); 3] = [("gz", "gzip", gzip), ("zst", "zstd", zstd), ("deflate", "deflate", zlib)];
+const CODECS: [(&str, &str, Compressor); 4] = [("gz", "gzip", gzip), ("zst", "zstd", zstd), ("deflate", "deflate", zlib), ("bz2", "bzip2", bzip2)];
 
 /// The codecs told on standard input by their magic bytes.
-const MAGIC_CODECS: [(&str, &str, Compressor); 2] = [("gz", "gzip", gzip), ("zst", "zstd", zstd)];
+const MAGIC_CODECS: [(&str, &str, Compressor); 3] = [("gz", "gzip", gzip), ("zst", "zstd", zstd), ("bz2", "bzip2", bzip2)];
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
     std::fs::write(dir.join(name), bytes).unwrap();
@@ -285,14 +292,14 @@ fn a_semijoin_over_a_damaged_compressed_probe_leaves_no_output() {
 #[test]
 fn other_codecs_are_refused_by_their_suffix() {
     let dir = tempdir();
-    for (name, codec) in [("in.csv.bz2", "bzip2"), ("in.csv.xz", "xz"), ("in.csv.snappy", "Snappy")] {
+    for (name, codec) in [("in.csv.lz4", "LZ4"), ("in.csv.xz", "xz"), ("in.csv.snappy", "Snappy")] {
         let input = write(dir.path(), name, &csv(0, 10, true));
         let out = path_str(dir.path(), "x.bloom");
         fails_with(&run(&["build", &input, "-k", "key", "--expected-items", "10", "-o", &out, "--no-progress"]), &[name, codec, "cannot read"]);
     }
 }
 
-/// `--compress` writes part-NNNNN.gz or .zst files whose text is the plain run's output, for the
+/// `--compress` writes part-NNNNN.gz, .zst, .deflate or .bz2 files whose text is the plain run's output, for the
 /// Bloom-only join and both exact strategies (the shuffle also writes a temporary file, which
 /// stays plain), and bloomflow reads such a directory back as input.
 #[test]
@@ -307,7 +314,8 @@ fn semijoin_writes_compressed_parts_holding_the_plain_output() {
         t.into_bytes()
     };
     let probe = write(dir.path(), "p.csv", &probe_text);
-    let decoders: [(&str, &str, Compressor); 4] = [("none", "", |b| b.to_vec()), ("gzip", ".gz", gunzip), ("zstd", ".zst", unzstd), ("deflate", ".deflate", unzlib)];
+    let decoders: [(&str, &str, Compressor); 5] =
+        [("none", "", |b| b.to_vec()), ("gzip", ".gz", gunzip), ("zstd", ".zst", unzstd), ("deflate", ".deflate", unzlib), ("bzip2", ".bz2", unbzip2)];
     for extra in [vec![], vec!["--exact", "--exact-strategy", "broadcast"], vec!["--exact", "--exact-strategy", "shuffle"]] {
         let mut outputs = Vec::new();
         for (codec, suffix, decode) in decoders {
@@ -335,6 +343,7 @@ fn semijoin_writes_compressed_parts_holding_the_plain_output() {
         assert_eq!(outputs[1], outputs[0], "gzip {extra:?}");
         assert_eq!(outputs[2], outputs[0], "zstd {extra:?}");
         assert_eq!(outputs[3], outputs[0], "deflate {extra:?}");
+        assert_eq!(outputs[4], outputs[0], "bzip2 {extra:?}");
     }
 }
 
@@ -377,6 +386,12 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
 
 fn unzstd(bytes: &[u8]) -> Vec<u8> {
     zstd::decode_all(bytes).unwrap()
+}
+
+fn unbzip2(bytes: &[u8]) -> Vec<u8> {
+    let mut text = Vec::new();
+    bzip2::read::MultiBzDecoder::new(bytes).read_to_end(&mut text).unwrap();
+    text
 }
 
 fn unzlib(bytes: &[u8]) -> Vec<u8> {
