@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Compressed inputs and outputs. The PEERS.md probe (default: the 2M-row, 150 MB variant) as
-# plain text, gzip, zstd and bzip2 (compressed once, beside the data): `bloomflow build -w 1` of each (one
-# file is one split, read by one worker) beside the codec's own decompressor piped into `wc -l`
-# (the read limit of one core); then the exact semi-join -w 2 writing plain, gzip, zstd and bzip2
+# plain text, gzip, zstd and bzip2 (compressed once, beside the data): `bloomflow build -w 1` of each (a
+# gzip, zstd or deflate file is one split, read by one worker) beside the codec's own decompressor
+# piped into `wc -l` (the read limit of one core); `build -w 2` of the bzip2 file, whose blocks are
+# split between the workers; then the exact semi-join -w 2 writing plain, gzip, zstd and bzip2
 # parts.
 # Medians of RUNS runs, interleaved.
 #
@@ -22,7 +23,7 @@ probe=$data/probe.csv
 [ -f "$probe.bz2" ] || bzip2 -c "$probe" > "$probe.bz2"
 text_mb=$(echo "$(stat -c %s "$probe") / 1000000" | bc -l)
 
-build() { "$bin" build "$1" -k customer_id --expected-items "$rows" -o "$out/f.bloom" -w 1 --no-progress; rm -f "$out/f.bloom"; }
+build() { "$bin" build "$1" -k customer_id --expected-items "$rows" -o "$out/f.bloom" -w "${2:-1}" --no-progress; rm -f "$out/f.bloom"; }
 semijoin() {
   "$bin" semijoin --build "$data/build.csv" --build-key customer_id --probe "$probe" --probe-key customer_id \
     --expected-items 1000000 --exact -w 2 --no-progress --overwrite -o "$out/sj" --compress "$1"
@@ -32,6 +33,7 @@ for _ in $(seq "$runs"); do
   seconds build "$probe.gz" >> "$out/gz"
   seconds build "$probe.zst" >> "$out/zst"
   seconds build "$probe.bz2" >> "$out/bz2"
+  seconds build "$probe.bz2" 2 >> "$out/bz2-w2"
   seconds sh -c "gzip -dc '$probe.gz' | wc -l" >> "$out/gunzip"
   seconds sh -c "zstd -dc '$probe.zst' | wc -l" >> "$out/unzstd"
   seconds sh -c "bzip2 -dc '$probe.bz2' | wc -l" >> "$out/bunzip2"
@@ -40,7 +42,7 @@ done
 m() { median < "$out/$1"; }
 printf '\nreading %s (%.0f MB of text) compressed, median of %d runs\n\n' "$probe" "$text_mb" "$runs"
 printf '| run | wall s | MB of text/s | vs plain build |\n|---|---:|---:|---:|\n'
-for pair in "build -w 1, plain:plain" "build -w 1, .gz:gz" "build -w 1, .zst:zst" "build -w 1, .bz2:bz2" "gzip -dc \\| wc -l:gunzip" "zstd -dc \\| wc -l:unzstd" "bzip2 -dc \\| wc -l:bunzip2"; do
+for pair in "build -w 1, plain:plain" "build -w 1, .gz:gz" "build -w 1, .zst:zst" "build -w 1, .bz2:bz2" "build -w 2, .bz2:bz2-w2" "gzip -dc \\| wc -l:gunzip" "zstd -dc \\| wc -l:unzstd" "bzip2 -dc \\| wc -l:bunzip2"; do
   name=${pair%%:*} s=$(m "${pair##*:}")
   printf '| %s | %.3f | %.0f | %.2fx |\n' "$name" "$s" "$(echo "$text_mb / $s" | bc -l)" "$(echo "$s / $(m plain)" | bc -l)"
 done

@@ -1,6 +1,7 @@
 //! Compressed files: an input's codec told by its suffix (gzip, zstd, deflate, bzip2), and its decoder (a
-//! compressed file cannot be read from its middle, so it is one split, see
-//! `splits::plan_splits`, read whole by one worker); the suffix of a compressed output.
+//! gzip, zstd or deflate file cannot be read from its middle, so it is one split, see
+//! `splits::plan_splits`, read whole by one worker; a bzip2 file is split at its blocks, see
+//! `bzip2_blocks`); the suffix of a compressed output.
 
 use crate::error::{Error, Result};
 use crate::splits::{SplitReader, READ_SIZE};
@@ -59,6 +60,13 @@ impl Compression {
             )),
             None => Ok(Compression::None),
         }
+    }
+
+    /// Whether a file of this codec is cut into splits, as plain text is: bzip2's blocks can be
+    /// found and decoded from the middle of a file (`bzip2_blocks`); the other codecs' streams
+    /// must be read from their start.
+    pub fn splittable(self) -> bool {
+        matches!(self, Compression::None | Compression::Bzip2)
     }
 
     /// Every codec bloomflow reads.

@@ -24,6 +24,7 @@ pub use spec::{FilterSpec, Layout};
 pub mod records;
 pub mod splits;
 pub mod compressed;
+pub mod bzip2_blocks;
 pub mod allreduce;
 pub mod cluster;
 pub mod scan;

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::records::{bom_len, extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
+use crate::bzip2_blocks::Bzip2SplitReader;
 use crate::splits::{self, line_number, Input, Split, SplitReader};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
@@ -83,7 +84,11 @@ impl Source {
             return Err(Error::Job(format!("the input is empty: {} (0 bytes)", names.join(", "))));
         }
         let total: u64 = inputs.iter().filter_map(Input::size).sum();
-        let splits = splits::plan_splits(&inputs, splits::balanced_split_size(options.split_size, total, peers))?;
+        let split_size = splits::balanced_split_size(options.split_size, total, peers);
+        // Balanced bzip2 splits stay large (each decodes a block past its end); a smaller size
+        // asked for is used as it is.
+        let bzip2_split_size = split_size.max(options.split_size.min(splits::MIN_BALANCED_BZIP2_SPLIT));
+        let splits = splits::plan_splits(&inputs, split_size, bzip2_split_size)?;
         let mut key_index = Vec::with_capacity(inputs.len());
         let mut header = None;
         for input in &inputs {
@@ -165,18 +170,23 @@ impl Source {
             match &self.inputs[split.input] {
                 Input::File { path, compression: Compression::None, .. } => {
                     let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
-                    self.scan_split(&mut reader, split, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    self.scan_split(&mut reader, split, split.start == 0, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    buffer = reader.into_buffer();
+                }
+                Input::File { path, compression: Compression::Bzip2, .. } => {
+                    let (mut reader, read, from_text_start) = Bzip2SplitReader::open_bzip2(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
+                    self.scan_split(&mut reader, split, from_text_start, self.key_index[split.input], Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
                 &Input::File { ref path, compression, .. } => {
                     let (mut reader, read) = CompressedSplitReader::open_compressed(path, compression, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
-                    self.scan_split(&mut reader, split, self.key_index[split.input], Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    self.scan_split(&mut reader, split, true, self.key_index[split.input], Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
                 Input::Stdin => {
                     let stdin = crate::compressed::stdin().map_err(|e| Error::io("<stdin>", e))?;
                     let mut reader = SplitReader::new(stdin, 0, u64::MAX, self.options.max_record, "<stdin>".into());
-                    self.scan_split(&mut reader, split, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    self.scan_split(&mut reader, split, true, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }
             }
         }
@@ -187,12 +197,14 @@ impl Source {
     /// any quote (the usual case) splits its lines with plain `memchr`; keys that had to be
     /// unescaped or encoded go to a small arena. Nothing is allocated per record. Progress is
     /// told in the bytes of the split's range: its records' bytes, or for a compressed file the
-    /// compressed bytes read so far (`compressed`).
+    /// compressed bytes read so far (`compressed`). `from_text_start`: the reader begins at its
+    /// input's first line (which may be a header, and is numbered 1).
     #[allow(clippy::too_many_arguments)]
     fn scan_split<R: Read>(
         &self,
         reader: &mut SplitReader<R>,
         split: &Split,
+        from_text_start: bool,
         mut key_index: Option<usize>,
         compressed: Option<&AtomicU64>,
         abort: &AtomicBool,
@@ -211,16 +223,17 @@ impl Source {
         let mut long_buf = [0u8; 8];
         // Exact line numbers are known only for a split read from the start of its input.
         let mut line = 0u64;
-        let start = split.start;
         let line_of = |offset: u64, line: u64| -> u64 {
             match input {
-                Input::File { path, .. } if start > 0 => line_number(path, offset).unwrap_or(0),
-                _ => line,
+                _ if from_text_start => line,
+                Input::File { path, compression: Compression::None, .. } => line_number(path, offset).unwrap_or(0),
+                // A bzip2 split after the first: the lines before it are not counted.
+                _ => 0,
             }
         };
-        let mut skip_header = opts.format.has_header && split.start == 0;
+        let mut skip_header = opts.format.has_header && from_text_start;
         // A byte order mark is dropped where the input starts, as Hadoop drops it.
-        let mut at_input_start = split.start == 0;
+        let mut at_input_start = from_text_start;
         let (mut read, mut reported) = (0u64, 0u64);
         let position = |read: u64| compressed.map_or(read, |c| c.load(Ordering::Relaxed));
         // The batch's slices borrow the reader's buffer anew each time; their vectors' memory

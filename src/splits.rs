@@ -11,6 +11,8 @@ use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Default split size: 64 MiB, as HDFS blocks.
 pub const DEFAULT_SPLIT_SIZE: u64 = 64 << 20;
@@ -132,6 +134,11 @@ pub const SPLITS_PER_WORKER: u64 = 64;
 /// The smallest split the balancing chooses (a split has a fixed cost: a file open, a seek).
 pub const MIN_BALANCED_SPLIT: u64 = 1 << 20;
 
+/// The smallest bzip2 split the balancing chooses: a split decodes one block (up to 900 kB of
+/// text) past its end to finish its last record, so a split of 8 MiB, some 20 blocks, reads
+/// about 5% more than its share.
+pub const MIN_BALANCED_BZIP2_SPLIT: u64 = 8 << 20;
+
 /// The split size used: the requested one, lowered for inputs too small to give every one of
 /// `peers` workers [`SPLITS_PER_WORKER`] splits, but not below 1 MiB. Every process computes
 /// the same from the same inputs.
@@ -142,8 +149,11 @@ pub fn balanced_split_size(requested: u64, total_bytes: u64, peers: usize) -> u6
 
 /// Cuts every input into splits of at most `split_size` bytes. An empty file has no split;
 /// standard input is one split, and so is a compressed file, whatever its size (its range is
-/// then its compressed bytes, which weigh it against other splits and measure progress).
-pub fn plan_splits(inputs: &[Input], split_size: u64) -> Result<Vec<Split>> {
+/// then its compressed bytes, which weigh it against other splits and measure progress), but
+/// for bzip2, which is cut as plain text is (see `bzip2_blocks`).
+///
+/// A bzip2 file is cut into splits of `bzip2_split_size` bytes.
+pub fn plan_splits(inputs: &[Input], split_size: u64, bzip2_split_size: u64) -> Result<Vec<Split>> {
     if split_size == 0 {
         return Err(Error::invalid("split size", "must be at least 1 byte"));
     }
@@ -152,13 +162,14 @@ pub fn plan_splits(inputs: &[Input], split_size: u64) -> Result<Vec<Split>> {
         match input {
             Input::Stdin => splits.push(Split { index: splits.len(), input: input_index, start: 0, end: u64::MAX }),
             Input::File { len: 0, .. } => {}
-            Input::File { len, compression, .. } if *compression != Compression::None => {
+            Input::File { len, compression, .. } if !compression.splittable() => {
                 splits.push(Split { index: splits.len(), input: input_index, start: 0, end: *len })
             }
-            &Input::File { len, .. } => {
+            &Input::File { len, compression, .. } => {
+                let size = if compression == Compression::Bzip2 { bzip2_split_size.max(1) } else { split_size };
                 let mut start = 0;
                 while start < len {
-                    let end = start.saturating_add(split_size).min(len);
+                    let end = start.saturating_add(size).min(len);
                     splits.push(Split { index: splits.len(), input: input_index, start, end });
                     start = end;
                 }
@@ -178,6 +189,9 @@ pub struct SplitReader<R> {
     /// File offset of `buf[pos]`.
     offset: u64,
     end: u64,
+    /// Where the source says the split's records end, once it knows (a bzip2 split, once it has
+    /// decoded its last block): `end` follows it.
+    ends_at: Option<Arc<AtomicU64>>,
     eof: bool,
     max_record: usize,
     name: String,
@@ -244,12 +258,21 @@ impl<R: Read> SplitReader<R> {
             filled: 0,
             offset,
             end,
+            ends_at: None,
             eof: false,
             max_record,
             name,
             records: 0,
             from_start: offset == 0,
         }
+    }
+
+    /// Makes the reader stop at the offset `end` holds, which its source sets once it knows it
+    /// (before it gives any byte past it).
+    pub(crate) fn ending_at(mut self, end: Arc<AtomicU64>) -> Self {
+        self.end = end.load(Ordering::Relaxed);
+        self.ends_at = Some(end);
+        self
     }
 
     /// Moves unconsumed bytes to the front and reads more; grows the buffer for long lines.
@@ -277,6 +300,9 @@ impl<R: Read> SplitReader<R> {
                 }
                 Ok(n) => {
                     self.filled += n;
+                    if let Some(end) = &self.ends_at {
+                        self.end = end.load(Ordering::Relaxed);
+                    }
                     return Ok(true);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -286,7 +312,7 @@ impl<R: Read> SplitReader<R> {
     }
 
     /// Discards bytes through the next newline.
-    fn skip_line(&mut self) -> Result<()> {
+    pub(crate) fn skip_line(&mut self) -> Result<()> {
         loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.pos..self.filled]) {
                 self.offset += (i + 1) as u64;
@@ -520,7 +546,7 @@ mod tests {
         std::fs::write(&path, data).unwrap();
         let inputs = resolve_inputs(std::slice::from_ref(&path)).unwrap();
         let mut out = Vec::new();
-        for split in plan_splits(&inputs, size).unwrap() {
+        for split in plan_splits(&inputs, size, size).unwrap() {
             let mut r = SplitReader::open(&path, &split, 1 << 20).unwrap();
             while let Some((off, rec)) = r.next_record().unwrap() {
                 assert!(off >= split.start && off < split.end);
@@ -555,7 +581,7 @@ mod tests {
         for size in 1..=data.len() as u64 + 1 {
             for max in [1, 2, 3, 64] {
                 let mut got = Vec::new();
-                for split in plan_splits(&inputs, size).unwrap() {
+                for split in plan_splits(&inputs, size, size).unwrap() {
                     let mut r = SplitReader::open(&path, &split, 1 << 20).unwrap();
                     let mut lines = Vec::new();
                     loop {

@@ -406,3 +406,86 @@ fn build_with_key(dir: &Path, input: &str, key: &str, name: &str) -> (Vec<u8>, S
     let summary = ok(&run(&["build", input, "-k", key, "-o", &out, "--no-progress", "--expected-items", "100000"]));
     (std::fs::read(&out).unwrap(), summary)
 }
+
+/// A text of `rows` records with pseudo-random payloads (so that bzip2 makes many blocks of it),
+/// every 5000th record 250 kB long: longer than a block at `bzip2 -1`.
+fn blocky_csv(rows: u64) -> Vec<u8> {
+    let mut text = b"id,key,payload\n".to_vec();
+    for i in 0..rows {
+        let len = if i % 5000 == 17 { 250_000 } else { (i % 40) as usize };
+        let payload: String = (0..len as u64).map(|j| char::from(b'a' + (splitmix64(i << 20 | j) % 26) as u8)).collect();
+        text.extend_from_slice(format!("{i},k{i},{payload}\n").as_bytes());
+    }
+    text
+}
+
+/// A bzip2 file is cut into splits at the blocks that start in each, as Hadoop cuts it: files
+/// of many blocks (one stream, or several concatenated with an empty one between, as pbzip2
+/// writes), with records longer than a block, build the filter of their text for any worker
+/// count and split size, every record read once; the semi-join keeps their records in their
+/// order; a damaged block fails the job, naming the file, whichever split it is in.
+#[test]
+fn bzip2_files_are_read_in_splits_of_their_blocks() {
+    let dir = tempdir();
+    let text = blocky_csv(30_000);
+    let plain = write(dir.path(), "plain.csv", &text);
+    let (reference, _) = build(dir.path(), &[&plain], "plain.bloom", &["--expected-items", "30000"]);
+    let one = bzip2(&text);
+    // Streams cut mid-line, and an empty one.
+    let cut = text.len() / 3 + 11;
+    let concatenated = [bzip2(&text[..cut]), bzip2(b""), bzip2(&text[cut..])].concat();
+    // Streams cut right after a newline: a split's text then ends where a record starts, which
+    // is the split's (and not the next one's) to read.
+    let mut lined = Vec::new();
+    let mut from = 0;
+    for piece in 1..=30 {
+        let to = if piece == 30 { text.len() } else { from + memchr::memchr(b'\n', &text[(text.len() * piece / 30)..]).unwrap() + (text.len() * piece / 30 - from) + 1 };
+        lined.extend(bzip2(&text[from..to]));
+        from = to;
+    }
+    assert!(one.len() > 200_000, "{} bytes: too few blocks to split", one.len());
+    for (name, bytes) in [("one.csv.bz2", &one), ("cat.csv.bz2", &concatenated), ("lined.csv.bz2", &lined)] {
+        let input = write(dir.path(), name, bytes);
+        for (w, split) in [("1", "67108864"), ("2", "20000"), ("3", "7777"), ("2", "100003")] {
+            let (filter, summary) = build(dir.path(), &[&input], &format!("{name}-{w}-{split}.bloom"), &["--expected-items", "30000", "-w", w, "--split-size", split]);
+            assert!(summary.contains("records            30000"), "{name} -w {w} --split-size {split}: {summary}");
+            assert!(summary.contains(&format!("bytes              {}", text.len())), "{name} -w {w} --split-size {split}: {summary}");
+            assert!(filter == reference, "{name} -w {w} --split-size {split}: not the filter of the text");
+        }
+    }
+
+    // The semi-join's output is the plain probe's, record for record, each part in input order.
+    let build_side = write(dir.path(), "keys.csv", b"key\nk3\nk17\nk5017\nk29999\nk12345\n");
+    let probe = path_str(dir.path(), "one.csv.bz2");
+    let joined = |probe: &str, name: &str| -> Vec<Vec<u8>> {
+        let out = path_str(dir.path(), name);
+        ok(&run(&["semijoin", "--build", &build_side, "--build-key", "key", "--probe", probe, "--probe-key", "key", "--exact", "-w", "3", "--split-size", "20000", "-o", &out, "--no-progress"]));
+        let mut parts: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("part-")).collect();
+        parts.sort();
+        let mut records: Vec<Vec<u8>> = Vec::new();
+        for part in parts {
+            let bytes = std::fs::read(part).unwrap();
+            let ids: Vec<u64> = bytes[b"id,key,payload\n".len()..].split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| {
+                records.push(l.to_vec());
+                String::from_utf8_lossy(l.split(|&b| b == b',').next().unwrap()).parse().unwrap()
+            }).collect();
+            assert!(ids.windows(2).all(|p| p[0] < p[1]), "{name}: a part's records out of input order: {ids:?}");
+        }
+        records.sort();
+        records
+    };
+    let from_bzip2 = joined(&probe, "joined-bz2");
+    assert_eq!(from_bzip2.len(), 5);
+    assert!(from_bzip2 == joined(&plain, "joined-plain"), "the semi-join of the bzip2 probe differs from the plain one's");
+
+    // A damaged block, in the first, a middle or the last split.
+    for at in [one.len() / 10, one.len() / 2, one.len() - 100] {
+        let mut damaged = one.clone();
+        damaged[at] ^= 0x55;
+        let name = format!("damaged-{at}.csv.bz2");
+        let input = write(dir.path(), &name, &damaged);
+        let out = path_str(dir.path(), "damaged.bloom");
+        fails_with(&run(&["build", &input, "-k", "key", "--expected-items", "30000", "-o", &out, "-w", "2", "--split-size", "20000", "--no-progress"]), &[&name, "not valid bzip2 data"]);
+        assert!(!Path::new(&out).exists());
+    }
+}
