@@ -1,9 +1,11 @@
-//! Compressed files: an input's codec told by its suffix (gzip, zstd, deflate, bzip2), and its decoder (a
-//! gzip, zstd or deflate file cannot be read from its middle, so it is one split, see
+//! Compressed files: an input's codec told by its suffix (gzip, zstd, deflate, bzip2, and Hadoop's
+//! framed Snappy and LZ4), and its decoder (a gzip, zstd, deflate, Snappy or LZ4 file cannot be
+//! read from its middle, so it is one split, see
 //! `splits::plan_splits`, read whole by one worker; a bzip2 file is split at its blocks, see
 //! `bzip2_blocks`); the suffix of a compressed output.
 
 use crate::error::{Error, Result};
+use crate::hadoop_blocks::{BlockCodec, HadoopBlockReader};
 use crate::splits::{SplitReader, READ_SIZE};
 use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use std::fs::File;
@@ -27,21 +29,26 @@ pub enum Compression {
     /// `.bz2`: bzip2 streams (concatenated ones too, as pbzip2 and lbzip2 write), as Hadoop's
     /// BZip2Codec writes them. Slow to read: about a tenth of gzip's speed.
     Bzip2,
+    /// `.snappy`: raw Snappy blocks in Hadoop's block framing, as its SnappyCodec writes them
+    /// (Hive and Spark text output too); see `hadoop_blocks`.
+    Snappy,
+    /// `.lz4`: raw LZ4 blocks in Hadoop's block framing, as its Lz4Codec writes them (not the
+    /// `lz4` tool's frame format).
+    Lz4,
 }
 
 /// Suffixes of compression formats bloomflow does not read: such a file is refused, because read
 /// as text it would yield garbage keys.
-const UNREADABLE_CODECS: [(&str, &str); 4] = [
+const UNREADABLE_CODECS: [(&str, &str); 3] = [
     ("xz", "xz"),
-    ("lz4", "LZ4"),
-    ("snappy", "Snappy"),
     ("lzo", "LZO"),
+    ("br", "Brotli"),
 ];
 
 impl Compression {
     /// The compression of `path`, by its suffix (case ignored): `.gz` is gzip, `.zst` and `.zstd`
-    /// zstd, `.deflate` zlib, `.bz2` bzip2, the suffixes of other codecs are an error, anything else is plain
-    /// text.
+    /// zstd, `.deflate` zlib, `.bz2` bzip2, `.snappy` and `.lz4` Hadoop's framed Snappy and LZ4, the
+    /// suffixes of other codecs are an error, anything else is plain text.
     pub fn of(path: &Path) -> Result<Compression> {
         let suffix = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
         match suffix.as_str() {
@@ -49,6 +56,8 @@ impl Compression {
             "zst" | "zstd" => return Ok(Compression::Zstd),
             "deflate" => return Ok(Compression::Deflate),
             "bz2" => return Ok(Compression::Bzip2),
+            "snappy" => return Ok(Compression::Snappy),
+            "lz4" => return Ok(Compression::Lz4),
             _ => {}
         }
         match UNREADABLE_CODECS.iter().find(|(s, _)| *s == suffix) {
@@ -70,7 +79,8 @@ impl Compression {
     }
 
     /// Every codec bloomflow reads.
-    pub const CODECS: [Compression; 4] = [Compression::Gzip, Compression::Zstd, Compression::Deflate, Compression::Bzip2];
+    pub const CODECS: [Compression; 6] =
+        [Compression::Gzip, Compression::Zstd, Compression::Deflate, Compression::Bzip2, Compression::Snappy, Compression::Lz4];
 
     /// The suffix of a file written with this compression: `.gz`, `.zst`, or none.
     pub fn suffix(self) -> &'static str {
@@ -80,6 +90,8 @@ impl Compression {
             Compression::Zstd => ".zst",
             Compression::Deflate => ".deflate",
             Compression::Bzip2 => ".bz2",
+            Compression::Snappy => ".snappy",
+            Compression::Lz4 => ".lz4",
         }
     }
 
@@ -91,6 +103,8 @@ impl Compression {
             Compression::Zstd => "zstd",
             Compression::Deflate => "deflate",
             Compression::Bzip2 => "bzip2",
+            Compression::Snappy => "snappy",
+            Compression::Lz4 => "lz4",
         }
     }
 }
@@ -109,16 +123,18 @@ impl OutputCompression {
 
     /// `codec` at `level`, which must be in the codec's range: 0–9 for gzip and deflate (zlib's
     /// levels), 1–22 for zstd, 1–9 for bzip2 (its block size in 100 kB), and none without a
-    /// codec.
+    /// codec or for snappy and lz4 (Hadoop's codecs have none).
     pub fn new(codec: Compression, level: Option<i32>) -> Result<OutputCompression> {
         let range = match codec {
             Compression::None => None,
             Compression::Gzip | Compression::Deflate => Some(0..=9),
             Compression::Zstd => Some(1..=22),
             Compression::Bzip2 => Some(1..=9),
+            Compression::Snappy | Compression::Lz4 => None,
         };
         match (level, range) {
-            (Some(l), None) => Err(Error::invalid("compression level", format!("{l} given without a codec (--compress)"))),
+            (Some(l), None) if codec == Compression::None => Err(Error::invalid("compression level", format!("{l} given without a codec (--compress)"))),
+            (Some(l), None) => Err(Error::invalid("compression level", format!("{l} given, but {} has no levels", codec.name()))),
             (Some(l), Some(range)) if !range.contains(&l) => Err(Error::invalid(
                 "compression level",
                 format!("{l} is out of range: expected {}–{} for {}", range.start(), range.end(), codec.name()),
@@ -169,6 +185,8 @@ enum Decoder<F: BufRead> {
     Zstd(zstd::stream::read::Decoder<'static, F>),
     Deflate(MultiZlib<F>),
     Bzip2(bzip2::bufread::MultiBzDecoder<F>),
+    /// Snappy or LZ4 in Hadoop's framing.
+    Blocks(HadoopBlockReader<F>),
 }
 
 impl<F: BufRead> Decompressed<F> {
@@ -179,6 +197,8 @@ impl<F: BufRead> Decompressed<F> {
             Compression::Zstd => Decoder::Zstd(zstd::stream::read::Decoder::with_buffer(file)?),
             Compression::Deflate => Decoder::Deflate(MultiZlib::new(file)),
             Compression::Bzip2 => Decoder::Bzip2(bzip2::bufread::MultiBzDecoder::new(file)),
+            Compression::Snappy => Decoder::Blocks(HadoopBlockReader::new(file, BlockCodec::Snappy)),
+            Compression::Lz4 => Decoder::Blocks(HadoopBlockReader::new(file, BlockCodec::Lz4)),
             Compression::None => unreachable!("an uncompressed file is read as it is"),
         };
         Ok(Decompressed { decoder, compression })
@@ -193,6 +213,7 @@ impl Decompressed<CompressedFile> {
             Decoder::Zstd(d) => d.get_ref().buffer().len(),
             Decoder::Deflate(d) => d.decoder().get_ref().buffer().len(),
             Decoder::Bzip2(d) => d.get_ref().buffer().len(),
+            Decoder::Blocks(d) => d.get_ref().buffer().len(),
         }
     }
 }
@@ -234,6 +255,7 @@ impl<F: BufRead> Read for Decompressed<F> {
             Decoder::Zstd(d) => d.read(buf),
             Decoder::Deflate(d) => d.read(buf),
             Decoder::Bzip2(d) => d.read(buf),
+            Decoder::Blocks(d) => d.read(buf),
         };
         read.map_err(|e| decoding_error(self.compression, e))
     }
@@ -337,6 +359,8 @@ mod tests {
         assert_eq!(of("a.tsv.zstd").unwrap(), Compression::Zstd);
         assert_eq!(of("part-r-00000.deflate").unwrap(), Compression::Deflate);
         assert_eq!(of("part-r-00000.bz2").unwrap(), Compression::Bzip2);
+        assert_eq!(of("000000_0.snappy").unwrap(), Compression::Snappy);
+        assert_eq!(of("part-m-00003.LZ4").unwrap(), Compression::Lz4);
         // A written file's suffix reads back as its codec.
         for c in [Compression::None].into_iter().chain(Compression::CODECS) {
             assert_eq!(of(&format!("part-00000{}", c.suffix())).unwrap(), c);
@@ -344,7 +368,7 @@ mod tests {
         for plain in ["a.csv", "part-00000", "a.gzip.csv", ".gz"] {
             assert_eq!(of(plain).unwrap(), Compression::None, "{plain}");
         }
-        for (name, codec) in [("a.csv.lzo", "LZO"), ("a.xz", "xz"), ("a.lz4", "LZ4"), ("x.snappy", "Snappy")] {
+        for (name, codec) in [("a.csv.lzo", "LZO"), ("a.xz", "xz"), ("x.csv.br", "Brotli")] {
             let e = of(name).unwrap_err().to_string();
             assert!(e.contains(name) && e.contains(codec) && e.contains("cannot read"), "{e}");
         }
@@ -376,6 +400,11 @@ mod tests {
         assert!(ok(Compression::Bzip2, 1) && ok(Compression::Bzip2, 9) && !ok(Compression::Bzip2, 0) && !ok(Compression::Bzip2, 10));
         let e = OutputCompression::new(Compression::None, Some(3)).unwrap_err().to_string();
         assert!(e.contains("without a codec"), "{e}");
+        for codec in [Compression::Snappy, Compression::Lz4] {
+            assert!(OutputCompression::new(codec, None).is_ok());
+            let e = OutputCompression::new(codec, Some(1)).unwrap_err().to_string();
+            assert!(e.contains("has no levels") && e.contains(codec.name()), "{e}");
+        }
         assert_eq!(OutputCompression::new(Compression::Zstd, None).unwrap().level, None);
     }
 

@@ -25,6 +25,7 @@ pub mod records;
 pub mod splits;
 pub mod compressed;
 pub mod bzip2_blocks;
+pub mod hadoop_blocks;
 pub mod allreduce;
 pub mod cluster;
 pub mod scan;

@@ -6,6 +6,7 @@
 use crate::atomic::{AtomicFile, Writeback};
 use crate::compressed::{Compression, OutputCompression};
 use crate::error::{Error, Result};
+use crate::hadoop_blocks::{BlockCodec, HadoopBlockWriter};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -128,6 +129,8 @@ enum TaskWriter {
     Zstd(BufWriter<zstd::stream::write::Encoder<'static, Writeback>>),
     Deflate(BufWriter<flate2::write::ZlibEncoder<Writeback>>),
     Bzip2(BufWriter<bzip2::write::BzEncoder<Writeback>>),
+    /// Snappy or LZ4 in Hadoop's block framing (which gathers a block of text itself).
+    Blocks(Box<HadoopBlockWriter<BufWriter<Writeback>>>),
 }
 
 /// Bytes gathered before each write to the file (or the encoder).
@@ -152,6 +155,8 @@ impl TaskWriter {
                 let level = compression.level.map_or(bzip2::Compression::best(), |l| bzip2::Compression::new(l as u32));
                 TaskWriter::Bzip2(BufWriter::with_capacity(WRITE_BUFFER, bzip2::write::BzEncoder::new(file, level)))
             }
+            Compression::Snappy => TaskWriter::Blocks(Box::new(HadoopBlockWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file), BlockCodec::Snappy))),
+            Compression::Lz4 => TaskWriter::Blocks(Box::new(HadoopBlockWriter::new(BufWriter::with_capacity(WRITE_BUFFER, file), BlockCodec::Lz4))),
         })
     }
 
@@ -163,6 +168,7 @@ impl TaskWriter {
             TaskWriter::Zstd(w) => w.write_all(bytes),
             TaskWriter::Deflate(w) => w.write_all(bytes),
             TaskWriter::Bzip2(w) => w.write_all(bytes),
+            TaskWriter::Blocks(w) => w.write_all(bytes),
         }
     }
 
@@ -175,6 +181,7 @@ impl TaskWriter {
             TaskWriter::Zstd(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
             TaskWriter::Deflate(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
             TaskWriter::Bzip2(w) => w.into_inner().map_err(|e| e.into_error())?.finish(),
+            TaskWriter::Blocks(w) => w.finish()?.into_inner().map_err(|e| e.into_error()),
         }
     }
 }

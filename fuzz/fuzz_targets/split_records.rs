@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let inputs = resolve_inputs(&[path.clone()]).unwrap();
     let records = |split_size: u64| -> Vec<(u64, Vec<u8>)> {
         let mut out = Vec::new();
-        for split in plan_splits(&inputs, split_size).unwrap() {
+        for split in plan_splits(&inputs, split_size, split_size).unwrap() {
             let mut reader = SplitReader::open(&path, &split, 1 << 20).unwrap();
             while let Some((offset, record)) = reader.next_record().unwrap() {
                 assert!(offset >= split.start && offset < split.end, "record outside its split");

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Input files, directories (the files beneath them, in sorted order) or `-` for standard input. Files
-    /// named `.gz`, `.zst`, `.deflate` or `.bz2` are decompressed; each is one split, read whole, but
-    /// for `.bz2`, which is split at its blocks as Hadoop splits it.
+    /// named `.gz`, `.zst`, `.deflate`, `.bz2`, `.snappy` or `.lz4` (Hadoop's framing) are
+    /// decompressed; each is one split, read whole, but for `.bz2`, which is split at its blocks
+    /// as Hadoop splits it.
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
     /// The key field: a column name from the header, or a 1-based index.

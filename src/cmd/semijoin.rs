@@ -9,8 +9,8 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 #[command(group = clap::ArgGroup::new("side").required(true).args(["build", "filter"]))]
 pub struct Args {
-    /// Build-side inputs (files, directories or `-`; `.gz`, `.zst`, `.deflate` and `.bz2` files
-    /// are decompressed): the keys to keep.
+    /// Build-side inputs (files, directories or `-`; `.gz`, `.zst`, `.deflate`, `.bz2`, `.snappy`
+    /// and `.lz4` files are decompressed): the keys to keep.
     #[arg(long, num_args = 1.., value_name = "INPUT", requires = "build_key")]
     build: Vec<PathBuf>,
     /// The build side's key field (name or 1-based index).
@@ -43,12 +43,13 @@ pub struct Args {
     overwrite: bool,
     /// Compress the part files: gzip (part-NNNNN.gz, at gzip's usual level), zstd
     /// (part-NNNNN.zst, at zstd's), deflate (part-NNNNN.deflate, zlib streams as Hadoop's
-    /// DefaultCodec writes) or bzip2 (part-NNNNN.bz2, slow but splittable by Hadoop), named as
-    /// Hadoop names compressed parts; bloomflow reads all four.
+    /// DefaultCodec writes), bzip2 (part-NNNNN.bz2, slow but splittable), snappy or lz4
+    /// (part-NNNNN.snappy, part-NNNNN.lz4: raw blocks in Hadoop's framing, as its SnappyCodec
+    /// and Lz4Codec write them), named as Hadoop names compressed parts; bloomflow reads them all.
     #[arg(long, value_enum, default_value_t = CompressArg::None)]
     compress: CompressArg,
     /// The codec's level, instead of its usual one: 0–9 for gzip and deflate (6 by default; 1 is
-    /// fastest), 1–22 for zstd (3 by default), 1–9 for bzip2 (9 by default).
+    /// fastest), 1–22 for zstd (3 by default), 1–9 for bzip2 (9 by default); snappy and lz4 have none.
     #[arg(long, value_name = "N", requires = "compress")]
     compress_level: Option<i32>,
     #[command(flatten)]
@@ -66,6 +67,8 @@ enum CompressArg {
     Zstd,
     Deflate,
     Bzip2,
+    Snappy,
+    Lz4,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -108,6 +111,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 CompressArg::Zstd => Compression::Zstd,
                 CompressArg::Deflate => Compression::Deflate,
                 CompressArg::Bzip2 => Compression::Bzip2,
+                CompressArg::Snappy => Compression::Snappy,
+                CompressArg::Lz4 => Compression::Lz4,
             },
             args.compress_level,
         )?,
