@@ -215,31 +215,37 @@ fn concatenated_members_and_mixed_directories_are_read_whole() {
     }
 }
 
-/// Two processes over a directory of gzip, zstd and plain files (each process plans the same
-/// splits, and a compressed one is claimed whole) build one worker's filter, byte for byte.
+/// Two processes over a directory of plain files and files of every codec (each process plans
+/// the same splits: a compressed file is claimed whole, a bzip2 file in splits of its blocks)
+/// build one worker's filter, byte for byte.
 #[test]
 fn processes_over_compressed_files_build_the_same_filter() {
     let dir = tempdir();
     let inputs = dir.path().join("inputs");
     std::fs::create_dir(&inputs).unwrap();
     let mut first = 0;
-    for (i, rows) in [4000, 2500, 6000, 3000, 5000].into_iter().enumerate() {
+    let sizes = [4000, 2500, 6000, 3000, 5000, 3500, 2000];
+    for (i, rows) in sizes.into_iter().enumerate() {
         let text = csv(first, rows, true);
         first += rows;
-        match i % 3 {
-            0 => write(&inputs, &format!("{i}.csv.gz"), &gzip(&text)),
-            1 => write(&inputs, &format!("{i}.csv.zst"), &zstd(&text)),
-            _ => write(&inputs, &format!("{i}.csv"), &text),
+        match CODECS.get(i) {
+            Some((suffix, _, compress)) => write(&inputs, &format!("{i}.csv.{suffix}"), &compress(&text)),
+            None => write(&inputs, &format!("{i}.csv"), &text),
         };
     }
+    // A bzip2 file of many blocks, which the split size below cuts into several splits.
+    let blocky = blocky_csv(30_000);
+    let blocky_rows = 30_000;
+    write(&inputs, "blocky.csv.bz2", &bzip2(&blocky));
+    let records = sizes.iter().sum::<usize>() + blocky_rows;
     let input = path_str(dir.path(), "inputs");
-    let (reference, _) = build(dir.path(), &[&input], "one.bloom", &["--expected-items", "20500"]);
+    let (reference, _) = build(dir.path(), &[&input], "one.bloom", &["--expected-items", "60000"]);
     for (processes, workers) in [(2, 1), (2, 2)] {
         let out = path_str(dir.path(), &format!("c{processes}x{workers}.bloom"));
-        let args = ["build", &input, "-k", "key", "--expected-items", "20500", "-o", &out, "--split-size", "20000", "--no-progress"];
+        let args = ["build", &input, "-k", "key", "--expected-items", "60000", "-o", &out, "--split-size", "20000", "--no-progress"];
         let outs = run_cluster(dir.path(), processes, workers, &args, Duration::from_secs(60));
         let summary = ok(&outs[0]);
-        assert!(summary.contains("records            20500"), "{summary}");
+        assert!(summary.contains(&format!("records            {records}")), "{summary}");
         outs[1..].iter().for_each(|o| drop(ok(o)));
         assert_eq!(std::fs::read(&out).unwrap(), reference, "{processes} x {workers}");
     }
