@@ -109,6 +109,7 @@ fn semijoin_step(filter: FilterSource, events: &Path, output: &Path, exact: bool
         probe_scan: scan("customer_id"),
         output: output.to_path_buf(),
         exact,
+        anti: false,
         exact_strategy: ExactStrategy::Auto,
         broadcast_limit: 64 << 20,
         overwrite: true,

@@ -1,4 +1,5 @@
-//! `bloomflow semijoin`: keep the probe records whose key may be on the build side.
+//! `bloomflow semijoin`: keep the probe records whose key may be on the build side (or, with
+//! `--anti --exact`, those whose key is not).
 
 use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
 use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
@@ -35,6 +36,10 @@ pub struct Args {
     /// --broadcast-limit, with auto), or shuffle keys and join with differential-dataflow.
     #[arg(long, value_enum, default_value_t = StrategyArg::Auto, requires = "exact")]
     exact_strategy: StrategyArg,
+    /// Keep the probe records whose key is NOT on the build side instead (a left anti-join, as
+    /// Spark's left_anti). Needs --exact: a false positive of the filter must not drop a record.
+    #[arg(long)]
+    anti: bool,
     /// Most build-key bytes the auto strategy broadcasts to every process.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
     broadcast_limit: u64,
@@ -97,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         probe_scan,
         output: args.output.clone(),
         exact: args.exact,
+        anti: args.anti,
         exact_strategy: match args.exact_strategy {
             StrategyArg::Auto => ExactStrategy::Auto,
             StrategyArg::Broadcast => ExactStrategy::Broadcast,
@@ -141,8 +147,10 @@ pub fn print_summary(s: &SemijoinStats) {
         println!("    {e}");
     }
     println!("  bloom survivors     {} ({:.2}% pruned)", s.bloom_survivors, s.fraction_pruned * 100.0);
-    if let (Some(fp), Some(strategy)) = (s.false_positives_removed, s.exact_strategy) {
-        println!("  false positives     {fp} removed by the exact join ({strategy:?} strategy)");
+    match (s.false_positives_removed, s.exact_strategy) {
+        (Some(fp), Some(strategy)) if s.anti => println!("  false positives     {fp} kept by the exact anti-join ({strategy:?} strategy)"),
+        (Some(fp), Some(strategy)) => println!("  false positives     {fp} removed by the exact join ({strategy:?} strategy)"),
+        _ => {}
     }
     if let Some(bytes) = s.broadcast_key_bytes {
         println!("  broadcast           {} of build keys sent to every process", human_bytes(bytes));
@@ -150,7 +158,11 @@ pub fn print_summary(s: &SemijoinStats) {
     if let Some(saved) = s.network_bytes_saved_by_bloom {
         println!("  network saved       {} of key exchange kept off the network by the Bloom step", human_bytes(saved));
     }
-    println!("  records out         {}", s.records_out);
+    if s.anti {
+        println!("  records out         {} (without a match on the build side)", s.records_out);
+    } else {
+        println!("  records out         {}", s.records_out);
+    }
     println!("  elapsed             {:.3} s ({:.1} MB/s)", s.elapsed_secs, s.mb_per_sec);
     for w in &s.warnings {
         eprintln!("bloomflow: warning: {w}");

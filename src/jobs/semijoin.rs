@@ -3,6 +3,11 @@
 //! the filter answers "maybe". Probe records never cross the network. With `--exact`, the
 //! survivors' keys and the build keys are exchanged by key and joined with differential-dataflow's
 //! `semijoin`, and only true matches are written.
+//!
+//! With `--anti` (which needs `--exact`) the job keeps the other records: those whose key is not
+//! on the build side (a left anti-join, Spark's `left_anti`). A record the filter answers
+//! "definitely absent" for is kept at once; only the filter's "maybe" answers are checked
+//! against the build keys, and those that match are dropped.
 
 use super::build::{size_filter, SizedSpec, Sizing};
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
@@ -68,6 +73,8 @@ pub struct SemijoinConfig {
     pub probe_scan: ScanOptions,
     pub output: PathBuf,
     pub exact: bool,
+    /// Keep the records whose key is not on the build side instead (needs `exact`).
+    pub anti: bool,
     pub exact_strategy: ExactStrategy,
     /// Most build-key bytes `Auto` broadcasts.
     pub broadcast_limit: u64,
@@ -98,7 +105,7 @@ pub struct ProbeReport {
 #[derive(Clone, Debug, Serialize)]
 pub struct SemijoinStats {
     pub output: String,
-    /// How the part files are compressed: `none`, `gzip`, `zstd` or `deflate`.
+    /// How the part files are compressed: `none` or the codec's name (`gzip`, `zstd`, ...).
     pub output_compression: String,
     pub processes: usize,
     pub workers_per_process: usize,
@@ -120,11 +127,14 @@ pub struct SemijoinStats {
     /// Fraction of probe records the filter dropped.
     pub fraction_pruned: f64,
     pub exact: bool,
+    /// An anti-join: the records out are those whose key is not on the build side.
+    pub anti: bool,
     /// `broadcast` or `shuffle` (`--exact` only).
     pub exact_strategy: Option<ExactStrategy>,
     /// Build-key bytes sent to every process (the broadcast strategy only).
     pub broadcast_key_bytes: Option<u64>,
-    /// Bloom survivors the exact join removed (`--exact` only).
+    /// Bloom survivors the exact join found unmatched (`--exact` only): removed, or with
+    /// `--anti` kept.
     pub false_positives_removed: Option<u64>,
     /// Exchange bytes the Bloom step kept off the network (the shuffle strategy only).
     pub network_bytes_saved_by_bloom: Option<u64>,
@@ -151,8 +161,8 @@ fn job_agreement(config: &SemijoinConfig, planned: &PlannedFilter, probe: &Sourc
         PlannedFilter::File { path, filter } => (format!("{path:?} {:?} {} {}", filter.spec(), filter.items_inserted(), filter.bits_set()), 1, 0),
     };
     let plan = format!(
-        "semijoin\n{filter}\n{probe:?}\nexact {} {:?} {} compression {:?} output {:?}",
-        config.exact, config.exact_strategy, config.broadcast_limit, config.compression, config.output
+        "semijoin\n{filter}\n{probe:?}\nexact {} anti {} {:?} {} compression {:?} output {:?}",
+        config.exact, config.anti, config.exact_strategy, config.broadcast_limit, config.compression, config.output
     );
     Agreement::new(config.cluster.workers, build_files + probe.inputs.len() as u64, build_bytes + probe.total_bytes(), &plan)
 }
@@ -163,6 +173,12 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     let cluster = config.cluster.clone();
     if config.exact && matches!(config.filter, FilterSource::File(_)) {
         return Err(Error::invalid("--exact", "needs the build side (--build): a filter file holds no keys to join with"));
+    }
+    if config.anti && !config.exact {
+        return Err(Error::invalid(
+            "--anti",
+            "needs --exact: a record the filter answers \"maybe\" for by a false positive has no match and must be kept",
+        ));
     }
     // Both sides' inputs, resolved first: the output must be none of them.
     let build_inputs = match &config.filter {
@@ -210,6 +226,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         probe,
         dir: config.output.clone(),
         exact: config.exact,
+        anti: config.anti,
         exact_strategy: config.exact_strategy,
         broadcast_limit: config.broadcast_limit,
         compression: config.compression,
@@ -238,6 +255,7 @@ struct Job {
     probe: Source,
     dir: PathBuf,
     exact: bool,
+    anti: bool,
     exact_strategy: ExactStrategy,
     broadcast_limit: u64,
     compression: OutputCompression,
@@ -361,7 +379,8 @@ impl Job {
     }
 
     /// The Bloom step, and with `exact` the check of each survivor against the broadcast build
-    /// keys: survivors go straight to the part file.
+    /// keys: survivors go straight to the part file (with `--anti`, the records the filter
+    /// dropped and the survivors that did not match, in input order).
     #[allow(clippy::too_many_arguments)]
     fn probe_bloom(
         &self,
@@ -398,6 +417,24 @@ impl Job {
                 matches.clear();
                 matches.resize(maybe.len(), true);
             }
+            if self.anti {
+                // Every record but the survivors that matched, in order.
+                let mut checked = maybe.iter().zip(&matches).peekable();
+                for (i, record) in batch.records.iter().enumerate() {
+                    let matched = match checked.peek() {
+                        Some(&(&m, &matched)) if m == i => {
+                            checked.next();
+                            matched
+                        }
+                        _ => false,
+                    };
+                    if !matched {
+                        kept += 1;
+                        write_line(&mut part, record)?;
+                    }
+                }
+                return Ok(());
+            }
             for (&i, &matched) in maybe.iter().zip(&matches) {
                 if matched {
                     kept += 1;
@@ -414,7 +451,9 @@ impl Job {
 
     /// The Bloom step, then the exact join of the survivors' keys with the build keys. The
     /// survivors wait in a temporary file; only (key, worker, sequence) tuples and build keys are
-    /// exchanged, and each worker then writes the survivors that matched, in input order.
+    /// exchanged, and each worker then writes the survivors that matched, in input order. With
+    /// `--anti` every record waits in the file (a sequence number is its line there), and the
+    /// worker then writes all but the survivors that matched.
     fn probe_exact(&self, worker: &mut Worker, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<PathBuf> {
         let (me, peers) = (worker.index(), worker.peers());
         let PlannedFilter::Build { source: build, .. } = &self.planned else {
@@ -452,7 +491,7 @@ impl Job {
         // Scan errors are kept until the exchange is done: every worker must close its inputs,
         // or its peers would wait for them forever.
         let mut survivors_file = TaskFile::create(&self.dir, &format!("bloom-{me:05}"), OutputCompression::NONE);
-        let (mut seq, mut pruned_bytes) = (0u64, 0u64);
+        let (mut seq, mut survivors, mut pruned_bytes) = (0u64, 0u64, 0u64);
         let scanned = match survivors_file.as_mut() {
             Err(_) => Ok(ScanStats::default()),
             Ok(file) => {
@@ -462,10 +501,13 @@ impl Job {
                     for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
                         if maybe {
                             survivors_in.insert((key.to_vec(), (me as u32, seq)));
-                            seq += 1;
-                            write_line(file, record)?;
+                            survivors += 1;
                         } else {
                             pruned_bytes += key.len() as u64 + 12;
+                        }
+                        if maybe || self.anti {
+                            seq += 1;
+                            write_line(file, record)?;
                         }
                     }
                     Ok(())
@@ -484,13 +526,13 @@ impl Job {
 
         report.scan = scanned?;
         build_scanned?;
-        report.bloom_survivors = seq;
+        report.bloom_survivors = survivors;
         report.pruned_exchange_bytes = pruned_bytes;
         let survivors_path = survivors_file?.finish()?;
         let mut matched = matched.take();
         matched.sort_unstable();
         let mut part = self.open_part(me)?;
-        report.records_out = copy_matched_lines(&survivors_path, &matched, &mut part)?;
+        report.records_out = copy_lines(&survivors_path, &matched, !self.anti, &mut part)?;
         output::discard(&survivors_path);
         part.finish()
     }
@@ -518,7 +560,8 @@ impl Job {
                  (give a larger --expected-items, or --bits)"
             ));
         }
-        if scan.records > 0 && fraction_pruned < 0.1 {
+        // An anti-join keeps what the filter drops: a filter that drops little is its usual case.
+        if scan.records > 0 && fraction_pruned < 0.1 && !self.anti {
             warnings.push(format!(
                 "the filter dropped only {:.1}% of probe records: the join is not selective, or the filter is too small",
                 fraction_pruned * 100.0
@@ -550,9 +593,14 @@ impl Job {
             records_out: out,
             fraction_pruned,
             exact: self.exact,
+            anti: self.anti,
             exact_strategy: strategy,
             broadcast_key_bytes: (strategy == Some(ExactStrategy::Broadcast)).then(|| build.iter().filter_map(|r| r.collected_key_bytes).sum()),
-            false_positives_removed: self.exact.then(|| survivors - out),
+            false_positives_removed: self.exact.then(|| match self.anti {
+                // Records out: those the filter dropped, and the survivors with no match.
+                true => out - (scan.records - scan.malformed - survivors),
+                false => survivors - out,
+            }),
             network_bytes_saved_by_bloom: (strategy == Some(ExactStrategy::Shuffle)).then(|| probe.iter().map(|r| r.pruned_exchange_bytes).sum()),
             elapsed_secs: elapsed,
             mb_per_sec: mb_per_sec(scan.bytes + build_bytes, elapsed),
@@ -574,23 +622,27 @@ fn write_line(part: &mut TaskFile, record: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Copies the lines of `path` whose 0-based index is in `matched` (sorted) to `part`.
-fn copy_matched_lines(path: &Path, matched: &[u64], part: &mut TaskFile) -> Result<u64> {
+/// Copies to `part` the lines of `path` whose 0-based index is in `matched` (sorted), or with
+/// `keep_matched` false every other line.
+fn copy_lines(path: &Path, matched: &[u64], keep_matched: bool, part: &mut TaskFile) -> Result<u64> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
     let mut line = Vec::new();
     let mut wanted = matched.iter().peekable();
     let mut written = 0;
     for index in 0u64.. {
-        if wanted.peek().is_none() {
+        if keep_matched && wanted.peek().is_none() {
             break;
         }
         line.clear();
         if reader.read_until(b'\n', &mut line).map_err(|e| Error::io(path, e))? == 0 {
             break;
         }
-        if wanted.peek() == Some(&&index) {
+        let is_matched = wanted.peek() == Some(&&index);
+        if is_matched {
             wanted.next();
+        }
+        if is_matched == keep_matched {
             part.write(&line)?;
             written += 1;
         }

@@ -7,11 +7,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-/// A random build/probe pair and the true semi-join, as a multiset of probe lines.
+/// A random build/probe pair, the true semi-join and the true anti-join, as multisets of probe
+/// lines.
 struct Dataset {
     build: String,
     probe: String,
     expected: BTreeMap<Vec<u8>, usize>,
+    anti: BTreeMap<Vec<u8>, usize>,
 }
 
 fn random_key(rng: &mut impl Rng) -> String {
@@ -41,17 +43,16 @@ fn dataset(seed: u64) -> Dataset {
         build.push_str(&format!("b{i},{}\n", field(key, &mut rng)));
     }
     let mut probe = String::from("event,key,note\n");
-    let mut expected = BTreeMap::new();
+    let (mut expected, mut anti) = (BTreeMap::new(), BTreeMap::new());
     for i in 0..probe_rows {
         let key = &universe[rng.gen_range(0..universe.len())];
         let end = if rng.gen_bool(0.3) { "\r\n" } else { "\n" };
         let line = format!("{i},{},\"n, {i}\"{end}", field(key, &mut rng));
-        if build_keys.contains(key) {
-            *expected.entry(line.clone().into_bytes()).or_insert(0) += 1;
-        }
+        let joined = if build_keys.contains(key) { &mut expected } else { &mut anti };
+        *joined.entry(line.clone().into_bytes()).or_insert(0) += 1;
         probe.push_str(&line);
     }
-    Dataset { build, probe, expected }
+    Dataset { build, probe, expected, anti }
 }
 
 /// The records of every part file as a multiset, checking each part's header and that records
@@ -119,6 +120,11 @@ fn random_datasets_have_no_false_negatives_and_exact_is_the_true_semijoin() {
                 ok(&run(&semijoin_args(&build, &probe, &exact, &["-w", w, "--exact", "--exact-strategy", strategy])));
                 assert_eq!(read_output(Path::new(&exact), "event,key,note\n"), d.expected, "seed {seed} -w {w} --exact {strategy}");
             }
+            for strategy in ["broadcast", "shuffle"] {
+                let anti = path_str(dir.path(), &format!("a{seed}-{w}-{strategy}"));
+                ok(&run(&semijoin_args(&build, &probe, &anti, &["-w", w, "--exact", "--anti", "--exact-strategy", strategy])));
+                assert_eq!(read_output(Path::new(&anti), "event,key,note\n"), d.anti, "seed {seed} -w {w} --exact --anti {strategy}");
+            }
         }
         assert!(bloom_outputs.windows(2).all(|p| p[0] == p[1]), "seed {seed}: output differs across worker counts");
     }
@@ -130,11 +136,15 @@ fn a_two_process_cluster_gives_the_same_output() {
     let (d, build, probe) = dataset_files(dir.path(), 1234);
     let single = path_str(dir.path(), "single");
     ok(&run(&semijoin_args(&build, &probe, &single, &[])));
-    for (workers, exact) in [(1, None), (2, None), (1, Some("shuffle")), (2, Some("broadcast"))] {
-        let out = path_str(dir.path(), &format!("cluster-{workers}-{exact:?}"));
+    let cases = [(1, None, false), (2, None, false), (1, Some("shuffle"), false), (2, Some("broadcast"), false), (2, Some("shuffle"), true), (1, Some("broadcast"), true)];
+    for (workers, exact, anti) in cases {
+        let out = path_str(dir.path(), &format!("cluster-{workers}-{exact:?}-{anti}"));
         let mut args = semijoin_args(&build, &probe, &out, &[]);
         if let Some(strategy) = exact {
             args.extend(["--exact", "--exact-strategy", strategy]);
+        }
+        if anti {
+            args.push("--anti");
         }
         let outs = run_cluster(dir.path(), 2, workers, &args, Duration::from_secs(60));
         for o in &outs {
@@ -143,7 +153,9 @@ fn a_two_process_cluster_gives_the_same_output() {
         let got = read_output(Path::new(&out), "event,key,note\n");
         let parts = std::fs::read_dir(&out).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count();
         assert_eq!(parts, 2 * workers);
-        if exact.is_some() {
+        if anti {
+            assert_eq!(got, d.anti, "{workers} worker(s) {exact:?} --anti");
+        } else if exact.is_some() {
             assert_eq!(got, d.expected);
         } else {
             assert_eq!(got, read_output(Path::new(&single), "event,key,note\n"));
@@ -262,6 +274,40 @@ fn success_marker_holds_the_statistics_and_warns_when_nothing_is_pruned() {
     // The last record gained the newline it lacked.
     let all = read_output(Path::new(&out), "event,key,note\n");
     assert!(all.contains_key(b"3,1,z\n".as_slice()));
+}
+
+/// The anti-join keeps the records without a match: those the filter dropped and its false
+/// positives, which a tiny filter makes many of; its statistics count the false positives kept,
+/// and it does not warn that the filter prunes little (an anti-join's usual case). Without
+/// --exact it is refused: a false positive would drop a record that has no match.
+#[test]
+fn the_anti_join_keeps_the_false_positives_and_needs_exact() {
+    let dir = tempdir();
+    let build = path_str(dir.path(), "b.csv");
+    std::fs::write(&build, "name,id\na,1\nb,2\n").unwrap();
+    let probe = path_str(dir.path(), "p.csv");
+    let text: String = (1..=100).map(|i| format!("{i},{i},n\n")).collect();
+    std::fs::write(&probe, format!("event,key,note\n{text}")).unwrap();
+    for strategy in ["broadcast", "shuffle"] {
+        let out = path_str(dir.path(), &format!("anti-{strategy}"));
+        let args = ["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress"];
+        let o = run(&[&args[..], &["--exact", "--anti", "--exact-strategy", strategy, "--layout", "standard", "--bits", "8", "--hashes", "1", "-w", "2"]].concat());
+        let summary = ok(&o);
+        assert!(summary.contains("records out         98 (without a match on the build side)"), "{summary}");
+        let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
+        assert_eq!(stats["anti"], true);
+        assert_eq!(stats["records_out"], 98);
+        let survivors = stats["bloom_survivors"].as_u64().unwrap();
+        assert!(survivors > 10, "an 8-bit filter answers maybe for many keys: {survivors}");
+        assert_eq!(stats["false_positives_removed"].as_u64().unwrap(), survivors - 2, "{strategy}");
+        assert!(summary.contains(&format!("{} kept by the exact anti-join", survivors - 2)), "{summary}");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("dropped only"), "{strategy}: no selectivity warning");
+        let got = read_output(Path::new(&out), "event,key,note\n");
+        assert!(!got.contains_key(b"1,1,n\n".as_slice()) && !got.contains_key(b"2,2,n\n".as_slice()) && got.contains_key(b"3,3,n\n".as_slice()));
+    }
+    let out = path_str(dir.path(), "bloom-anti");
+    fails_with(&run(&semijoin_args(&build, &probe, &out, &["--anti"])), &["--exact"]);
+    assert!(!Path::new(&out).exists());
 }
 
 #[test]
