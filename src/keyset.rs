@@ -32,13 +32,7 @@ impl KeyArena {
     /// Appends a key.
     #[inline]
     pub fn push(&mut self, key: &[u8]) {
-        let mut len = key.len();
-        while len >= 0x80 {
-            self.bytes.push(len as u8 | 0x80);
-            len >>= 7;
-        }
-        self.bytes.push(len as u8);
-        self.bytes.extend_from_slice(key);
+        crate::records::push_with_length(&mut self.bytes, key);
         self.keys += 1;
     }
 

@@ -83,6 +83,93 @@ impl KeyField {
     }
 }
 
+/// The key of a record as the user named it: one field, or several whose values together make
+/// one composite key (a join on several columns, as Spark's `join(other, Seq("a", "b"))`).
+///
+/// A composite key is hashed (and joined) as its fields' values in order, each preceded by its
+/// length as a LEB128 varint ([`push_with_length`]), so that ("ab", "c") and ("a", "bc")
+/// differ. A one-field key is its value alone, as before composite keys existed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Key {
+    fields: Vec<KeyField>,
+}
+
+impl Key {
+    /// A key of one field.
+    pub fn single(field: KeyField) -> Key {
+        Key { fields: vec![field] }
+    }
+
+    /// A key of the fields `texts` (each as [`KeyField::parse`] reads it), in order.
+    pub fn parse<S: AsRef<str>>(texts: &[S], has_header: bool) -> Result<Key> {
+        if texts.is_empty() {
+            return Err(Error::invalid("key", "no key field given"));
+        }
+        let fields = texts.iter().map(|t| KeyField::parse(t.as_ref(), has_header)).collect::<Result<Vec<_>>>()?;
+        Ok(Key { fields })
+    }
+
+    /// The fields, in order.
+    pub fn fields(&self) -> &[KeyField] {
+        &self.fields
+    }
+
+    /// Whether the key has several fields.
+    pub fn is_composite(&self) -> bool {
+        self.fields.len() > 1
+    }
+
+    /// The 0-based index of every field, given a header line (for names). A field named twice
+    /// is refused: it is a mistake, and the key would not join with the other side's.
+    pub fn resolve(&self, header: Option<&[u8]>, delimiter: u8, file: &str) -> Result<Vec<usize>> {
+        let indexes = self.fields.iter().map(|f| f.resolve(header, delimiter, file)).collect::<Result<Vec<usize>>>()?;
+        for (i, index) in indexes.iter().enumerate() {
+            if indexes[..i].contains(index) {
+                return Err(Error::invalid("key", format!("{file}: field {} is named twice in the key", index + 1)));
+            }
+        }
+        Ok(indexes)
+    }
+
+    /// The indexes, when every field is given by index (no header needed).
+    pub fn indexes(&self) -> Option<Vec<usize>> {
+        self.fields.iter().map(|f| match f {
+            KeyField::Index(i) => Some(i - 1),
+            KeyField::Name(_) => None,
+        }).collect()
+    }
+
+    /// Whether any field is given by name.
+    pub fn has_names(&self) -> bool {
+        self.fields.iter().any(|f| matches!(f, KeyField::Name(_)))
+    }
+}
+
+/// Appends `bytes` to `out` after its length as a LEB128 varint (one byte below 128): how a
+/// composite key holds each field, and how the exact join's key arena holds each key.
+#[inline]
+pub fn push_with_length(out: &mut Vec<u8>, bytes: &[u8]) {
+    let mut len = bytes.len();
+    while len >= 0x80 {
+        out.push(len as u8 | 0x80);
+        len >>= 7;
+    }
+    out.push(len as u8);
+    out.extend_from_slice(bytes);
+}
+
+/// The composite key of `line` (terminator trimmed) of the fields at `indexes` into `out`: the
+/// fields' values, unquoted (`quoted`: the line may hold quotes), each after its length. A
+/// field that cannot be read is an error, with its index.
+pub fn composite_key(line: &[u8], delimiter: u8, indexes: &[usize], quoted: bool, scratch: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<(), (usize, KeyError)> {
+    out.clear();
+    for &index in indexes {
+        let value = if quoted { extract_key(line, delimiter, index, scratch) } else { unquoted_field(line, delimiter, index) };
+        push_with_length(out, value.map_err(|e| (index, e))?);
+    }
+    Ok(())
+}
+
 /// How key text becomes the bytes that are hashed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KeyType {
@@ -397,5 +484,37 @@ mod tests {
         assert!(err.to_string().contains("f.csv: the header names fields 2 and 4 \"name\": give the key by its 1-based index"), "{err}");
         assert_eq!(KeyField::parse("4", true).unwrap().resolve(Some(header), b',', "f.csv").unwrap(), 3);
         assert_eq!(KeyField::parse("id", true).unwrap().resolve(Some(header), b',', "f.csv").unwrap(), 0);
+    }
+
+    /// A composite key holds each field after its length, unquoted, so that values that run
+    /// together alike ("ab","c" and "a","bc") differ; a short record names the missing field.
+    #[test]
+    fn composite_keys_hold_each_field_after_its_length() {
+        let key = |line: &[u8], indexes: &[usize]| {
+            let (mut scratch, mut out) = (Vec::new(), Vec::new());
+            let quoted = line.contains(&b'"');
+            composite_key(line, b',', indexes, quoted, &mut scratch, &mut out).map(|()| out)
+        };
+        assert_eq!(key(b"1,ab,c", &[1, 2]).unwrap(), b"\x02ab\x01c");
+        assert_ne!(key(b"1,ab,c", &[1, 2]).unwrap(), key(b"1,a,bc", &[1, 2]).unwrap());
+        assert_eq!(key(b"1,\"ab\",c", &[1, 2]).unwrap(), key(b"1,ab,c", &[1, 2]).unwrap(), "quotes are not part of a value");
+        assert_eq!(key(b"1,ab,c", &[2, 1]).unwrap(), b"\x01c\x02ab", "fields in the key's order");
+        assert_eq!(key(b"1,,c", &[1, 2]).unwrap(), b"\x00\x01c");
+        let long = vec![b'x'; 300];
+        let line = [b"1,".as_slice(), &long].concat();
+        assert_eq!(key(&line, &[1]).unwrap()[..2], [0xac, 0x02], "300 as a two-byte varint");
+        assert_eq!(key(b"1,ab", &[1, 2]), Err((2, KeyError::MissingField { fields: 2 })));
+    }
+
+    #[test]
+    fn a_composite_key_resolves_each_field_and_refuses_one_named_twice() {
+        let header = b"id,name,city\n";
+        let key = Key::parse(&["city", "1"], true).unwrap();
+        assert!(key.is_composite() && key.has_names() && key.indexes().is_none());
+        assert_eq!(key.resolve(Some(header), b',', "f.csv").unwrap(), [2, 0]);
+        let twice = Key::parse(&["id", "1"], true).unwrap().resolve(Some(header), b',', "f.csv").unwrap_err();
+        assert!(twice.to_string().contains("field 1 is named twice"), "{twice}");
+        assert_eq!(Key::parse(&["3", "2"], false).unwrap().indexes(), Some(vec![2, 1]));
+        assert!(Key::parse::<&str>(&[], true).is_err());
     }
 }

@@ -4,7 +4,7 @@
 //! buffer per split, no allocation per record.
 
 use crate::error::{Error, Result};
-use crate::records::{bom_len, extract_key, trim_line_end, unquoted_field, KeyError, KeyField, KeyRules, KeyType, RecordFormat};
+use crate::records::{bom_len, composite_key, extract_key, trim_line_end, unquoted_field, Key, KeyError, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
 use crate::bzip2_blocks::Bzip2SplitReader;
@@ -21,7 +21,7 @@ pub const MALFORMED_EXAMPLES: usize = 5;
 #[derive(Clone, Debug)]
 pub struct ScanOptions {
     pub format: RecordFormat,
-    pub key: KeyField,
+    pub key: Key,
     pub split_size: u64,
     pub max_record: usize,
     /// A malformed record is an error instead of being counted.
@@ -35,9 +35,9 @@ pub struct ScanOptions {
 pub struct Source {
     pub inputs: Vec<Input>,
     pub splits: Vec<Split>,
-    /// The key's 0-based field index per input (`None` for standard input with a named key,
+    /// The key's 0-based field indexes per input (`None` for standard input with a named key,
     /// resolved from its header when it is read).
-    key_index: Vec<Option<usize>>,
+    key_index: Vec<Option<Vec<usize>>>,
     /// The first header line found among the file inputs, with its terminator.
     pub header: Option<Vec<u8>>,
     pub options: ScanOptions,
@@ -93,10 +93,7 @@ impl Source {
         let mut header = None;
         for input in &inputs {
             let index = match input {
-                Input::Stdin => match options.key {
-                    KeyField::Index(i) => Some(i - 1),
-                    KeyField::Name(_) => None,
-                },
+                Input::Stdin => options.key.indexes(),
                 Input::File { path, len, compression } => {
                     // (A compressed file can hold nothing: then it has no header line either.)
                     let first = if options.format.has_header && *len > 0 {
@@ -107,8 +104,8 @@ impl Source {
                     if header.is_none() {
                         header = first.clone();
                     }
-                    match (&options.key, &first) {
-                        (KeyField::Name(_), None) => None, // an empty file: nothing to read
+                    match &first {
+                        None if options.key.has_names() => None, // an empty file: nothing to read
                         _ => Some(options.key.resolve(first.as_deref(), options.format.delimiter, &input.name())?),
                     }
                 }
@@ -170,23 +167,23 @@ impl Source {
             match &self.inputs[split.input] {
                 Input::File { path, compression: Compression::None, .. } => {
                     let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
-                    self.scan_split(&mut reader, split, split.start == 0, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    self.scan_split(&mut reader, split, split.start == 0, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
                 Input::File { path, compression: Compression::Bzip2, .. } => {
                     let (mut reader, read, from_text_start) = Bzip2SplitReader::open_bzip2(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
-                    self.scan_split(&mut reader, split, from_text_start, self.key_index[split.input], Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    self.scan_split(&mut reader, split, from_text_start, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
                 &Input::File { ref path, compression, .. } => {
                     let (mut reader, read) = CompressedSplitReader::open_compressed(path, compression, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
-                    self.scan_split(&mut reader, split, true, self.key_index[split.input], Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
                 Input::Stdin => {
                     let stdin = crate::compressed::stdin().map_err(|e| Error::io("<stdin>", e))?;
                     let mut reader = SplitReader::new(stdin, 0, u64::MAX, self.options.max_record, "<stdin>".into());
-                    self.scan_split(&mut reader, split, true, self.key_index[split.input], None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                    self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }
             }
         }
@@ -205,7 +202,7 @@ impl Source {
         reader: &mut SplitReader<R>,
         split: &Split,
         from_text_start: bool,
-        mut key_index: Option<usize>,
+        mut key_index: Option<Vec<usize>>,
         compressed: Option<&AtomicU64>,
         abort: &AtomicBool,
         progress: &AtomicU64,
@@ -220,6 +217,8 @@ impl Source {
         let mut items: Vec<(Range<usize>, KeyAt)> = Vec::with_capacity(BATCH_LINES);
         let mut arena = Vec::new();
         let mut scratch = Vec::new();
+        // A composite key is assembled here, then copied to the arena.
+        let mut composite = Vec::new();
         let mut long_buf = [0u8; 8];
         // Exact line numbers are known only for a split read from the start of its input.
         let mut line = 0u64;
@@ -231,6 +230,13 @@ impl Source {
                 _ => 0,
             }
         };
+        // The key's field when it has one (the hot path), else the first of a composite key's.
+        let single = |indexes: &Option<Vec<usize>>| match indexes.as_deref() {
+            Some(&[index]) => (Some(index), index),
+            Some(indexes) => (None, indexes[0]),
+            None => (None, 0),
+        };
+        let (mut single_index, mut first_index) = single(&key_index);
         let mut skip_header = opts.format.has_header && from_text_start;
         // A byte order mark is dropped where the input starts, as Hadoop drops it.
         let mut at_input_start = from_text_start;
@@ -250,7 +256,7 @@ impl Source {
             let quoted = memchr::memchr(b'"', &buf[lines[0].start..end]).is_some();
             // Without quotes, a byte key is a slice of its line, so the batch is assembled as it
             // is read; otherwise some keys land in the arena, and are placed once it stops growing.
-            let direct = !quoted && opts.key_rules.key_type == KeyType::Bytes;
+            let direct = !quoted && opts.key_rules.key_type == KeyType::Bytes && !opts.key.is_composite();
             let mut keys = recycle(std::mem::take(&mut spare_keys));
             let mut records = recycle(std::mem::take(&mut spare_records));
             items.clear();
@@ -262,6 +268,7 @@ impl Source {
                     skip_header = false;
                     if key_index.is_none() {
                         key_index = Some(opts.key.resolve(Some(text), delimiter, &input.name())?);
+                        (single_index, first_index) = single(&key_index);
                     }
                     continue;
                 }
@@ -269,11 +276,18 @@ impl Source {
                     continue;
                 }
                 stats.records += 1;
-                let index = key_index.expect("key index is resolved before the first record");
-                let key = if quoted {
-                    extract_key(text, delimiter, index, &mut scratch)
-                } else {
-                    unquoted_field(text, delimiter, index)
+                // The field a malformed record is described by.
+                let mut failed = first_index;
+                let key = match single_index {
+                    Some(index) if quoted => extract_key(text, delimiter, index, &mut scratch),
+                    Some(index) => unquoted_field(text, delimiter, index),
+                    None => {
+                        let indexes = key_index.as_deref().expect("key indexes are resolved before the first record");
+                        composite_key(text, delimiter, indexes, quoted, &mut scratch, &mut composite).map(|()| &composite[..]).map_err(|(index, e)| {
+                            failed = index;
+                            e
+                        })
+                    }
                 };
                 match key.and_then(|key| opts.key_rules.encode(key, &mut long_buf)) {
                     Ok(key) => match locate_key(buf, key, &mut arena) {
@@ -293,7 +307,7 @@ impl Source {
                         let described = opts.strict || err.is_fatal() || stats.malformed_examples.len() < MALFORMED_EXAMPLES;
                         let offset = first_offset + (range.start - lines[0].start) as u64;
                         let at = if described { line_of(offset, line) } else { 0 };
-                        self.malformed(err, index, input, at, stats)?;
+                        self.malformed(err, failed, input, at, stats)?;
                     }
                 }
             }
@@ -429,6 +443,7 @@ fn first_line(path: &std::path::Path, compression: Compression, max_record: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::records::KeyField;
 
     /// Progress is told in the bytes the job's totals are made of: a plain file's own, and a
     /// compressed file's compressed bytes (not its longer text), so a bar ends at 100%.
@@ -444,7 +459,7 @@ mod tests {
             std::fs::write(&path, &bytes).unwrap();
             let options = ScanOptions {
                 format: RecordFormat { delimiter: b',', has_header: false },
-                key: KeyField::Index(2),
+                key: Key::single(KeyField::Index(2)),
                 split_size: 64 << 10,
                 max_record: 1 << 20,
                 strict: true,

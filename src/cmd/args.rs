@@ -8,7 +8,7 @@ use bloomflow::params;
 use bloomflow::hashing::{HadoopHash, Scheme};
 use bloomflow::spec::Layout;
 use clap::ValueEnum;
-use bloomflow::records::{KeyField, KeyRules, KeyType, RecordFormat};
+use bloomflow::records::{Key, KeyRules, KeyType, RecordFormat};
 use bloomflow::scan::ScanOptions;
 use bloomflow::splits::{DEFAULT_MAX_RECORD, DEFAULT_SPLIT_SIZE};
 use std::path::PathBuf;
@@ -81,7 +81,9 @@ impl InputArgs {
     }
 
     /// Scan settings for a key given as `--key`-style text.
-    pub fn scan(&self, key: &str, flag: &str) -> anyhow::Result<ScanOptions> {
+    /// Scan settings for the key fields `keys` (each as `--key` takes it) given with `flag`,
+    /// hashed by `key_rules`.
+    pub fn scan(&self, keys: &[String], flag: &str, key_rules: KeyRules) -> anyhow::Result<ScanOptions> {
         let format = self.format()?;
         if self.split_size == 0 {
             bail!("invalid --split-size: must be at least 1 byte");
@@ -89,19 +91,15 @@ impl InputArgs {
         if self.max_record_bytes == 0 {
             bail!("invalid --max-record-bytes: must be at least 1 byte");
         }
-        let key = KeyField::parse(key, format.has_header).with_context(|| format!("invalid {flag}"))?;
-        Ok(ScanOptions {
-            format,
-            key,
-            split_size: self.split_size,
-            max_record: self.max_record_bytes,
-            strict: self.strict,
-            key_rules: KeyRules::default(),
-        })
+        let key = Key::parse(keys, format.has_header).with_context(|| format!("invalid {flag}"))?;
+        if key.is_composite() && key_rules.key_type != KeyType::Bytes {
+            bail!("invalid {flag}: --key-type long takes a key of one field, not {}", keys.join(","));
+        }
+        Ok(ScanOptions { format, key, split_size: self.split_size, max_record: self.max_record_bytes, strict: self.strict, key_rules })
     }
 }
 
-fn parse_delimiter(text: &str) -> anyhow::Result<u8> {
+pub fn parse_delimiter(text: &str) -> anyhow::Result<u8> {
     match text {
         "\\t" | "tab" | "\t" => Ok(b'\t'),
         _ if text.len() == 1 && text.as_bytes()[0] != b'"' && text.as_bytes()[0] != b'\n' && text.as_bytes()[0] != b'\r' => Ok(text.as_bytes()[0]),

@@ -14,9 +14,10 @@ pub struct Args {
     /// as Hadoop splits it.
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,
-    /// The key field: a column name from the header, or a 1-based index.
-    #[arg(short, long, value_name = "FIELD")]
-    key: String,
+    /// The key field: a column name from the header, or a 1-based index. Several, comma-separated
+    /// or repeated (`-k a,b`), make one composite key.
+    #[arg(short, long, value_name = "FIELD", required = true, value_delimiter = ',')]
+    key: Vec<String>,
     /// Where to write the filter (.bloom); written by process 0 only.
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
@@ -33,8 +34,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (scheme, layout) = args.sizing.shape(FAST_FILTER)?;
-    let mut scan = args.input.scan(&args.key, "--key")?;
-    scan.key_rules = args.sizing.key_rules(scheme);
+    let scan = args.input.scan(&args.key, "--key", args.sizing.key_rules(scheme))?;
     let config = BuildConfig {
         inputs: args.inputs,
         scan,

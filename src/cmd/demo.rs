@@ -7,7 +7,7 @@ use bloomflow::hashing::Scheme;
 use bloomflow::spec::Layout;
 use bloomflow::jobs::build::{self, BuildConfig, Sizing};
 use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig};
-use bloomflow::records::{KeyField, RecordFormat};
+use bloomflow::records::{Key, KeyField, RecordFormat};
 use bloomflow::scan::ScanOptions;
 use bloomflow::splits::DEFAULT_MAX_RECORD;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,7 @@ pub struct Args {
 fn scan(key: &str) -> ScanOptions {
     ScanOptions {
         format: RecordFormat { delimiter: b',', has_header: true },
-        key: KeyField::Name(key.into()),
+        key: Key::single(KeyField::Name(key.into())),
         split_size: DEMO_SPLIT,
         max_record: DEFAULT_MAX_RECORD,
         strict: false,

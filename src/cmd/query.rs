@@ -2,7 +2,7 @@
 
 use bloomflow::format;
 use super::args::KeyTypeArg;
-use bloomflow::records::{bom_len, trim_line_end, KeyRules, KeyType};
+use bloomflow::records::{bom_len, push_with_length, split_fields, trim_line_end, KeyRules, KeyType};
 use bloomflow::splits::{SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
 use std::io::{BufWriter, Write};
@@ -20,6 +20,10 @@ pub struct Args {
     /// Spark's putLong (for filters of Spark long columns).
     #[arg(long, value_enum, default_value_t = KeyTypeArg::Bytes)]
     key_type: KeyTypeArg,
+    /// Each key is a composite key's fields separated by this delimiter (CSV quoting applies),
+    /// for a filter built with several key fields (`-k a,b`): `--composite , 'x,42'`.
+    #[arg(long, value_name = "C")]
+    composite: Option<String>,
 }
 
 /// Keys answered together from standard input: the filter's batched query hashes them in vectors
@@ -35,7 +39,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         reject_empty: false,
     };
-    let mut answerer = Answerer { filter: &filter, rules, encoded: Vec::new(), answers: Vec::new() };
+    let composite = match &args.composite {
+        None => None,
+        Some(_) if rules.key_type != KeyType::Bytes => anyhow::bail!("--composite keys are bytes: --key-type long takes a key of one field"),
+        Some(d) => Some(super::args::parse_delimiter(d).map_err(|e| anyhow::anyhow!("invalid --composite: {e}"))?),
+    };
+    let mut answerer = Answerer { filter: &filter, rules, composite, encoded: Vec::new(), composed: Vec::new(), answers: Vec::new() };
     let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if !args.keys.is_empty() {
         let keys: Vec<&[u8]> = args.keys.iter().map(|k| k.as_bytes()).collect();
@@ -72,8 +81,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 struct Answerer<'f> {
     filter: &'f BloomFilter,
     rules: KeyRules,
+    /// The delimiter of a composite key's fields (`--composite`).
+    composite: Option<u8>,
     /// The keys of `--key-type long` as the 8 bytes that are hashed.
     encoded: Vec<[u8; 8]>,
+    /// Composite keys as they are hashed.
+    composed: Vec<Vec<u8>>,
     answers: Vec<bool>,
 }
 
@@ -82,6 +95,20 @@ impl Answerer<'_> {
     /// be encoded fails the command, named by `place(i)` (where key `i` came from).
     fn answer(&mut self, keys: &[&[u8]], place: impl Fn(usize) -> String, out: &mut impl Write) -> anyhow::Result<()> {
         match self.rules.key_type {
+            KeyType::Bytes if self.composite.is_some() => {
+                let delimiter = self.composite.expect("checked");
+                let mut scratch = Vec::new();
+                self.composed.resize_with(keys.len(), Vec::new);
+                for (i, (key, composed)) in keys.iter().zip(&mut self.composed).enumerate() {
+                    let fields = split_fields(key, delimiter, &mut scratch).map_err(|e| anyhow::anyhow!("{}: {e}", place(i)))?;
+                    composed.clear();
+                    for field in &fields {
+                        push_with_length(composed, field);
+                    }
+                }
+                let hashed: Vec<&[u8]> = self.composed[..keys.len()].iter().map(Vec::as_slice).collect();
+                self.filter.contains_batch(&hashed, &mut self.answers);
+            }
             KeyType::Bytes => self.filter.contains_batch(keys, &mut self.answers),
             KeyType::Long => {
                 self.encoded.clear();

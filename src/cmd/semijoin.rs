@@ -14,18 +14,20 @@ pub struct Args {
     /// and `.lz4` files are decompressed): the keys to keep.
     #[arg(long, num_args = 1.., value_name = "INPUT", requires = "build_key")]
     build: Vec<PathBuf>,
-    /// The build side's key field (name or 1-based index).
-    #[arg(long, value_name = "FIELD")]
-    build_key: Option<String>,
+    /// The build side's key field (name or 1-based index); several, comma-separated or repeated,
+    /// make a composite key.
+    #[arg(long, value_name = "FIELD", value_delimiter = ',')]
+    build_key: Vec<String>,
     /// A prebuilt filter to prune with, instead of building one.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key"])]
     filter: Option<PathBuf>,
     /// Probe-side inputs: the records to prune.
     #[arg(long, required = true, num_args = 1.., value_name = "INPUT")]
     probe: Vec<PathBuf>,
-    /// The probe side's key field (name or 1-based index).
-    #[arg(long, value_name = "FIELD")]
-    probe_key: String,
+    /// The probe side's key field (name or 1-based index); a composite key names as many fields
+    /// as the build side's, in the same order.
+    #[arg(long, value_name = "FIELD", required = true, value_delimiter = ',')]
+    probe_key: Vec<String>,
     /// Output directory: part-WWWWW per worker, then _SUCCESS.
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
@@ -85,17 +87,22 @@ enum StrategyArg {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (scheme, layout) = args.sizing.shape(FAST_FILTER)?;
-    let filter = match (&args.filter, &args.build_key) {
-        (Some(path), _) => FilterSource::File(path.clone()),
-        (None, Some(key)) => {
-            let mut scan = args.input.scan(key, "--build-key")?;
-            scan.key_rules = args.sizing.key_rules(scheme);
+    let filter = match &args.filter {
+        Some(path) => FilterSource::File(path.clone()),
+        None if args.build_key.is_empty() => anyhow::bail!("--build needs --build-key"),
+        None => {
+            if args.build_key.len() != args.probe_key.len() {
+                anyhow::bail!(
+                    "--build-key names {} field(s) and --probe-key {}: a composite key needs as many on both sides, in the same order",
+                    args.build_key.len(),
+                    args.probe_key.len()
+                );
+            }
+            let scan = args.input.scan(&args.build_key, "--build-key", args.sizing.key_rules(scheme))?;
             FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, layout, seed: args.sizing.seed()? }
         }
-        (None, None) => anyhow::bail!("--build needs --build-key"),
     };
-    let mut probe_scan = args.input.scan(&args.probe_key, "--probe-key")?;
-    probe_scan.key_rules = args.sizing.key_rules(scheme);
+    let probe_scan = args.input.scan(&args.probe_key, "--probe-key", args.sizing.key_rules(scheme))?;
     let config = SemijoinConfig {
         filter,
         probe_inputs: args.probe.clone(),

@@ -1,7 +1,7 @@
 //! The build job: splits, records, keys, sizing, worker and process counts.
 
 use crate::util::*;
-use bloomflow::records::{KeyField, RecordFormat};
+use bloomflow::records::{Key, KeyField, RecordFormat};
 use bloomflow::scan::{ScanOptions, Source};
 use rand::{Rng, SeedableRng};
 use std::path::Path;
@@ -26,7 +26,7 @@ fn scanned_keys(inputs: &[std::path::PathBuf], options: ScanOptions, peers: usiz
 fn options(split_size: u64, has_header: bool, key: KeyField) -> ScanOptions {
     ScanOptions {
         format: RecordFormat { delimiter: b',', has_header },
-        key,
+        key: Key::single(key),
         split_size,
         max_record: 1 << 20,
         strict: true,
