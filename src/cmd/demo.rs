@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
     println!("\n== 2. prune events.csv with it (Bloom semi-join: no probe record crosses the network)\n");
     let pruned = dir.join("pruned");
-    semijoin_step(FilterSource::File(filter.clone()), &events, &pruned, false, &cluster)?;
+    semijoin_step(FilterSource::File(filter.clone()), &events, &pruned, Join::Bloom, &cluster)?;
 
     println!("\n== 3. the same join made exact: the build keys, broadcast to every process, remove the false positives\n");
     let exact = dir.join("exact");
@@ -88,28 +88,41 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         layout: Layout::Blocked,
         seed: 0,
     };
-    semijoin_step(build_side, &events, &exact, true, &cluster)?;
+    semijoin_step(build_side.clone(), &events, &exact, Join::Exact, &cluster)?;
+
+    println!("\n== 4. the other records: events of customers not in customers.csv (exact anti-join)\n");
+    let unknown = dir.join("unknown");
+    semijoin_step(build_side, &events, &unknown, Join::Anti, &cluster)?;
 
     let (c, e, f) = (customers.display(), events.display(), filter.display());
-    println!("\n== done. Results are in {}/: the filter, pruned/ and exact/ (part files and _SUCCESS).", dir.display());
+    println!("\n== done. Results are in {}/: the filter, pruned/, exact/ and unknown/ (part files and _SUCCESS).", dir.display());
     println!("\nThe same on your own data:\n");
     println!("  bloomflow build {c} -k customer_id --expected-items 3000 -o {f} -w {w}");
     println!("  bloomflow query {f} 3 4");
     println!("  bloomflow semijoin --filter {f} --probe {e} --probe-key customer_id -o {} --overwrite -w {w}", pruned.display());
     println!("  bloomflow semijoin --build {c} --build-key customer_id --probe {e} --probe-key customer_id --exact -o {} --overwrite -w {w}", exact.display());
+    println!("  bloomflow semijoin --build {c} --build-key customer_id --probe {e} --probe-key customer_id --exact --anti -o {} --overwrite -w {w}", unknown.display());
     println!("  jobs/local-cluster.sh 2 1 -- build {c} -k customer_id -o {f}     # as 2 processes");
     Ok(())
 }
 
+/// Which join a demo step runs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Join {
+    Bloom,
+    Exact,
+    Anti,
+}
+
 /// Runs one semi-join of the demo into `output` and prints its summary.
-fn semijoin_step(filter: FilterSource, events: &Path, output: &Path, exact: bool, cluster: &ClusterConfig) -> anyhow::Result<()> {
+fn semijoin_step(filter: FilterSource, events: &Path, output: &Path, join: Join, cluster: &ClusterConfig) -> anyhow::Result<()> {
     let stats = semijoin::run(SemijoinConfig {
         filter,
         probe_inputs: vec![events.to_path_buf()],
         probe_scan: scan("customer_id"),
         output: output.to_path_buf(),
-        exact,
-        anti: false,
+        exact: join != Join::Bloom,
+        anti: join == Join::Anti,
         exact_strategy: ExactStrategy::Auto,
         broadcast_limit: 64 << 20,
         overwrite: true,

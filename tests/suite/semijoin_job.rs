@@ -385,7 +385,7 @@ fn demo_runs_the_whole_pipeline_on_the_bundled_data() {
     let dir = tempdir();
     let demo = path_str(dir.path(), "demo");
     let text = ok(&run(&["demo", "--dir", &demo]));
-    for step in ["1. build", "2. prune", "3. the same join made exact", "Broadcast strategy", "The same on your own data"] {
+    for step in ["1. build", "2. prune", "3. the same join made exact", "4. the other records", "Broadcast strategy", "The same on your own data"] {
         assert!(text.contains(step), "{step}:\n{text}");
     }
     let demo = Path::new(&demo);
@@ -396,6 +396,9 @@ fn demo_runs_the_whole_pipeline_on_the_bundled_data() {
     assert_eq!(stats["probe_records"], 40000);
     let pruned: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(demo.join("pruned/_SUCCESS")).unwrap()).unwrap();
     assert!(pruned["records_out"].as_u64().unwrap() >= 4072);
+    // The anti-join writes the other 35,928.
+    let unknown: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(demo.join("unknown/_SUCCESS")).unwrap()).unwrap();
+    assert_eq!(unknown["records_out"], 40000 - 4072);
     // Running it again replaces its own results.
     ok(&run(&["demo", "--dir", &demo.to_string_lossy()]));
 }
