@@ -1,4 +1,4 @@
-//! `bloomflow demo`: the whole pipeline (build, semi-join, exact semi-join) on the sample data
+//! `bloomflow demo`: the whole pipeline (build, semi-join, exact semi-join, anti-join) on the sample data
 //! bundled in the binary, written under `./bloomflow-demo/`, with the commands to do the same on
 //! one's own data.
 

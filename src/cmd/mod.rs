@@ -25,7 +25,7 @@ pub struct Cli {
 enum Command {
     /// Build a Bloom filter over a key field of delimited inputs, across workers and processes.
     Build(build::Args),
-    /// Run build, semi-join and exact semi-join on the bundled sample data, into ./bloomflow-demo/.
+    /// Run build, semi-join, exact semi-join and anti-join on the bundled sample data, into ./bloomflow-demo/.
     Demo(demo::Args),
     /// Generate benchmark data.
     Gen(gen::Args),
