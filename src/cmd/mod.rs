@@ -35,7 +35,8 @@ enum Command {
     Query(query::Args),
     /// OR compatible filters into one file.
     Merge(merge::Args),
-    /// Keep the probe records whose key may be on the build side (Bloom join pruning).
+    /// Keep the probe records whose key may be on the build side (Bloom join pruning), or with
+    /// --exact --anti those whose key is not.
     Semijoin(semijoin::Args),
 }
 
