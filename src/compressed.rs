@@ -267,6 +267,10 @@ fn decoding_error(compression: Compression, e: std::io::Error) -> std::io::Error
         return e;
     }
     let codec = compression.name();
+    if e.kind() == std::io::ErrorKind::Unsupported {
+        // Another format under the codec's name: the message says what to do.
+        return std::io::Error::new(e.kind(), format!("not valid {codec} data: {e}"));
+    }
     std::io::Error::new(e.kind(), format!("not valid {codec} data: {e}; the input may be truncated or corrupt"))
 }
 

@@ -68,7 +68,15 @@ pub struct HadoopBlockReader<R: BufRead> {
     block_left: u64,
     chunk: Vec<u8>,
     snappy: snap::raw::Decoder,
+    /// Whether the stream's first bytes were checked for the codecs' other formats.
+    checked: bool,
 }
+
+/// The first bytes of the Snappy framing format (`snzip`, python-snappy's streams) and of the
+/// LZ4 frame format (the `lz4` tool): files commonly named `.snappy` and `.lz4` too, which
+/// Hadoop's codecs cannot read either.
+const SNAPPY_FRAMED: &[u8] = b"\xff\x06\x00\x00sNaPpY";
+const LZ4_FRAME: &[u8] = &[0x04, 0x22, 0x4d, 0x18];
 
 impl<R: BufRead> HadoopBlockReader<R> {
     pub fn new(inner: R, codec: BlockCodec) -> Self {
@@ -81,7 +89,25 @@ impl<R: BufRead> HadoopBlockReader<R> {
             block_left: 0,
             chunk: Vec::new(),
             snappy: snap::raw::Decoder::new(),
+            checked: false,
         }
+    }
+
+    /// Refuses a stream in the codec's own framing, which reads as Hadoop's only as garbage.
+    fn check_format(&mut self) -> io::Result<()> {
+        self.checked = true;
+        let start = self.inner.fill_buf()?;
+        let (magic, format, tool) = match self.codec {
+            BlockCodec::Snappy => (SNAPPY_FRAMED, "the Snappy framing format", "snzip -d or python -m snappy -d"),
+            BlockCodec::Lz4 => (LZ4_FRAME, "the LZ4 frame format", "lz4 -d"),
+        };
+        if start.starts_with(magic) {
+            return Err(io::Error::new(io::ErrorKind::Unsupported, format!(
+                "this is {format}, not Hadoop's {} block framing: decompress it first ({tool})",
+                self.codec.name()
+            )));
+        }
+        Ok(())
     }
 
     /// The underlying reader (its buffered bytes are compressed bytes not yet decoded).
@@ -107,6 +133,9 @@ impl<R: BufRead> HadoopBlockReader<R> {
 
     /// Decodes the next chunk into `text`; false at the end of the stream (between blocks).
     fn next_chunk(&mut self) -> io::Result<bool> {
+        if !self.checked {
+            self.check_format()?;
+        }
         while self.block_left == 0 {
             match self.read_u32()? {
                 None => return Ok(false),
@@ -309,6 +338,17 @@ mod tests {
             }
             assert!(unframed(codec, &garbage).is_err(), "{codec:?}: a corrupt chunk");
         }
+    }
+
+    /// A file in the codec's own framing (snzip's, the lz4 tool's) is refused, saying so.
+    #[test]
+    fn the_codecs_own_framings_are_refused_by_name() {
+        let snzip = [SNAPPY_FRAMED, b"\x01\x09\x00\x00abcdhello"].concat();
+        let e = unframed(BlockCodec::Snappy, &snzip).unwrap_err().to_string();
+        assert!(e.contains("the Snappy framing format") && e.contains("snzip -d"), "{e}");
+        let lz4_tool = [LZ4_FRAME, &[0x64, 0x40, 0xa7, 0, 0, 0, 0]].concat();
+        let e = unframed(BlockCodec::Lz4, &lz4_tool).unwrap_err().to_string();
+        assert!(e.contains("the LZ4 frame format") && e.contains("lz4 -d"), "{e}");
     }
 
     proptest::proptest! {

@@ -374,6 +374,14 @@ fn other_codecs_are_refused_by_their_suffix() {
         let out = path_str(dir.path(), "x.bloom");
         fails_with(&run(&["build", &input, "-k", "key", "--expected-items", "10", "-o", &out, "--no-progress"]), &[name, codec, "cannot read"]);
     }
+    // The `lz4` tool's and snzip's own formats are named as such, not read as Hadoop's framing.
+    let lz4_frame = [[0x04, 0x22, 0x4d, 0x18, 0x64, 0x40, 0xa7].as_slice(), &[0; 8]].concat();
+    let snzip = [b"\xff\x06\x00\x00sNaPpY".as_slice(), &[1, 9, 0, 0, 0, 0, 0, 0, b'a']].concat();
+    for (name, bytes, says) in [("tool.csv.lz4", lz4_frame, ["the LZ4 frame format", "lz4 -d"]), ("snzip.csv.snappy", snzip, ["the Snappy framing format", "snzip -d"])] {
+        let input = write(dir.path(), name, &bytes);
+        let out = path_str(dir.path(), "x.bloom");
+        fails_with(&run(&["build", &input, "-k", "key", "--expected-items", "10", "-o", &out, "--no-progress"]), &[name, says[0], says[1]]);
+    }
 }
 
 /// `--compress` writes part-NNNNN.gz, .zst, .deflate, .bz2, .snappy or .lz4 files whose text is the plain run's output, for the
