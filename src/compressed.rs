@@ -5,7 +5,7 @@
 //! `bzip2_blocks`); the suffix of a compressed output.
 
 use crate::error::{Error, Result};
-use crate::hadoop_blocks::{BlockCodec, HadoopBlockReader};
+use crate::hadoop_blocks::{self, BlockCodec, HadoopBlockReader};
 use crate::splits::{SplitReader, READ_SIZE};
 use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use std::fs::File;
@@ -30,10 +30,11 @@ pub enum Compression {
     /// BZip2Codec writes them. Slow to read: about a tenth of gzip's speed.
     Bzip2,
     /// `.snappy`: raw Snappy blocks in Hadoop's block framing, as its SnappyCodec writes them
-    /// (Hive and Spark text output too); see `hadoop_blocks`.
+    /// (Hive and Spark text output too; see `hadoop_blocks`), or the Snappy framing format of
+    /// snzip and python-snappy, told by its first bytes. Written in Hadoop's framing.
     Snappy,
-    /// `.lz4`: raw LZ4 blocks in Hadoop's block framing, as its Lz4Codec writes them (not the
-    /// `lz4` tool's frame format).
+    /// `.lz4`: raw LZ4 blocks in Hadoop's block framing, as its Lz4Codec writes them, or the
+    /// `lz4` tool's frame format, told by its first bytes. Written in Hadoop's framing.
     Lz4,
 }
 
@@ -187,12 +188,21 @@ enum Decoder<F: BufRead> {
     Bzip2(bzip2::bufread::MultiBzDecoder<F>),
     /// Snappy or LZ4 in Hadoop's framing.
     Blocks(HadoopBlockReader<F>),
+    /// The Snappy framing format (snzip, python-snappy), told by its first bytes.
+    SnappyFrames(snap::read::FrameDecoder<F>),
+    /// The LZ4 frame format (the `lz4` tool), told by its first bytes.
+    Lz4Frames(MultiLz4<F>),
 }
 
 impl<F: BufRead> Decompressed<F> {
     /// The decoder of `compression` (not `None`) over `file`.
-    fn new(compression: Compression, file: F) -> std::io::Result<Self> {
+    fn new(compression: Compression, mut file: F) -> std::io::Result<Self> {
         let decoder = match compression {
+            // A `.snappy` or `.lz4` file may also be in the codec's own framing, as its
+            // command-line tools write it: told by its magic bytes, which no Hadoop block starts
+            // with (as a block length they would be 4 GB, or 69 MB, past any Hadoop buffer).
+            Compression::Snappy if file.fill_buf()?.starts_with(hadoop_blocks::SNAPPY_FRAMED) => Decoder::SnappyFrames(snap::read::FrameDecoder::new(file)),
+            Compression::Lz4 if file.fill_buf()?.starts_with(hadoop_blocks::LZ4_FRAME) => Decoder::Lz4Frames(MultiLz4(lz4_flex::frame::FrameDecoder::new(file))),
             Compression::Gzip => Decoder::Gzip(MultiGzDecoder::new(file)),
             Compression::Zstd => Decoder::Zstd(zstd::stream::read::Decoder::with_buffer(file)?),
             Compression::Deflate => Decoder::Deflate(MultiZlib::new(file)),
@@ -214,6 +224,8 @@ impl Decompressed<CompressedFile> {
             Decoder::Deflate(d) => d.decoder().get_ref().buffer().len(),
             Decoder::Bzip2(d) => d.get_ref().buffer().len(),
             Decoder::Blocks(d) => d.get_ref().buffer().len(),
+            Decoder::SnappyFrames(d) => d.get_ref().buffer().len(),
+            Decoder::Lz4Frames(d) => d.0.get_ref().buffer().len(),
         }
     }
 }
@@ -248,6 +260,21 @@ impl<R: BufRead> Read for MultiZlib<R> {
     }
 }
 
+/// Concatenated LZ4 frames, read one after another: the frame decoder's read gives 0 at the end of
+/// each frame, which would end the text there.
+struct MultiLz4<R: BufRead>(lz4_flex::frame::FrameDecoder<R>);
+
+impl<R: BufRead> Read for MultiLz4<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.0.read(buf)?;
+            if n > 0 || buf.is_empty() || self.0.get_mut().fill_buf()?.is_empty() {
+                return Ok(n);
+            }
+        }
+    }
+}
+
 impl<F: BufRead> Read for Decompressed<F> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let read = match &mut self.decoder {
@@ -256,6 +283,8 @@ impl<F: BufRead> Read for Decompressed<F> {
             Decoder::Deflate(d) => d.read(buf),
             Decoder::Bzip2(d) => d.read(buf),
             Decoder::Blocks(d) => d.read(buf),
+            Decoder::SnappyFrames(d) => d.read(buf),
+            Decoder::Lz4Frames(d) => d.read(buf),
         };
         read.map_err(|e| decoding_error(self.compression, e))
     }

@@ -74,9 +74,9 @@ pub struct HadoopBlockReader<R: BufRead> {
 
 /// The first bytes of the Snappy framing format (`snzip`, python-snappy's streams) and of the
 /// LZ4 frame format (the `lz4` tool): files commonly named `.snappy` and `.lz4` too, which
-/// Hadoop's codecs cannot read either.
-const SNAPPY_FRAMED: &[u8] = b"\xff\x06\x00\x00sNaPpY";
-const LZ4_FRAME: &[u8] = &[0x04, 0x22, 0x4d, 0x18];
+/// Hadoop's codecs cannot read (`compressed` reads them with those formats' own decoders).
+pub const SNAPPY_FRAMED: &[u8] = b"\xff\x06\x00\x00sNaPpY";
+pub const LZ4_FRAME: &[u8] = &[0x04, 0x22, 0x4d, 0x18];
 
 impl<R: BufRead> HadoopBlockReader<R> {
     pub fn new(inner: R, codec: BlockCodec) -> Self {
