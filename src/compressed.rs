@@ -303,8 +303,9 @@ fn decoding_error(compression: Compression, e: std::io::Error) -> std::io::Error
     std::io::Error::new(e.kind(), format!("not valid {codec} data: {e}; the input may be truncated or corrupt"))
 }
 
-/// Standard input, decompressed when it begins with the magic bytes of gzip, zstd or bzip2: a
-/// pipe has no name to tell its codec by, and no text begins with those bytes.
+/// Standard input, decompressed when it begins with the magic bytes of gzip, zstd, bzip2, or the
+/// LZ4 frame and Snappy framing formats: a pipe has no name to tell its codec by, and no text
+/// begins with those bytes.
 pub fn stdin() -> std::io::Result<Box<dyn Read>> {
     let mut stdin = std::io::stdin().lock();
     let mut magic = Vec::with_capacity(10);
@@ -327,6 +328,9 @@ fn codec_of_magic(start: &[u8]) -> Compression {
         [0x1f, 0x8b, ..] => Compression::Gzip,
         [0x28, 0xb5, 0x2f, 0xfd, ..] => Compression::Zstd,
         [b'B', b'Z', b'h', b'1'..=b'9', rest @ ..] if rest.starts_with(&BZIP2_BLOCK) || rest.starts_with(&BZIP2_END) => Compression::Bzip2,
+        // The codecs' own framings (Hadoop's has no magic: a pipe of it is not told).
+        _ if start.starts_with(hadoop_blocks::LZ4_FRAME) => Compression::Lz4,
+        _ if start.starts_with(hadoop_blocks::SNAPPY_FRAMED) => Compression::Snappy,
         _ => Compression::None,
     }
 }
@@ -420,6 +424,9 @@ mod tests {
         assert_eq!(codec_of_magic(&bzip2_of(b"")), Compression::Bzip2, "an empty stream");
         assert_eq!(codec_of_magic(&[0x1f, 0x8b, 8, 0]), Compression::Gzip);
         assert_eq!(codec_of_magic(&zstd::encode_all(&b"x"[..], 3).unwrap()[..4]), Compression::Zstd);
+        assert_eq!(codec_of_magic(&lz4_flex::frame::FrameEncoder::new(Vec::new()).finish().unwrap()), Compression::Lz4);
+        assert_eq!(codec_of_magic(b"\xff\x06\x00\x00sNaPpY"), Compression::Snappy);
+        assert_eq!(codec_of_magic(b"\xff\x06\x00\x00sNaP"), Compression::None, "a part of snappy's magic");
         for text in [&b"BZh9,name\n1,a\n"[..], b"BZh", b"id,key\n", b"", b"\x1f"] {
             assert_eq!(codec_of_magic(text), Compression::None, "{text:?}");
         }

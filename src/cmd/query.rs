@@ -13,8 +13,8 @@ pub struct Args {
     /// The filter file.
     file: PathBuf,
     /// Keys to look up; when none are given, one key per line is read from standard input
-    /// (a trailing CR is dropped, so CRLF input works; an empty line is the empty key; gzip or
-    /// zstd input is decompressed).
+    /// (a trailing CR is dropped, so CRLF input works; an empty line is the empty key; gzip,
+    /// zstd, bzip2, LZ4-frame or Snappy-framed input is decompressed).
     keys: Vec<String>,
     /// How keys are hashed: `long` parses each as a signed 64-bit decimal and hashes it as
     /// Spark's putLong (for filters of Spark long columns).
@@ -51,7 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         answerer.answer(&keys, |i| format!("key argument {}", i + 1), &mut out)?;
     } else {
         // Lines come in batches straight from a large read buffer, as the jobs read their splits.
-        // (Decompressed first if it is gzip, zstd or bzip2, as the jobs' standard input is.)
+        // (Decompressed first if it is compressed, as the jobs' standard input is.)
         let stdin = bloomflow::compressed::stdin().map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
         let mut reader = SplitReader::new(stdin, 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
         let (mut lines, mut keys) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));

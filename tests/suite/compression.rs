@@ -115,8 +115,23 @@ fn checksummed(codec: &str) -> bool {
     !matches!(codec, "snappy" | "lz4")
 }
 
+/// The `lz4` tool's frame format.
+fn lz4_frame(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = lz4_flex::frame::FrameEncoder::new(Vec::new());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// snzip's (and python-snappy's) framing format.
+fn snappy_frame(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = snap::write::FrameEncoder::new(Vec::new());
+    encoder.write_all(bytes).unwrap();
+    encoder.into_inner().unwrap()
+}
+
 /// The codecs told on standard input by their magic bytes.
-const MAGIC_CODECS: [(&str, &str, Compressor); 3] = [("gz", "gzip", gzip), ("zst", "zstd", zstd), ("bz2", "bzip2", bzip2)];
+const MAGIC_CODECS: [(&str, &str, Compressor); 5] =
+    [("gz", "gzip", gzip), ("zst", "zstd", zstd), ("bz2", "bzip2", bzip2), ("lz4", "lz4", lz4_frame), ("snappy", "snappy", snappy_frame)];
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
     std::fs::write(dir.join(name), bytes).unwrap();
@@ -374,16 +389,6 @@ fn the_codecs_own_framings_are_read_too() {
     let dir = tempdir();
     let (text, reference) = plain_reference(dir.path());
     let half = text.len() / 2 + 3;
-    let lz4_frame = |bytes: &[u8]| {
-        let mut encoder = lz4_flex::frame::FrameEncoder::new(Vec::new());
-        encoder.write_all(bytes).unwrap();
-        encoder.finish().unwrap()
-    };
-    let snappy_frame = |bytes: &[u8]| {
-        let mut encoder = snap::write::FrameEncoder::new(Vec::new());
-        encoder.write_all(bytes).unwrap();
-        encoder.into_inner().unwrap()
-    };
     let files = [
         ("tool.csv.lz4", [lz4_frame(&text[..half]), lz4_frame(&text[half..])].concat(), "lz4"),
         ("snzip.csv.snappy", [snappy_frame(&text[..half]), snappy_frame(&text[half..])].concat(), "snappy"),
