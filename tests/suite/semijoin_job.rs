@@ -287,7 +287,8 @@ fn the_anti_join_keeps_the_false_positives_and_needs_exact() {
     std::fs::write(&build, "name,id\na,1\nb,2\n").unwrap();
     let probe = path_str(dir.path(), "p.csv");
     let text: String = (1..=100).map(|i| format!("{i},{i},n\n")).collect();
-    std::fs::write(&probe, format!("event,key,note\n{text}")).unwrap();
+    // A record without the key field is malformed: counted, and written by neither join.
+    std::fs::write(&probe, format!("event,key,note\n{text}101\n")).unwrap();
     for strategy in ["broadcast", "shuffle"] {
         let out = path_str(dir.path(), &format!("anti-{strategy}"));
         let args = ["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress"];
@@ -297,6 +298,7 @@ fn the_anti_join_keeps_the_false_positives_and_needs_exact() {
         let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
         assert_eq!(stats["anti"], true);
         assert_eq!(stats["records_out"], 98);
+        assert_eq!(stats["probe_malformed"], 1);
         let survivors = stats["bloom_survivors"].as_u64().unwrap();
         assert!(survivors > 10, "an 8-bit filter answers maybe for many keys: {survivors}");
         assert_eq!(stats["false_positives_removed"].as_u64().unwrap(), survivors - 2, "{strategy}");
