@@ -18,6 +18,7 @@
 //! first magic fails finds the block around it from the one before, so that a false magic never
 //! drops a real block, and a damaged file fails the job.
 
+use crate::compressed::{decoding_error, Compression};
 use crate::error::{Error, Result};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -226,7 +227,7 @@ impl Bzip2Split {
 
     /// A damaged file's error (its reader names the file).
     fn error(&self, what: String) -> std::io::Error {
-        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("not valid bzip2 data: {what}; the input may be truncated or corrupt"))
+        decoding_error(Compression::Bzip2, std::io::Error::new(std::io::ErrorKind::InvalidData, what))
     }
 
     /// Reads more of the file into the window and looks for magics in it. False at its end.

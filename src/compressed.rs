@@ -291,7 +291,7 @@ impl<F: BufRead> Read for Decompressed<F> {
 }
 
 /// A decoder's error, saying what was being decoded.
-fn decoding_error(compression: Compression, e: std::io::Error) -> std::io::Error {
+pub(crate) fn decoding_error(compression: Compression, e: std::io::Error) -> std::io::Error {
     if e.kind() == std::io::ErrorKind::Interrupted {
         return e;
     }

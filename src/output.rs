@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 pub const TEMPORARY: &str = "_temporary";
 pub const SUCCESS: &str = "_SUCCESS";
 
-/// The name of worker `w`'s part file, with the suffix of its compression (`.gz`, `.zst`,
-/// `.deflate`), as Hadoop names a compressed job's parts.
+/// The name of worker `w`'s part file, with the suffix of its compression (`.gz`, `.zst`, ...),
+/// as Hadoop names a compressed job's parts.
 pub fn part_name(worker: usize, compression: Compression) -> String {
     format!("part-{worker:05}{}", compression.suffix())
 }

@@ -109,11 +109,6 @@ impl Key {
         Ok(Key { fields })
     }
 
-    /// The fields, in order.
-    pub fn fields(&self) -> &[KeyField] {
-        &self.fields
-    }
-
     /// Whether the key has several fields.
     pub fn is_composite(&self) -> bool {
         self.fields.len() > 1

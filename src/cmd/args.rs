@@ -80,7 +80,6 @@ impl InputArgs {
         Ok(RecordFormat { delimiter: parse_delimiter(&self.delimiter)?, has_header: !self.no_header })
     }
 
-    /// Scan settings for a key given as `--key`-style text.
     /// Scan settings for the key fields `keys` (each as `--key` takes it) given with `flag`,
     /// hashed by `key_rules`.
     pub fn scan(&self, keys: &[String], flag: &str, key_rules: KeyRules) -> anyhow::Result<ScanOptions> {

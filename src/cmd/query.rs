@@ -94,9 +94,8 @@ impl Answerer<'_> {
     /// Writes `key<TAB>maybe` or `key<TAB>no` for each of `keys`, in order. A key that cannot
     /// be encoded fails the command, named by `place(i)` (where key `i` came from).
     fn answer(&mut self, keys: &[&[u8]], place: impl Fn(usize) -> String, out: &mut impl Write) -> anyhow::Result<()> {
-        match self.rules.key_type {
-            KeyType::Bytes if self.composite.is_some() => {
-                let delimiter = self.composite.expect("checked");
+        match (self.rules.key_type, self.composite) {
+            (KeyType::Bytes, Some(delimiter)) => {
                 let mut scratch = Vec::new();
                 self.composed.resize_with(keys.len(), Vec::new);
                 for (i, (key, composed)) in keys.iter().zip(&mut self.composed).enumerate() {
@@ -109,8 +108,8 @@ impl Answerer<'_> {
                 let hashed: Vec<&[u8]> = self.composed[..keys.len()].iter().map(Vec::as_slice).collect();
                 self.filter.contains_batch(&hashed, &mut self.answers);
             }
-            KeyType::Bytes => self.filter.contains_batch(keys, &mut self.answers),
-            KeyType::Long => {
+            (KeyType::Bytes, None) => self.filter.contains_batch(keys, &mut self.answers),
+            (KeyType::Long, _) => {
                 self.encoded.clear();
                 for (i, key) in keys.iter().enumerate() {
                     let mut buf = [0u8; 8];

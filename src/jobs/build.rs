@@ -197,9 +197,15 @@ pub fn check_writable(output: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The plan of a filter built from `source`, as processes compare it: its inputs' plan and the
+/// filter's identity and sizing.
+pub(super) fn filter_plan(source: &Source, sized: &SizedSpec) -> String {
+    format!("{source:?}\n{:?} {} {}", sized.spec, sized.expected_items, sized.target_fpp)
+}
+
 /// What every process of the job must agree on: the plan of its inputs and its filter.
 fn job_agreement(workers: usize, source: &Source, sized: &SizedSpec) -> Agreement {
-    let plan = format!("build\n{source:?}\n{:?} {} {}", sized.spec, sized.expected_items, sized.target_fpp);
+    let plan = format!("build\n{}", filter_plan(source, sized));
     Agreement::new(workers, source.inputs.len() as u64, source.total_bytes(), &plan)
 }
 

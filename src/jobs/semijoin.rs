@@ -9,7 +9,7 @@
 //! "definitely absent" for is kept at once; only the filter's "maybe" answers are checked
 //! against the build keys, and those that match are dropped.
 
-use super::build::{size_filter, SizedSpec, Sizing};
+use super::build::{filter_plan, size_filter, SizedSpec, Sizing};
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
@@ -154,9 +154,7 @@ enum PlannedFilter {
 /// What every process of the job must agree on: both sides' plans, the filter and the output.
 fn job_agreement(config: &SemijoinConfig, planned: &PlannedFilter, probe: &Source) -> Agreement {
     let (filter, build_files, build_bytes) = match planned {
-        PlannedFilter::Build { source, sized } => {
-            (format!("{source:?}\n{:?} {} {}", sized.spec, sized.expected_items, sized.target_fpp), source.inputs.len() as u64, source.total_bytes())
-        }
+        PlannedFilter::Build { source, sized } => (filter_plan(source, sized), source.inputs.len() as u64, source.total_bytes()),
         // The file's bits are summed by their count: another file of the same identity differs.
         PlannedFilter::File { path, filter } => (format!("{path:?} {:?} {} {}", filter.spec(), filter.items_inserted(), filter.bits_set()), 1, 0),
     };
