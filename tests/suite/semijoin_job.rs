@@ -371,6 +371,12 @@ fn a_composite_key_joins_on_every_field() {
     let pair_lines: String = pairs.iter().map(|(city, id)| format!("\"{}\",{id}\n", city.replace('"', "\"\""))).collect();
     let answers = ok(&run_with_stdin(&["query", &by_names, "--composite", ","], pair_lines.as_bytes()));
     assert_eq!(answers.lines().filter(|l| l.ends_with("\tmaybe")).count(), pairs.len(), "{answers}");
+    // A long key is one field: several are refused, in build and in query.
+    let long = path_str(dir.path(), "long.bloom");
+    fails_with(&run(&["build", &b, "--format", "spark", "--key-type", "long", "-k", "city,id", "-o", &long, "--no-progress", "--expected-items", "100"]), &["--key-type long takes a key of one field"]);
+    assert!(!Path::new(&long).exists());
+    fails_with(&run(&["query", &by_names, "--composite", ",", "--key-type", "long", "1,2"]), &["--key-type long takes a key of one field"]);
+    fails_with(&run(&["query", &by_names, "--composite", "ab", "x"]), &["invalid --composite"]);
     // The prebuilt filter prunes the probe on the same pair.
     let prebuilt = path_str(dir.path(), "prebuilt");
     ok(&run(&["semijoin", "--filter", &by_names, "--probe", &p, "--probe-key", "city,id", "-o", &prebuilt, "--no-progress"]));
