@@ -218,7 +218,7 @@ impl TaskFile {
         let synced = w
             .finish()
             .map_err(|e| Error::io(&temp, e))
-            .and_then(|w| w.into_file().sync_all().map_err(|e| Error::io(&temp, e)));
+            .and_then(|w| w.sync().map_err(|e| Error::io(&temp, e)));
         if let Err(e) = synced {
             let _ = std::fs::remove_file(&temp);
             crate::cleanup::unregister(&temp);
