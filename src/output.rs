@@ -57,7 +57,8 @@ impl Drop for Replaced {
 ///
 /// The old directory is renamed to a hidden sibling, which takes no time, and removed in the
 /// background: removing the parts of the last semi-join (75 MB) took 17 ms before any work
-/// began, 6% of a two-worker run.
+/// began, 6% of a two-worker run. Its large files are shortened step by step first
+/// ([`shrink_files`]), since a plain unlink of each made the workers' reads wait for it.
 pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> {
     let mut replaced = Replaced(None);
     if dir.exists() || dir.is_symlink() {
@@ -102,6 +103,7 @@ fn move_aside(dir: &Path) -> Result<Replaced> {
     let removal = {
         let trash = trash.clone();
         std::thread::Builder::new().name("remove-old-output".into()).spawn(move || {
+            shrink_files(&trash, 0);
             let _ = std::fs::remove_dir_all(&trash);
             crate::cleanup::unregister(&trash);
         })
@@ -114,6 +116,53 @@ fn move_aside(dir: &Path) -> Result<Replaced> {
             Ok(Replaced(None))
         }
     }
+}
+
+/// Bytes a replaced output's file is shortened by at a time before it is removed.
+const SHRINK_STEP: u64 = 4 << 20;
+
+/// Shortens the large files under a replaced output directory step by step, so that removing
+/// them does not stall the job's reads.
+///
+/// On ext4 the unlink of a 37 MB part took 23 ms, and the workers' reads of cached input waited
+/// for it: reads of 256 KiB took 13–16 ms instead of 0.1–0.5 (strace of a semi-join -w 2 that
+/// replaced its last output; the same in a scratch reader beside a plain unlink). Truncated
+/// 4 MiB at a time first, the same file took about as long to remove, and no read waited more
+/// than 0.6 ms. Only files of one link are shortened (a part the user hard-linked elsewhere
+/// keeps its bytes there), never through a symbolic link; errors only skip the shortening,
+/// as the removal that follows is what counts.
+fn shrink_files(dir: &Path, depth: usize) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        const MAX_DEPTH: usize = 16;
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            // A directory entry's metadata does not follow a symbolic link.
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() && depth < MAX_DEPTH {
+                shrink_files(&entry.path(), depth + 1);
+            } else if meta.is_file() && meta.nlink() == 1 && meta.len() > SHRINK_STEP {
+                let Ok(file) = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(entry.path()) else {
+                    continue;
+                };
+                // The file opened must still be the one looked at, of one link.
+                match file.metadata() {
+                    Ok(now) if now.ino() == meta.ino() && now.dev() == meta.dev() && now.nlink() == 1 => {}
+                    _ => continue,
+                }
+                let mut len = meta.len();
+                while len > SHRINK_STEP {
+                    len -= SHRINK_STEP;
+                    if file.set_len(len).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (dir, depth);
 }
 
 /// A file of the job's temporary area, e.g. a part file being written.
@@ -269,4 +318,34 @@ pub fn write_success(dir: &Path, json: &[u8]) -> Result<()> {
 pub fn abort_task(dir: &Path, part: &str) {
     let _ = std::fs::remove_file(dir.join(part));
     let _ = std::fs::remove_file(dir.join(TEMPORARY).join(part));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A replaced output's large files are emptied before removal, but never a file with a
+    /// second link (the user's copy) nor the target of a symbolic link.
+    #[cfg(unix)]
+    #[test]
+    fn shrinking_a_replaced_output_spares_hard_links_and_symlink_targets() {
+        let root = tempfile::tempdir().unwrap();
+        let (old, kept) = (root.path().join("old"), root.path().join("kept"));
+        std::fs::create_dir_all(old.join("nested")).unwrap();
+        std::fs::create_dir(&kept).unwrap();
+        let big = vec![b'x'; 3 * SHRINK_STEP as usize + 5];
+        for part in ["part-00000", "nested/part-00001", "linked"] {
+            std::fs::write(old.join(part), &big).unwrap();
+        }
+        std::fs::hard_link(old.join("linked"), kept.join("linked")).unwrap();
+        std::fs::write(kept.join("target"), &big).unwrap();
+        std::os::unix::fs::symlink(kept.join("target"), old.join("symlink")).unwrap();
+
+        shrink_files(&old, 0);
+        for part in ["part-00000", "nested/part-00001"] {
+            assert!(std::fs::metadata(old.join(part)).unwrap().len() <= SHRINK_STEP, "{part} shortened");
+        }
+        assert_eq!(std::fs::read(kept.join("linked")).unwrap(), big, "a hard-linked part keeps its bytes");
+        assert_eq!(std::fs::read(kept.join("target")).unwrap(), big, "a symlink's target keeps its bytes");
+    }
 }
