@@ -2,6 +2,7 @@
 //! removed. Counters saturate at 15; a saturated counter is never decremented, since it may stand
 //! for more inserts than it can count (decrementing it could create a false negative).
 
+use crate::records::KeyForm;
 use crate::bits::BitArray;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
@@ -25,6 +26,8 @@ pub struct CountingBloomFilter {
     items_inserted: u64,
     expected_items: u64,
     target_fpp: f64,
+    /// How its keys were encoded, where known (native files record it).
+    key_form: Option<KeyForm>,
 }
 
 impl CountingBloomFilter {
@@ -36,6 +39,7 @@ impl CountingBloomFilter {
             items_inserted: 0,
             expected_items: 0,
             target_fpp: 0.0,
+            key_form: None,
         }
     }
 
@@ -50,7 +54,7 @@ impl CountingBloomFilter {
     /// Reassembles a counting filter from its parts (used by the file reader).
     pub fn from_parts(spec: FilterSpec, words: Vec<u64>, items_inserted: u64, expected_items: u64, target_fpp: f64) -> Self {
         assert_eq!(words.len() as u64, words_for_counters(spec.bits));
-        let mut f = CountingBloomFilter { spec, words, items_inserted, expected_items, target_fpp };
+        let mut f = CountingBloomFilter { spec, words, items_inserted, expected_items, target_fpp, key_form: None };
         f.clear_padding();
         f
     }
@@ -117,6 +121,7 @@ impl CountingBloomFilter {
     /// Adds `other`'s counters into `self`, saturating at 15. Refuses a different identity.
     pub fn merge(&mut self, other: &CountingBloomFilter) -> Result<()> {
         self.spec.check_compatible(&other.spec)?;
+        self.key_form = crate::filter::joint_key_form(self.key_form, other.key_form)?;
         for (a, b) in self.words.iter_mut().zip(&other.words) {
             *a = saturating_add_nibbles(*a, *b);
         }
@@ -132,7 +137,19 @@ impl CountingBloomFilter {
                 bits.set(i);
             }
         }
-        BloomFilter::from_parts(self.spec, bits, self.items_inserted, self.expected_items, self.target_fpp)
+        let mut filter = BloomFilter::from_parts(self.spec, bits, self.items_inserted, self.expected_items, self.target_fpp);
+        filter.set_key_form(self.key_form);
+        filter
+    }
+
+    /// How the filter's keys were encoded, where known.
+    pub fn key_form(&self) -> Option<KeyForm> {
+        self.key_form
+    }
+
+    /// Records how the filter's keys were encoded (written to native files).
+    pub fn set_key_form(&mut self, form: Option<KeyForm>) {
+        self.key_form = form;
     }
 
     pub fn spec(&self) -> &FilterSpec {

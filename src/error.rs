@@ -44,6 +44,14 @@ pub enum Error {
         reason: String,
     },
 
+    /// Keys encoded otherwise than the filter's were: every answer would be "no".
+    #[error("the filter was built over keys of {filter}, but {user} gives keys of {asked}: every key would be answered \"no\"")]
+    KeyMismatch {
+        filter: crate::records::KeyForm,
+        asked: crate::records::KeyForm,
+        user: String,
+    },
+
     /// The input is usable but something about the job as a whole is wrong.
     #[error("{0}")]
     Job(String),

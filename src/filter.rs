@@ -9,6 +9,7 @@ use crate::hashing::{block_avx2, block_avx512};
 #[cfg(target_arch = "x86_64")]
 use crate::hashing::block_kernel::test_runs;
 use crate::hashing::{BlockKernel, BlockProbe, Lookup2Pair, Lookup3Pair, PairHash, Pairs, Scheme};
+use crate::records::KeyForm;
 use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 
 /// Keys whose cache lines are prefetched together by batched queries and inserts: enough that
@@ -29,6 +30,8 @@ pub struct BloomFilter {
     /// The fastest blocked-layout kernel this CPU runs for k, chosen once when the filter is
     /// made: choosing it on every query took 30 of a single-key query's 205 instructions.
     kernel: BlockKernel,
+    /// How its keys were encoded, where known (native files record it).
+    key_form: Option<KeyForm>,
 }
 
 impl BloomFilter {
@@ -58,6 +61,7 @@ impl BloomFilter {
             expected_items: 0,
             target_fpp: 0.0,
             kernel: BlockKernel::detect(),
+            key_form: None,
         }
     }
 
@@ -71,7 +75,7 @@ impl BloomFilter {
     /// Reassembles a filter from its parts (used by the file readers).
     pub fn from_parts(spec: FilterSpec, bits: BitArray, items_inserted: u64, expected_items: u64, target_fpp: f64) -> Self {
         assert_eq!(bits.len(), spec.bits);
-        BloomFilter { spec, bits, items_inserted, expected_items, target_fpp, kernel: BlockKernel::detect() }
+        BloomFilter { spec, bits, items_inserted, expected_items, target_fpp, kernel: BlockKernel::detect(), key_form: None }
     }
 
     /// Sets the k bits of `key`.
@@ -334,6 +338,7 @@ impl BloomFilter {
     /// ORs `other` into `self`: the filter of both key sets. Refuses a different identity.
     pub fn union(&mut self, other: &BloomFilter) -> Result<()> {
         self.spec.check_compatible(&other.spec)?;
+        self.key_form = joint_key_form(self.key_form, other.key_form)?;
         self.bits.union_with(&other.bits);
         self.items_inserted += other.items_inserted;
         Ok(())
@@ -342,9 +347,21 @@ impl BloomFilter {
     /// ANDs `other` into `self`: answers maybe only for keys both may contain.
     pub fn intersect(&mut self, other: &BloomFilter) -> Result<()> {
         self.spec.check_compatible(&other.spec)?;
+        self.key_form = joint_key_form(self.key_form, other.key_form)?;
         self.bits.intersect_with(&other.bits);
         self.items_inserted = self.items_inserted.min(other.items_inserted);
         Ok(())
+    }
+
+    /// How the filter's keys were encoded, where known: a query must encode its keys alike
+    /// ([`KeyForm::check`]).
+    pub fn key_form(&self) -> Option<KeyForm> {
+        self.key_form
+    }
+
+    /// Records how the filter's keys were encoded (written to native files).
+    pub fn set_key_form(&mut self, form: Option<KeyForm>) {
+        self.key_form = form;
     }
 
     /// Clears every bit and the insert count.
@@ -415,6 +432,15 @@ impl BloomFilter {
                 total / blocks as f64
             }
         }
+    }
+}
+
+/// The key form of two filters combined: refused when both are known and differ (their bits
+/// stand for keys encoded differently), else whichever is known.
+pub(crate) fn joint_key_form(left: Option<KeyForm>, right: Option<KeyForm>) -> Result<Option<KeyForm>> {
+    match (left, right) {
+        (Some(l), Some(r)) if l != r => Err(crate::Error::Incompatible { what: "key", left: l.to_string(), right: r.to_string() }),
+        _ => Ok(left.or(right)),
     }
 }
 

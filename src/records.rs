@@ -114,6 +114,11 @@ impl Key {
         self.fields.len() > 1
     }
 
+    /// How many fields make the key (at least one).
+    pub fn field_count(&self) -> usize {
+        self.fields.len()
+    }
+
     /// The 0-based index of every field, given a header line (for names). A field named twice
     /// is refused: it is a mistake, and the key would not join with the other side's.
     pub fn resolve(&self, header: Option<&[u8]>, delimiter: u8, file: &str) -> Result<Vec<usize>> {
@@ -166,13 +171,54 @@ pub fn composite_key(line: &[u8], delimiter: u8, indexes: &[usize], quoted: bool
 }
 
 /// How key text becomes the bytes that are hashed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum KeyType {
     /// The key's exact bytes (Spark's `putString`/`putBinary`, Hadoop's `Key(bytes)`).
     #[default]
     Bytes,
     /// A signed 64-bit decimal, hashed as Spark's `putLong` (its 8 little-endian bytes).
     Long,
+}
+
+/// How a filter's keys were made into the bytes it hashed: how many fields (a composite key's
+/// fields are hashed length-prefixed, see [`push_with_length`]) and of which type. Recorded in
+/// native filter files so that a query or a join encodes its keys alike: a composite filter
+/// asked about a plain key, or a `long` filter about a key's text, answers "no" for every key,
+/// which would otherwise be silent data loss.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KeyForm {
+    pub fields: u32,
+    pub key_type: KeyType,
+}
+
+impl KeyForm {
+    /// The form of keys made of `key`'s fields under `rules`.
+    pub fn of(key: &Key, rules: &KeyRules) -> KeyForm {
+        KeyForm { fields: key.fields.len() as u32, key_type: rules.key_type }
+    }
+
+    /// Refuses keys of `fields` fields and type `key_type` for a filter of this form, saying
+    /// what `user` (the command or job) must change.
+    pub fn check(&self, fields: usize, key_type: KeyType, user: &str) -> Result<()> {
+        let asked = KeyForm { fields: fields as u32, key_type };
+        if asked == *self {
+            return Ok(());
+        }
+        Err(Error::KeyMismatch { filter: *self, asked, user: user.to_string() })
+    }
+}
+
+impl std::fmt::Display for KeyForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.key_type {
+            KeyType::Bytes => "bytes",
+            KeyType::Long => "long",
+        };
+        match self.fields {
+            1 => write!(f, "1 field ({kind})"),
+            n => write!(f, "{n} fields (a composite key, {kind})"),
+        }
+    }
 }
 
 /// What a key must be before it is hashed.

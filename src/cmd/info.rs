@@ -38,6 +38,8 @@ struct Info {
     estimated_fpp: f64,
     expected_items: Option<u64>,
     target_fpp: Option<f64>,
+    /// How the keys were encoded (native version 2 files record it).
+    key: Option<String>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
@@ -72,6 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         estimated_fpp: f.estimated_fpp(),
         expected_items: (f.expected_items() > 0).then_some(f.expected_items()),
         target_fpp: (f.target_fpp() > 0.0).then_some(f.target_fpp()),
+        key: f.key_form().map(|k| k.to_string()),
     };
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -98,6 +101,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ("estimated fpp", format!("{:.6}", info.estimated_fpp)),
         ("expected items", info.expected_items.map_or_else(none, |n| n.to_string())),
         ("target fpp", info.target_fpp.map_or_else(none, |p| p.to_string())),
+        ("key", info.key.clone().unwrap_or_else(none)),
         (
             "fpp at expected items",
             info.expected_items

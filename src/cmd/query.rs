@@ -17,9 +17,10 @@ pub struct Args {
     /// zstd, bzip2, LZ4-frame or Snappy-framed input is decompressed).
     keys: Vec<String>,
     /// How keys are hashed: `long` parses each as a signed 64-bit decimal and hashes it as
-    /// Spark's putLong (for filters of Spark long columns).
-    #[arg(long, value_enum, default_value_t = KeyTypeArg::Bytes)]
-    key_type: KeyTypeArg,
+    /// Spark's putLong (for filters of Spark long columns). Default: the type the filter file
+    /// records (native files written by `build`), else `bytes`.
+    #[arg(long, value_enum)]
+    key_type: Option<KeyTypeArg>,
     /// Each key is a composite key's fields separated by this delimiter (CSV quoting applies),
     /// for a filter built with several key fields (`-k a,b`): `--composite , 'x,42'`.
     #[arg(long, value_name = "C")]
@@ -32,19 +33,33 @@ const BATCH: usize = 1024;
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let filter = format::load(&args.file)?.into_plain();
-    let rules = KeyRules {
-        key_type: match args.key_type {
-            KeyTypeArg::Bytes => KeyType::Bytes,
-            KeyTypeArg::Long => KeyType::Long,
-        },
-        reject_empty: false,
+    let form = filter.key_form();
+    let key_type = match (args.key_type, form) {
+        (Some(KeyTypeArg::Bytes), _) => KeyType::Bytes,
+        (Some(KeyTypeArg::Long), _) => KeyType::Long,
+        (None, Some(form)) => form.key_type,
+        (None, None) => KeyType::Bytes,
     };
+    let rules = KeyRules { key_type, reject_empty: false };
     let composite = match &args.composite {
         None => None,
         Some(_) if rules.key_type != KeyType::Bytes => anyhow::bail!("--composite keys are bytes: --key-type long takes a key of one field"),
         Some(d) => Some(super::args::parse_delimiter(d).map_err(|e| anyhow::anyhow!("invalid --composite: {e}"))?),
     };
-    let mut answerer = Answerer { filter: &filter, rules, composite, encoded: Vec::new(), composed: Vec::new(), answers: Vec::new() };
+    // The fields a key must have: the filter's, when it records them (checked per key).
+    let fields = match (form, composite) {
+        (Some(form), Some(_)) if form.fields > 1 => Some(form.fields as usize),
+        (Some(form), None) if form.fields > 1 => anyhow::bail!(
+            "{}: the filter was built over keys of {form}: give each key's fields with --composite DELIMITER (e.g. --composite ,)",
+            args.file.display()
+        ),
+        _ => None,
+    };
+    if let Some(form) = form.filter(|f| f.fields == 1) {
+        let (fields, asked) = if composite.is_some() { (2, "--composite") } else { (1, "--key-type") };
+        form.check(fields, key_type, asked).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    }
+    let mut answerer = Answerer { filter: &filter, rules, composite, fields, encoded: Vec::new(), composed: Vec::new(), answers: Vec::new() };
     let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if !args.keys.is_empty() {
         let keys: Vec<&[u8]> = args.keys.iter().map(|k| k.as_bytes()).collect();
@@ -83,6 +98,8 @@ struct Answerer<'f> {
     rules: KeyRules,
     /// The delimiter of a composite key's fields (`--composite`).
     composite: Option<u8>,
+    /// The number of fields every composite key must have, where the filter records it.
+    fields: Option<usize>,
     /// The keys of `--key-type long` as the 8 bytes that are hashed.
     encoded: Vec<[u8; 8]>,
     /// Composite keys as they are hashed.
@@ -100,6 +117,9 @@ impl Answerer<'_> {
                 self.composed.resize_with(keys.len(), Vec::new);
                 for (i, (key, composed)) in keys.iter().zip(&mut self.composed).enumerate() {
                     let fields = split_fields(key, delimiter, &mut scratch).map_err(|e| anyhow::anyhow!("{}: {e}", place(i)))?;
+                    if let Some(want) = self.fields.filter(|&want| want != fields.len()) {
+                        anyhow::bail!("{}: a key of {} field(s), where the filter's keys have {want}", place(i), fields.len());
+                    }
                     composed.clear();
                     for field in &fields {
                         push_with_length(composed, field);

@@ -42,7 +42,8 @@ impl StoredFilter {
 /// The layout a filter file was found in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileFormat {
-    Native,
+    /// bloomflow's own format, of this version (2 records the key form).
+    Native(u32),
     Hadoop,
     HadoopLegacy,
     Spark,
@@ -51,7 +52,7 @@ pub enum FileFormat {
 impl std::fmt::Display for FileFormat {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            FileFormat::Native => "native v1",
+            FileFormat::Native(version) => return write!(f, "native v{version}"),
             FileFormat::Hadoop => "hadoop writable",
             FileFormat::HadoopLegacy => "hadoop writable (legacy, unversioned)",
             FileFormat::Spark => "spark",
@@ -70,7 +71,9 @@ pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
     let mut prefix = vec![0u8; len.min(16) as usize];
     file.read_exact(&mut prefix).map_err(|e| Error::io(path, e))?;
     if native::is_native(&prefix) {
-        return native::read(path).map(|f| (f, FileFormat::Native));
+        // A file too short to hold its version is refused by the reader.
+        let version = prefix.get(8..12).map_or(0, |v| u32::from_le_bytes(v.try_into().expect("4 bytes")));
+        return native::read(path).map(|f| (f, FileFormat::Native(version)));
     }
     if prefix.len() < 4 {
         return Err(Error::bad_file(path, format!("file is {len} bytes, too short to be a filter file")));

@@ -1,11 +1,12 @@
-//! The native `.bloom` format, version 1. All integers little-endian:
+//! The native `.bloom` format, versions 1 and 2. All integers little-endian:
 //!
 //! | offset    | size | field                                                        |
 //! |-----------|------|--------------------------------------------------------------|
 //! | 0         | 8    | magic `BLOOMFLW`                                             |
-//! | 8         | 4    | u32 format version = 1                                       |
+//! | 8         | 4    | u32 format version: 1, or 2 when the key form is recorded    |
 //! | 12        | 4    | u32 header length H (at most 4096)                           |
-//! | 16        | H    | [`NativeHeader`], bincode 1.3 (fixed-width ints, LE)         |
+//! | 16        | H    | [`NativeHeader`], bincode 1.3 (fixed-width ints, LE); in     |
+//! |           |      | version 2 followed by the [`KeyForm`] (u32 fields, u32 type) |
 //! | 16+H      | 8·W  | body: W u64 words, LE (W = ⌈m/64⌉ plain, ⌈m/16⌉ counting)    |
 //! | 16+H+8·W  | 4    | CRC-32 (IEEE) of every byte before it                        |
 //!
@@ -19,6 +20,7 @@ use crate::bits::{words_for_bits, BitArray};
 use crate::counting::{words_for_counters, CountingBloomFilter};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
+use crate::records::KeyForm;
 use crate::spec::FilterSpec;
 use bincode::Options;
 use serde::{Deserialize, Serialize};
@@ -27,7 +29,10 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 pub const MAGIC: &[u8; 8] = b"BLOOMFLW";
+/// The version of a file whose key form is not known (a filter made through the library).
 pub const VERSION: u32 = 1;
+/// The version of a file that records its key form, as the build job writes it.
+pub const VERSION_WITH_KEY: u32 = 2;
 pub const MAX_HEADER_LEN: u32 = 4096;
 const PREFIX_LEN: u64 = 16;
 const CHECKSUM_LEN: u64 = 4;
@@ -78,7 +83,7 @@ pub fn write_plain(path: &Path, f: &BloomFilter) -> Result<()> {
         expected_items: f.expected_items(),
         target_fpp: f.target_fpp(),
     };
-    write(path, &header, f.bits().words())
+    write(path, &header, f.key_form(), f.bits().words())
 }
 
 /// Writes a counting filter atomically.
@@ -90,7 +95,7 @@ pub fn write_counting(path: &Path, f: &CountingBloomFilter) -> Result<()> {
         expected_items: f.expected_items(),
         target_fpp: f.target_fpp(),
     };
-    write(path, &header, f.words())
+    write(path, &header, f.key_form(), f.words())
 }
 
 /// Writes either kind.
@@ -114,18 +119,20 @@ impl<W: Write> Checksummed<W> {
     }
 }
 
-fn write(path: &Path, header: &NativeHeader, words: &[u64]) -> Result<()> {
+fn write(path: &Path, header: &NativeHeader, key: Option<KeyForm>, words: &[u64]) -> Result<()> {
     debug_assert_eq!(words.len() as u64, header.body_words());
-    let encoded = header_codec()
-        .serialize(header)
-        .expect("a header always fits the codec's limit");
+    let (version, encoded) = match key {
+        None => (VERSION, header_codec().serialize(header)),
+        Some(key) => (VERSION_WITH_KEY, header_codec().serialize(&(header, key))),
+    };
+    let encoded = encoded.expect("a header always fits the codec's limit");
     let io = |e| Error::io(path, e);
     let mut out = Checksummed {
         inner: AtomicFile::create(path)?,
         crc: crc32fast::Hasher::new(),
     };
     out.put(MAGIC).map_err(io)?;
-    out.put(&VERSION.to_le_bytes()).map_err(io)?;
+    out.put(&version.to_le_bytes()).map_err(io)?;
     out.put(&(encoded.len() as u32).to_le_bytes()).map_err(io)?;
     out.put(&encoded).map_err(io)?;
     put_words_le(&mut out, words).map_err(io)?;
@@ -184,9 +191,9 @@ pub fn read(path: &Path) -> Result<StoredFilter> {
         return Err(bad("not a bloomflow filter file (bad magic)".into()));
     }
     let version = u32::from_le_bytes(prefix[8..12].try_into().unwrap());
-    if version != VERSION {
+    if version != VERSION && version != VERSION_WITH_KEY {
         return Err(bad(format!(
-            "unsupported format version {version} (this build reads version {VERSION})"
+            "unsupported format version {version} (this build reads versions {VERSION} and {VERSION_WITH_KEY})"
         )));
     }
     let header_len = u32::from_le_bytes(prefix[12..16].try_into().unwrap());
@@ -198,9 +205,14 @@ pub fn read(path: &Path) -> Result<StoredFilter> {
     let mut header_bytes = vec![0u8; header_len as usize];
     input.read_exact(&mut header_bytes).map_err(|e| Error::io(path, e))?;
     crc.update(&header_bytes);
-    let header: NativeHeader = header_codec()
-        .deserialize(&header_bytes)
-        .map_err(|e| bad(format!("corrupt header: {e}")))?;
+    let decoded = match version {
+        VERSION => header_codec().deserialize::<NativeHeader>(&header_bytes).map(|h| (h, None)),
+        _ => header_codec().deserialize::<(NativeHeader, KeyForm)>(&header_bytes).map(|(h, k)| (h, Some(k))),
+    };
+    let (header, key_form) = decoded.map_err(|e| bad(format!("corrupt header: {e}")))?;
+    if let Some(key) = key_form.filter(|k| k.fields == 0) {
+        return Err(bad(format!("corrupt header: a key of {} fields", key.fields)));
+    }
     let spec = header.spec;
     FilterSpec::new(spec.scheme, spec.seed, spec.bits, spec.hashes).map_err(|e| bad(format!("corrupt header: {e}")))?;
     let words = header.body_words();
@@ -220,20 +232,16 @@ pub fn read(path: &Path) -> Result<StoredFilter> {
     }
     let NativeHeader { kind, spec, items_inserted, expected_items, target_fpp } = header;
     Ok(match kind {
-        FilterKind::Plain => StoredFilter::Plain(BloomFilter::from_parts(
-            spec,
-            BitArray::from_words(body, spec.bits),
-            items_inserted,
-            expected_items,
-            target_fpp,
-        )),
-        FilterKind::Counting => StoredFilter::Counting(CountingBloomFilter::from_parts(
-            spec,
-            body,
-            items_inserted,
-            expected_items,
-            target_fpp,
-        )),
+        FilterKind::Plain => {
+            let mut filter = BloomFilter::from_parts(spec, BitArray::from_words(body, spec.bits), items_inserted, expected_items, target_fpp);
+            filter.set_key_form(key_form);
+            StoredFilter::Plain(filter)
+        }
+        FilterKind::Counting => {
+            let mut filter = CountingBloomFilter::from_parts(spec, body, items_inserted, expected_items, target_fpp);
+            filter.set_key_form(key_form);
+            StoredFilter::Counting(filter)
+        }
     })
 }
 

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::format;
 use crate::params;
+use crate::records::KeyForm;
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
 use crate::hashing::Scheme;
@@ -234,6 +235,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let abort = Arc::new(AtomicBool::new(false));
     let output = config.output.clone();
     let job_sized = sized.clone();
+    let key_form = KeyForm::of(&config.scan.key, &config.scan.key_rules);
 
     let agreement = {
         let (source, sized) = (Arc::clone(&source), sized.clone());
@@ -251,6 +253,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
             return Ok(None);
         }
         filter.set_items_inserted(reports.iter().map(|r| r.keys).sum());
+        filter.set_key_form(Some(key_form));
         let ((bits_set, estimated_fpp), written) = beside(|| (filter.bits_set(), filter.estimated_fpp()), || match &output {
             Some(path) => format::write_plain(path, &filter),
             None => Ok(()),

@@ -197,6 +197,10 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         }
         FilterSource::File(path) => {
             let filter = format::load(path)?.into_plain();
+            if let Some(form) = filter.key_form() {
+                let probe = &config.probe_scan;
+                form.check(probe.key.field_count(), probe.key_rules.key_type, "--probe-key").map_err(|e| Error::Job(format!("{}: {e}", path.display())))?;
+            }
             PlannedFilter::File { path: path.clone(), filter: Arc::new(filter) }
         }
     };

@@ -2,6 +2,7 @@
 
 use crate::util::{key, tempdir};
 use bloomflow::format::{self, native, StoredFilter};
+use bloomflow::records::{KeyForm, KeyType};
 use bloomflow::{BloomFilter, CountingBloomFilter, Error, FilterSpec};
 use std::path::Path;
 
@@ -40,6 +41,46 @@ fn plain_round_trip_is_bit_exact() {
     // No temporary files are left behind.
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
+}
+
+/// A filter whose key form is known is written as version 2 and read back with it; one whose
+/// form is not (made through the library) stays version 1, byte for byte as before.
+#[test]
+fn a_recorded_key_form_round_trips_as_version_2() {
+    let dir = tempdir();
+    let plain = write_sample(dir.path());
+    assert_eq!(std::fs::read(&plain).unwrap()[8..12], 1u32.to_le_bytes());
+    assert_eq!(format::load(&plain).unwrap().into_plain().key_form(), None);
+
+    let mut f = sample_plain();
+    let form = KeyForm { fields: 3, key_type: KeyType::Bytes };
+    f.set_key_form(Some(form));
+    let path = dir.path().join("k.bloom");
+    native::write_plain(&path, &f).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes[8..12], 2u32.to_le_bytes());
+    assert_eq!(format::load(&path).unwrap(), StoredFilter::Plain(f.clone()));
+    assert_eq!(format::load_any(&path).unwrap().1.to_string(), "native v2");
+
+    // A version 2 header without its key form, and a key of no fields, are corrupt.
+    let mut b = std::fs::read(&plain).unwrap();
+    b[8..12].copy_from_slice(&2u32.to_le_bytes());
+    std::fs::write(&path, &b).unwrap();
+    assert!(bad_file_reason(&path).contains("corrupt header"));
+    let mut b = bytes.clone();
+    let header_end = 16 + u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    b[header_end - 8..header_end - 4].copy_from_slice(&0u32.to_le_bytes());
+    std::fs::write(&path, &b).unwrap();
+    assert!(bad_file_reason(&path).contains("a key of 0 fields"));
+
+    // Filters of different key forms do not combine; a known form survives a union with an
+    // unknown one.
+    let mut other = sample_plain();
+    other.set_key_form(Some(KeyForm { fields: 1, key_type: KeyType::Bytes }));
+    assert!(matches!(other.clone().union(&f), Err(Error::Incompatible { what: "key", .. })));
+    let mut unknown = sample_plain();
+    unknown.union(&f).unwrap();
+    assert_eq!(unknown.key_form(), Some(form));
 }
 
 #[test]

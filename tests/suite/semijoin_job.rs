@@ -388,6 +388,46 @@ fn a_composite_key_joins_on_every_field() {
     assert!(!Path::new(&refused).exists());
 }
 
+/// A filter the build job writes records its key form (native version 2), and every user of the
+/// file refuses keys encoded otherwise, which would be answered "no" one and all: a composite
+/// filter queried or joined on one field, a one-field filter queried with --composite, a key of
+/// another arity, a merge of the two. Keys of the right form still work.
+#[test]
+fn a_filter_records_its_key_form_and_refuses_keys_encoded_otherwise() {
+    let dir = tempdir();
+    let (b, p) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&b, "city,id\nx,1\ny,2\n").unwrap();
+    std::fs::write(&p, "event,city,id\n1,x,1\n2,x,2\n").unwrap();
+    let (pair, one) = (path_str(dir.path(), "pair.bloom"), path_str(dir.path(), "one.bloom"));
+    ok(&run(&["build", &b, "-k", "city,id", "-o", &pair, "--no-progress", "--expected-items", "100"]));
+    ok(&run(&["build", &b, "-k", "city", "-o", &one, "--no-progress", "--expected-items", "100"]));
+    let info = ok(&run(&["info", &pair]));
+    assert!(info.contains("format                native v2"), "{info}");
+    assert!(info.contains("key                   2 fields (a composite key, bytes)"), "{info}");
+    assert!(ok(&run(&["info", &one])).contains("key                   1 field (bytes)"));
+
+    fails_with(&run(&["query", &pair, "x"]), &["pair.bloom", "2 fields", "--composite"]);
+    fails_with(&run(&["query", &pair, "--composite", ",", "x,1", "x,1,2"]), &["key argument 2", "3 field(s)", "have 2"]);
+    fails_with(&run_with_stdin(&["query", &pair, "--composite", ","], b"x,1\ny\n"), &["standard input line 2", "1 field(s)"]);
+    assert_eq!(ok(&run(&["query", &pair, "--composite", ",", "x,1", "x,2"])), "x,1\tmaybe\nx,2\tno\n");
+    fails_with(&run(&["query", &one, "--composite", ",", "x,1"]), &["one.bloom", "1 field (bytes)", "--composite gives keys of 2 fields"]);
+    assert_eq!(ok(&run(&["query", &one, "x", "z"])), "x\tmaybe\nz\tno\n");
+
+    let refused = path_str(dir.path(), "refused");
+    fails_with(
+        &run(&["semijoin", "--filter", &pair, "--probe", &p, "--probe-key", "city", "-o", &refused, "--no-progress"]),
+        &["pair.bloom", "--probe-key gives keys of 1 field"],
+    );
+    assert!(!Path::new(&refused).exists(), "nothing is written");
+    let joined = path_str(dir.path(), "joined");
+    ok(&run(&["semijoin", "--filter", &pair, "--probe", &p, "--probe-key", "city,id", "-o", &joined, "--no-progress"]));
+    assert_eq!(read_output(Path::new(&joined), "event,city,id\n"), BTreeMap::from([(b"1,x,1\n".to_vec(), 1)]));
+
+    let merged = path_str(dir.path(), "merged.bloom");
+    fails_with(&run(&["merge", &pair, &one, "-o", &merged]), &["key differs"]);
+    assert!(!Path::new(&merged).exists());
+}
+
 #[test]
 fn demo_runs_the_whole_pipeline_on_the_bundled_data() {
     let dir = tempdir();
