@@ -77,7 +77,7 @@ pub struct InputArgs {
 
 impl InputArgs {
     pub fn format(&self) -> anyhow::Result<RecordFormat> {
-        Ok(RecordFormat { delimiter: parse_delimiter(&self.delimiter)?, has_header: !self.no_header })
+        Ok(RecordFormat { delimiter: parse_delimiter("--delimiter", &self.delimiter)?, has_header: !self.no_header })
     }
 
     /// Scan settings for the key fields `keys` (each as `--key` takes it) given with `flag`,
@@ -98,11 +98,12 @@ impl InputArgs {
     }
 }
 
-pub fn parse_delimiter(text: &str) -> anyhow::Result<u8> {
+/// A field delimiter given to `flag`: one byte, or `tab`.
+pub fn parse_delimiter(flag: &str, text: &str) -> anyhow::Result<u8> {
     match text {
         "\\t" | "tab" | "\t" => Ok(b'\t'),
         _ if text.len() == 1 && text.as_bytes()[0] != b'"' && text.as_bytes()[0] != b'\n' && text.as_bytes()[0] != b'\r' => Ok(text.as_bytes()[0]),
-        _ => bail!("invalid --delimiter {text:?}: expected one byte such as , or ; or \\t (not a quote or line end)"),
+        _ => bail!("invalid {flag} {text:?}: expected one byte such as , or ; or \\t (not a quote or line end)"),
     }
 }
 

@@ -44,7 +44,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let composite = match &args.composite {
         None => None,
         Some(_) if rules.key_type != KeyType::Bytes => anyhow::bail!("--composite keys are bytes: --key-type long takes a key of one field"),
-        Some(d) => Some(super::args::parse_delimiter(d).map_err(|e| anyhow::anyhow!("invalid --composite: {e}"))?),
+        Some(d) => Some(super::args::parse_delimiter("--composite", d)?),
     };
     // The fields a key must have: the filter's, when it records them (checked per key).
     let fields = match (form, composite) {
