@@ -157,14 +157,16 @@ impl Part {
         self.keys += 1;
     }
 
-    /// Inserts a group of keys with their hashes: every slot is prefetched before any key is
-    /// inserted, so that the cache misses overlap.
-    fn insert_group(&mut self, group: &[(u64, &[u8])]) {
-        for &(hash, _) in group {
-            prefetch(&self.slots[slot_and_tag(hash, self.slots.len()).0]);
-        }
-        for &(hash, key) in group {
-            self.insert(hash, key);
+    /// Inserts a group of keys with their hashes (whose slots were prefetched), prefetching the
+    /// slots of the next group's keys as it goes.
+    fn insert_group_prefetching(&mut self, group: &[(u64, &[u8])], next: &[(u64, &[u8])]) {
+        for i in 0..group.len().max(next.len()) {
+            if let Some(&(hash, _)) = next.get(i) {
+                prefetch(&self.slots[slot_and_tag(hash, self.slots.len()).0]);
+            }
+            if let Some(&(hash, key)) = group.get(i) {
+                self.insert(hash, key);
+            }
         }
     }
 
@@ -295,22 +297,27 @@ impl KeySet {
         // A partition's share, with room for the deviation of a random split.
         let share = keys as usize / count + (keys as usize / count).isqrt() * 4 + 16;
         let mut table = Part::with_capacity(share);
-        // Inserts in groups whose slots are prefetched first, so that the misses overlap. A key
-        // joins the group whatever its partition, and the group's length grows only for this
-        // partition's keys: with several partitions, a branch on the partition would mispredict
-        // for every other key.
-        let mut group = [(0u64, &[][..]); BATCH];
-        let mut len = 0;
+        // Keys go in groups, and a group's slots are prefetched while the group before it is
+        // inserted, one slot per insert, so that about a group's misses are always in flight.
+        // A key joins the group whatever its partition, and the group's length grows only for
+        // this partition's keys: with several partitions, a branch on the partition would
+        // mispredict for every other key.
+        let mut groups = [[(0u64, &[][..]); BATCH]; 2];
+        let (mut len, mut ready) = (0, 0);
         for_each_key(pieces, |key| {
             let hash = h.hash_one(key);
-            group[len] = (hash, key);
+            let [waiting, filling] = &mut groups;
+            filling[len] = (hash, key);
             len += (count == 1 || partition_of(hash, count) == index) as usize;
             if len == BATCH {
-                table.insert_group(&group);
-                len = 0;
+                table.insert_group_prefetching(&waiting[..ready], filling);
+                std::mem::swap(waiting, filling);
+                (ready, len) = (BATCH, 0);
             }
         });
-        table.insert_group(&group[..len]);
+        let [waiting, filling] = &groups;
+        table.insert_group_prefetching(&waiting[..ready], &filling[..len]);
+        table.insert_group_prefetching(&filling[..len], &[]);
         Partition(table)
     }
 
@@ -410,6 +417,23 @@ mod tests {
             let mut answers = Vec::new();
             set.contains_batch(&keys, &mut answers);
             assert_eq!(answers, [true, false, true, false]);
+        }
+    }
+
+    /// Every key count around the insert groups' boundaries (the last group partial, full, or
+    /// alone), in one partition and in two.
+    #[test]
+    fn every_key_is_inserted_whatever_the_count() {
+        for n in [0u32, 1, 63, 64, 65, 127, 128, 129, 200] {
+            let mut arena = KeyArena::default();
+            (0..n).for_each(|i| arena.push(format!("k{i}").as_bytes()));
+            let pieces = pieces_of(&arena, 100);
+            for count in [1, 2] {
+                let set = KeySet::from_partitions((0..count).map(|i| KeySet::build_partition(&pieces, n as u64, i, count)).collect());
+                assert_eq!(set.len(), n as usize, "{n} keys, {count} partition(s)");
+                assert!((0..n).all(|i| set.contains(format!("k{i}").as_bytes())), "{n} keys, {count} partition(s)");
+                assert!(!set.contains(format!("k{n}").as_bytes()));
+            }
         }
     }
 
