@@ -29,6 +29,9 @@ pub struct Writeback {
     pending_writeback: u64,
     pending_sync: u64,
     syncer: Option<Syncer>,
+    /// False for a scratch file, read back and deleted by the job: never synced, nor written
+    /// back early, since its pages may never need to reach the disk at all.
+    durable: bool,
 }
 
 /// The thread that syncs a file in the background: one request at most waits, since a sync
@@ -71,16 +74,24 @@ impl Syncer {
 
 impl Writeback {
     pub fn new(file: File) -> Self {
-        Writeback { file, pending_writeback: 0, pending_sync: 0, syncer: None }
+        Writeback { file, pending_writeback: 0, pending_sync: 0, syncer: None, durable: true }
+    }
+
+    /// A scratch file's writer: plain writes, and [`Writeback::sync`] does nothing.
+    pub fn scratch(file: File) -> Self {
+        Writeback { durable: false, ..Writeback::new(file) }
     }
 
     /// Makes every byte written durable (an error of a background sync included): the sync
-    /// of a commit.
+    /// of a commit. Nothing for a scratch file.
     pub fn sync(mut self) -> std::io::Result<()> {
         if let Some(syncer) = self.syncer.take() {
             syncer.stop()?;
         }
-        self.file.sync_all()
+        if self.durable {
+            self.file.sync_all()?;
+        }
+        Ok(())
     }
 
     fn start_writeback(&self) {
@@ -108,6 +119,9 @@ impl Writeback {
 impl Write for Writeback {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.file.write(buf)?;
+        if !self.durable {
+            return Ok(n);
+        }
         self.pending_writeback += n as u64;
         self.pending_sync += n as u64;
         if self.pending_writeback >= WRITEBACK_STEP {
@@ -227,5 +241,24 @@ mod tests {
         // And a syncer that was never asked has nothing to report.
         let idle = Syncer::start(&file).expect("a thread and a descriptor");
         idle.stop().unwrap();
+    }
+
+    /// A durable file is synced in the background as it grows; a scratch file never is, and
+    /// both hold every byte written.
+    #[test]
+    fn only_durable_files_are_synced_in_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        let piece = vec![7u8; (SYNC_STEP / 4) as usize + 3];
+        for durable in [true, false] {
+            let path = dir.path().join(format!("f-{durable}"));
+            let file = File::create(&path).unwrap();
+            let mut w = if durable { Writeback::new(file) } else { Writeback::scratch(file) };
+            for _ in 0..9 {
+                w.write_all(&piece).unwrap();
+            }
+            assert_eq!(w.syncer.is_some(), durable, "durable: {durable}");
+            w.sync().unwrap();
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), 9 * piece.len() as u64);
+        }
     }
 }

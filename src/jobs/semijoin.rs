@@ -492,7 +492,7 @@ impl Job {
 
         // Scan errors are kept until the exchange is done: every worker must close its inputs,
         // or its peers would wait for them forever.
-        let mut survivors_file = TaskFile::create(&self.dir, &format!("bloom-{me:05}"), OutputCompression::NONE);
+        let mut survivors_file = TaskFile::create_scratch(&self.dir, &format!("bloom-{me:05}"));
         let (mut seq, mut survivors, mut pruned_bytes) = (0u64, 0u64, 0u64);
         let scanned = match survivors_file.as_mut() {
             Err(_) => Ok(ScanStats::default()),
