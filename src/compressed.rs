@@ -307,10 +307,16 @@ pub(crate) fn decoding_error(compression: Compression, e: std::io::Error) -> std
 /// LZ4 frame and Snappy framing formats: a pipe has no name to tell its codec by, and no text
 /// begins with those bytes.
 pub fn stdin() -> std::io::Result<Box<dyn Read>> {
+    stdin_as(None)
+}
+
+/// Standard input read with `codec` where one is given (`--stdin-compression`: Hadoop's Snappy
+/// and LZ4 framing has no magic bytes to tell it by), else as [`stdin`] tells it.
+pub fn stdin_as(codec: Option<Compression>) -> std::io::Result<Box<dyn Read>> {
     let mut stdin = std::io::stdin().lock();
     let mut magic = Vec::with_capacity(10);
     (&mut stdin).take(10).read_to_end(&mut magic)?;
-    let compression = codec_of_magic(&magic);
+    let compression = codec.unwrap_or_else(|| codec_of_magic(&magic));
     let whole = std::io::Cursor::new(magic).chain(stdin);
     Ok(match compression {
         Compression::None => Box::new(whole),

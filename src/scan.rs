@@ -28,6 +28,8 @@ pub struct ScanOptions {
     pub strict: bool,
     /// How keys are encoded before hashing.
     pub key_rules: KeyRules,
+    /// The codec of standard input, where given; else it is told by its first bytes.
+    pub stdin_compression: Option<crate::compressed::Compression>,
 }
 
 /// The inputs of one side of a job, cut into splits.
@@ -181,7 +183,7 @@ impl Source {
                     buffer = reader.into_buffer();
                 }
                 Input::Stdin => {
-                    let stdin = crate::compressed::stdin().map_err(|e| Error::io("<stdin>", e))?;
+                    let stdin = crate::compressed::stdin_as(self.options.stdin_compression).map_err(|e| Error::io("<stdin>", e))?;
                     let mut reader = SplitReader::new(stdin, 0, u64::MAX, self.options.max_record, "<stdin>".into());
                     self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }
@@ -464,6 +466,7 @@ mod tests {
                 max_record: 1 << 20,
                 strict: true,
                 key_rules: KeyRules { key_type: KeyType::Bytes, reject_empty: false },
+                stdin_compression: None,
             };
             let source = Source::plan(&[path], options, 1).unwrap();
             let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));

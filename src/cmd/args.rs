@@ -3,6 +3,7 @@
 
 use anyhow::{bail, Context};
 use bloomflow::cluster::ClusterConfig;
+use bloomflow::compressed::Compression;
 use bloomflow::jobs::build::Sizing;
 use bloomflow::params;
 use bloomflow::hashing::{HadoopHash, Scheme};
@@ -73,9 +74,51 @@ pub struct InputArgs {
     /// Longest record accepted, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_RECORD, value_name = "BYTES")]
     pub max_record_bytes: usize,
+    /// The codec of standard input (`-`), for a stream its first bytes do not tell: Hadoop's
+    /// Snappy and LZ4 framing (`hadoop fs -cat part-00000.snappy | bloomflow ...`), or `none`
+    /// for text that must not be taken for a codec's. Default: told by its first bytes (gzip,
+    /// zstd, bzip2, the lz4 tool's frames, snzip's framing), else text.
+    #[arg(long, value_enum, value_name = "CODEC")]
+    pub stdin_compression: Option<CodecArg>,
+}
+
+/// A text codec, as Hadoop names them.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodecArg {
+    None,
+    Gzip,
+    Zstd,
+    Deflate,
+    Bzip2,
+    Snappy,
+    Lz4,
+}
+
+impl CodecArg {
+    pub fn compression(self) -> Compression {
+        match self {
+            CodecArg::None => Compression::None,
+            CodecArg::Gzip => Compression::Gzip,
+            CodecArg::Zstd => Compression::Zstd,
+            CodecArg::Deflate => Compression::Deflate,
+            CodecArg::Bzip2 => Compression::Bzip2,
+            CodecArg::Snappy => Compression::Snappy,
+            CodecArg::Lz4 => Compression::Lz4,
+        }
+    }
 }
 
 impl InputArgs {
+    /// Refuses `--stdin-compression` when no input is standard input: it would do nothing, and
+    /// the user meant some input to be read with it.
+    pub fn check_stdin_used<'a>(&self, inputs: impl IntoIterator<Item = &'a PathBuf>) -> anyhow::Result<()> {
+        let mut inputs = inputs.into_iter();
+        if self.stdin_compression.is_some() && !inputs.any(|p| p.as_os_str() == "-") {
+            bail!("--stdin-compression is for standard input, and no input is `-`");
+        }
+        Ok(())
+    }
+
     pub fn format(&self) -> anyhow::Result<RecordFormat> {
         Ok(RecordFormat { delimiter: parse_delimiter("--delimiter", &self.delimiter)?, has_header: !self.no_header })
     }
@@ -94,7 +137,15 @@ impl InputArgs {
         if key.is_composite() && key_rules.key_type != KeyType::Bytes {
             bail!("invalid {flag}: --key-type long takes a key of one field, not {}", keys.join(","));
         }
-        Ok(ScanOptions { format, key, split_size: self.split_size, max_record: self.max_record_bytes, strict: self.strict, key_rules })
+        Ok(ScanOptions {
+            format,
+            key,
+            split_size: self.split_size,
+            max_record: self.max_record_bytes,
+            strict: self.strict,
+            key_rules,
+            stdin_compression: self.stdin_compression.map(CodecArg::compression),
+        })
     }
 }
 

@@ -35,6 +35,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (scheme, layout) = args.sizing.shape(FAST_FILTER)?;
     let scan = args.input.scan(&args.key, "--key", args.sizing.key_rules(scheme))?;
+    args.input.check_stdin_used(&args.inputs)?;
     let config = BuildConfig {
         inputs: args.inputs,
         scan,

@@ -35,6 +35,7 @@ fn scan(key: &str) -> ScanOptions {
         max_record: DEFAULT_MAX_RECORD,
         strict: false,
         key_rules: Default::default(),
+        stdin_compression: None,
     }
 }
 

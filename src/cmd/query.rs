@@ -1,7 +1,7 @@
 //! `bloomflow query FILE [KEY]...`: keys from the arguments, or one per line from standard input.
 
 use bloomflow::format;
-use super::args::KeyTypeArg;
+use super::args::{CodecArg, KeyTypeArg};
 use bloomflow::records::{bom_len, push_with_length, split_fields, trim_line_end, KeyRules, KeyType};
 use bloomflow::splits::{SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
@@ -25,6 +25,10 @@ pub struct Args {
     /// for a filter built with several key fields (`-k a,b`): `--composite , 'x,42'`.
     #[arg(long, value_name = "C")]
     composite: Option<String>,
+    /// The codec of standard input, for a stream its first bytes do not tell (Hadoop's Snappy
+    /// and LZ4 framing), or `none` for plain text. Default: told by its first bytes.
+    #[arg(long, value_enum, value_name = "CODEC")]
+    stdin_compression: Option<CodecArg>,
 }
 
 /// Keys answered together from standard input: the filter's batched query hashes them in vectors
@@ -61,13 +65,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let mut answerer = Answerer { filter: &filter, rules, composite, fields, encoded: Vec::new(), composed: Vec::new(), answers: Vec::new() };
     let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    if !args.keys.is_empty() && args.stdin_compression.is_some() {
+        anyhow::bail!("--stdin-compression is for keys read from standard input, and keys were given as arguments");
+    }
     if !args.keys.is_empty() {
         let keys: Vec<&[u8]> = args.keys.iter().map(|k| k.as_bytes()).collect();
         answerer.answer(&keys, |i| format!("key argument {}", i + 1), &mut out)?;
     } else {
         // Lines come in batches straight from a large read buffer, as the jobs read their splits.
         // (Decompressed first if it is compressed, as the jobs' standard input is.)
-        let stdin = bloomflow::compressed::stdin().map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
+        let codec = args.stdin_compression.map(CodecArg::compression);
+        let stdin = bloomflow::compressed::stdin_as(codec).map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
         let mut reader = SplitReader::new(stdin, 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
         let (mut lines, mut keys) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
         let mut first_line = 1;

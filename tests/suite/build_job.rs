@@ -31,6 +31,7 @@ fn options(split_size: u64, has_header: bool, key: KeyField) -> ScanOptions {
         max_record: 1 << 20,
         strict: true,
         key_rules: Default::default(),
+        stdin_compression: None,
     }
 }
 

@@ -188,6 +188,44 @@ fn standard_input_is_decompressed_by_its_magic_bytes() {
     }
 }
 
+/// Hadoop's Snappy and LZ4 framing has no magic bytes: piped (`hadoop fs -cat part.snappy |`),
+/// it is read with `--stdin-compression`, as is every other codec; `none` reads a stream that
+/// begins like gzip as text. The flag is refused where nothing is read from standard input.
+#[test]
+fn standard_input_is_read_with_the_codec_named() {
+    let dir = tempdir();
+    let (text, reference) = plain_reference(dir.path());
+    for (_, codec, compress) in CODECS {
+        let out = path_str(dir.path(), &format!("named-{codec}.bloom"));
+        let args = ["build", "-", "-k", "key", "--expected-items", "5000", "-o", &out, "--no-progress", "--stdin-compression", codec];
+        let summary = ok(&run_with_stdin(&args, &compress(&text)));
+        assert!(summary.contains("records            5000"), "{codec}: {summary}");
+        assert_eq!(std::fs::read(&out).unwrap(), reference, "{codec} named on standard input");
+    }
+    // Without the flag, Hadoop-framed Snappy is not told from text (and is no filter of it).
+    let guessed = path_str(dir.path(), "guessed.bloom");
+    let _ = run_with_stdin(&["build", "-", "-k", "key", "--expected-items", "5000", "-o", &guessed, "--no-progress"], &snappy(&text));
+    assert_ne!(std::fs::read(&guessed).ok(), Some(reference.clone()));
+    // `none`: gzip's magic bytes at the start of a text are only text.
+    let mut odd = vec![0x1f, 0x8b, b'\n'];
+    odd.extend_from_slice(&text[text.iter().position(|&b| b == b'\n').unwrap() + 1..]);
+    let header_first = [&b"id,key,note\n"[..], &odd].concat();
+    let out = path_str(dir.path(), "none.bloom");
+    let summary = ok(&run_with_stdin(&["build", "-", "-k", "key", "--expected-items", "5000", "-o", &out, "--no-progress", "--stdin-compression", "none"], &header_first));
+    assert!(summary.contains("records            5001"), "{summary}");
+    let told = run_with_stdin(&["build", "-", "-k", "key", "--expected-items", "5000", "-o", &out, "--no-progress"], &odd);
+    fails_with(&told, &["<stdin>", "not valid gzip data"]);
+    // Queries read their keys alike.
+    let keys: String = (0..50).map(|i| format!("k{i}\n")).collect();
+    let plain = path_str(dir.path(), "plain.bloom");
+    let expected = ok(&run_with_stdin(&["query", &plain], keys.as_bytes()));
+    assert_eq!(ok(&run_with_stdin(&["query", &plain, "--stdin-compression", "lz4"], &lz4(keys.as_bytes()))), expected);
+    // Refused where no input is standard input.
+    let input = path_str(dir.path(), "in.csv");
+    fails_with(&run(&["build", &input, "-k", "key", "-o", &out, "--no-progress", "--stdin-compression", "gzip"]), &["--stdin-compression", "no input is `-`"]);
+    fails_with(&run(&["query", &plain, "--stdin-compression", "gzip", "k1"]), &["--stdin-compression", "arguments"]);
+}
+
 /// `query` decompresses its standard input the same way.
 #[test]
 fn query_reads_compressed_keys_from_standard_input() {
