@@ -78,34 +78,17 @@ pub struct InputArgs {
     /// Snappy and LZ4 framing (`hadoop fs -cat part-00000.snappy | bloomflow ...`), or `none`
     /// for text that must not be taken for a codec's. Default: told by its first bytes (gzip,
     /// zstd, bzip2, the lz4 tool's frames, snzip's framing), else text.
-    #[arg(long, value_enum, value_name = "CODEC")]
-    pub stdin_compression: Option<CodecArg>,
+    #[arg(long, value_name = "CODEC", value_parser = codec_parser())]
+    pub stdin_compression: Option<Compression>,
 }
 
-/// A text codec, as Hadoop names them.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CodecArg {
-    None,
-    Gzip,
-    Zstd,
-    Deflate,
-    Bzip2,
-    Snappy,
-    Lz4,
-}
-
-impl CodecArg {
-    pub fn compression(self) -> Compression {
-        match self {
-            CodecArg::None => Compression::None,
-            CodecArg::Gzip => Compression::Gzip,
-            CodecArg::Zstd => Compression::Zstd,
-            CodecArg::Deflate => Compression::Deflate,
-            CodecArg::Bzip2 => Compression::Bzip2,
-            CodecArg::Snappy => Compression::Snappy,
-            CodecArg::Lz4 => Compression::Lz4,
-        }
-    }
+/// A codec by the name [`Compression::name`] gives it (`gzip`, `zstd`, `deflate`, `bzip2`,
+/// `snappy`, `lz4` or `none`), for `--compress` and `--stdin-compression`.
+pub fn codec_parser() -> impl clap::builder::TypedValueParser<Value = Compression> {
+    use clap::builder::TypedValueParser;
+    let codecs = || std::iter::once(Compression::None).chain(Compression::CODECS);
+    clap::builder::PossibleValuesParser::new(codecs().map(Compression::name))
+        .map(move |name| codecs().find(|c| c.name() == name).expect("a possible value names a codec"))
 }
 
 impl InputArgs {
@@ -144,7 +127,7 @@ impl InputArgs {
             max_record: self.max_record_bytes,
             strict: self.strict,
             key_rules,
-            stdin_compression: self.stdin_compression.map(CodecArg::compression),
+            stdin_compression: self.stdin_compression,
         })
     }
 }

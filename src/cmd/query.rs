@@ -1,7 +1,7 @@
 //! `bloomflow query FILE [KEY]...`: keys from the arguments, or one per line from standard input.
 
 use bloomflow::format;
-use super::args::{CodecArg, KeyTypeArg};
+use super::args::KeyTypeArg;
 use bloomflow::records::{bom_len, push_with_length, split_fields, trim_line_end, KeyRules, KeyType};
 use bloomflow::splits::{SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
@@ -27,8 +27,8 @@ pub struct Args {
     composite: Option<String>,
     /// The codec of standard input, for a stream its first bytes do not tell (Hadoop's Snappy
     /// and LZ4 framing), or `none` for plain text. Default: told by its first bytes.
-    #[arg(long, value_enum, value_name = "CODEC")]
-    stdin_compression: Option<CodecArg>,
+    #[arg(long, value_name = "CODEC", value_parser = super::args::codec_parser())]
+    stdin_compression: Option<bloomflow::compressed::Compression>,
 }
 
 /// Keys answered together from standard input: the filter's batched query hashes them in vectors
@@ -74,8 +74,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         // Lines come in batches straight from a large read buffer, as the jobs read their splits.
         // (Decompressed first if it is compressed, as the jobs' standard input is.)
-        let codec = args.stdin_compression.map(CodecArg::compression);
-        let stdin = bloomflow::compressed::stdin_as(codec).map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
+        let stdin = bloomflow::compressed::stdin_as(args.stdin_compression).map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
         let mut reader = SplitReader::new(stdin, 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
         let (mut lines, mut keys) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
         let mut first_line = 1;

@@ -1,9 +1,9 @@
 //! `bloomflow semijoin`: keep the probe records whose key may be on the build side (or, with
 //! `--anti --exact`, those whose key is not).
 
-use super::args::{ClusterArgs, CodecArg, InputArgs, SizingArgs, FAST_FILTER};
+use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
 use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
-use bloomflow::compressed::OutputCompression;
+use bloomflow::compressed::{Compression, OutputCompression};
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
 
@@ -53,8 +53,8 @@ pub struct Args {
     /// DefaultCodec writes), bzip2 (part-NNNNN.bz2, slow but splittable), snappy or lz4
     /// (part-NNNNN.snappy, part-NNNNN.lz4: raw blocks in Hadoop's framing, as its SnappyCodec
     /// and Lz4Codec write them), named as Hadoop names compressed parts; bloomflow reads them all.
-    #[arg(long, value_enum, default_value_t = CodecArg::None)]
-    compress: CodecArg,
+    #[arg(long, value_name = "CODEC", default_value = "none", value_parser = super::args::codec_parser())]
+    compress: Compression,
     /// The codec's level, instead of its usual one: 0–9 for gzip and deflate (6 by default; 1 is
     /// fastest), 1–22 for zstd (3 by default), 1–9 for bzip2 (9 by default); snappy and lz4 have none.
     #[arg(long, value_name = "N", requires = "compress")]
@@ -107,7 +107,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         },
         broadcast_limit: args.broadcast_limit,
         overwrite: args.overwrite,
-        compression: OutputCompression::new(args.compress.compression(), args.compress_level)?,
+        compression: OutputCompression::new(args.compress, args.compress_level)?,
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
     };
