@@ -2,7 +2,7 @@
 
 use bloomflow::format;
 use super::args::KeyTypeArg;
-use bloomflow::records::{bom_len, push_with_length, split_fields, trim_line_end, KeyRules, KeyType};
+use bloomflow::records::{bom_len, push_with_length, split_fields, trim_line_end, KeyForm, KeyRules, KeyType};
 use bloomflow::splits::{SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
 use std::io::{BufWriter, Write};
@@ -36,38 +36,13 @@ pub struct Args {
 const BATCH: usize = 1024;
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let filter = format::load(&args.file)?.into_plain();
-    let form = filter.key_form();
-    let key_type = match (args.key_type, form) {
-        (Some(KeyTypeArg::Bytes), _) => KeyType::Bytes,
-        (Some(KeyTypeArg::Long), _) => KeyType::Long,
-        (None, Some(form)) => form.key_type,
-        (None, None) => KeyType::Bytes,
-    };
-    let rules = KeyRules { key_type, reject_empty: false };
-    let composite = match &args.composite {
-        None => None,
-        Some(_) if rules.key_type != KeyType::Bytes => anyhow::bail!("--composite keys are bytes: --key-type long takes a key of one field"),
-        Some(d) => Some(super::args::parse_delimiter("--composite", d)?),
-    };
-    // The fields a key must have: the filter's, when it records them (checked per key).
-    let fields = match (form, composite) {
-        (Some(form), Some(_)) if form.fields > 1 => Some(form.fields as usize),
-        (Some(form), None) if form.fields > 1 => anyhow::bail!(
-            "{}: the filter was built over keys of {form}: give each key's fields with --composite DELIMITER (e.g. --composite ,)",
-            args.file.display()
-        ),
-        _ => None,
-    };
-    if let Some(form) = form.filter(|f| f.fields == 1) {
-        let (fields, asked) = if composite.is_some() { (2, "--composite") } else { (1, "--key-type") };
-        form.check(fields, key_type, asked).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-    }
-    let mut answerer = Answerer { filter: &filter, rules, composite, fields, encoded: Vec::new(), composed: Vec::new(), answers: Vec::new() };
-    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if !args.keys.is_empty() && args.stdin_compression.is_some() {
         anyhow::bail!("--stdin-compression is for keys read from standard input, and keys were given as arguments");
     }
+    let filter = format::load(&args.file)?.into_plain();
+    let encoding = KeyEncoding::for_filter(&args, filter.key_form()).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let mut answerer = Answerer { filter: &filter, encoding, encoded: Vec::new(), composed: Vec::new(), answers: Vec::new() };
+    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if !args.keys.is_empty() {
         let keys: Vec<&[u8]> = args.keys.iter().map(|k| k.as_bytes()).collect();
         answerer.answer(&keys, |i| format!("key argument {}", i + 1), &mut out)?;
@@ -99,14 +74,52 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Answers keys a batch at a time, keeping its buffers from one batch to the next.
-struct Answerer<'f> {
-    filter: &'f BloomFilter,
+/// How the query makes its keys into the bytes it hashes, from the flags and, where the filter
+/// file records it, the filter's key form: keys made otherwise would be answered "no", so a
+/// mismatch is refused.
+struct KeyEncoding {
     rules: KeyRules,
     /// The delimiter of a composite key's fields (`--composite`).
     composite: Option<u8>,
     /// The number of fields every composite key must have, where the filter records it.
     fields: Option<usize>,
+}
+
+impl KeyEncoding {
+    fn for_filter(args: &Args, form: Option<KeyForm>) -> anyhow::Result<KeyEncoding> {
+        // The type asked for, else the filter's, else bytes.
+        let key_type = match (args.key_type, form) {
+            (Some(KeyTypeArg::Bytes), _) => KeyType::Bytes,
+            (Some(KeyTypeArg::Long), _) => KeyType::Long,
+            (None, Some(form)) => form.key_type,
+            (None, None) => KeyType::Bytes,
+        };
+        let composite = match &args.composite {
+            None => None,
+            Some(_) if key_type != KeyType::Bytes => anyhow::bail!("--composite keys are bytes: --key-type long takes a key of one field"),
+            Some(d) => Some(super::args::parse_delimiter("--composite", d)?),
+        };
+        let fields = match form {
+            Some(form) if form.fields > 1 && composite.is_none() => anyhow::bail!(
+                "the filter was built over keys of {form}: give each key's fields with --composite DELIMITER (e.g. --composite ,)"
+            ),
+            // Each key's fields are counted as it is read.
+            Some(form) if form.fields > 1 => Some(form.fields as usize),
+            Some(form) => {
+                let (fields, flag) = if composite.is_some() { (2, "--composite") } else { (1, "--key-type") };
+                form.check(fields, key_type, flag)?;
+                None
+            }
+            None => None,
+        };
+        Ok(KeyEncoding { rules: KeyRules { key_type, reject_empty: false }, composite, fields })
+    }
+}
+
+/// Answers keys a batch at a time, keeping its buffers from one batch to the next.
+struct Answerer<'f> {
+    filter: &'f BloomFilter,
+    encoding: KeyEncoding,
     /// The keys of `--key-type long` as the 8 bytes that are hashed.
     encoded: Vec<[u8; 8]>,
     /// Composite keys as they are hashed.
@@ -118,13 +131,13 @@ impl Answerer<'_> {
     /// Writes `key<TAB>maybe` or `key<TAB>no` for each of `keys`, in order. A key that cannot
     /// be encoded fails the command, named by `place(i)` (where key `i` came from).
     fn answer(&mut self, keys: &[&[u8]], place: impl Fn(usize) -> String, out: &mut impl Write) -> anyhow::Result<()> {
-        match (self.rules.key_type, self.composite) {
+        match (self.encoding.rules.key_type, self.encoding.composite) {
             (KeyType::Bytes, Some(delimiter)) => {
                 let mut scratch = Vec::new();
                 self.composed.resize_with(keys.len(), Vec::new);
                 for (i, (key, composed)) in keys.iter().zip(&mut self.composed).enumerate() {
                     let fields = split_fields(key, delimiter, &mut scratch).map_err(|e| anyhow::anyhow!("{}: {e}", place(i)))?;
-                    if let Some(want) = self.fields.filter(|&want| want != fields.len()) {
+                    if let Some(want) = self.encoding.fields.filter(|&want| want != fields.len()) {
                         anyhow::bail!("{}: a key of {} field(s), where the filter's keys have {want}", place(i), fields.len());
                     }
                     composed.clear();
@@ -140,7 +153,7 @@ impl Answerer<'_> {
                 self.encoded.clear();
                 for (i, key) in keys.iter().enumerate() {
                     let mut buf = [0u8; 8];
-                    let encoded = self.rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
+                    let encoded = self.encoding.rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
                     self.encoded.push(encoded.try_into().expect("a long is 8 bytes"));
                 }
                 let hashed: Vec<&[u8]> = self.encoded.iter().map(|b| &b[..]).collect();
