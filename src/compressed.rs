@@ -303,16 +303,11 @@ pub(crate) fn decoding_error(compression: Compression, e: std::io::Error) -> std
     std::io::Error::new(e.kind(), format!("not valid {codec} data: {e}; the input may be truncated or corrupt"))
 }
 
-/// Standard input, decompressed when it begins with the magic bytes of gzip, zstd, bzip2, or the
-/// LZ4 frame and Snappy framing formats: a pipe has no name to tell its codec by, and no text
-/// begins with those bytes.
-pub fn stdin() -> std::io::Result<Box<dyn Read>> {
-    stdin_as(None)
-}
-
-/// Standard input read with `codec` where one is given (`--stdin-compression`: Hadoop's Snappy
-/// and LZ4 framing has no magic bytes to tell it by), else as [`stdin`] tells it.
-pub fn stdin_as(codec: Option<Compression>) -> std::io::Result<Box<dyn Read>> {
+/// Standard input, read with `codec` where one is given (`--stdin-compression`: Hadoop's Snappy
+/// and LZ4 framing has no magic bytes to tell it by), else decompressed when it begins with the
+/// magic bytes of gzip, zstd, bzip2, or the LZ4 frame and Snappy framing formats: a pipe has no
+/// name to tell its codec by, and no text begins with those bytes.
+pub fn stdin(codec: Option<Compression>) -> std::io::Result<Box<dyn Read>> {
     let mut stdin = std::io::stdin().lock();
     let mut magic = Vec::with_capacity(10);
     (&mut stdin).take(10).read_to_end(&mut magic)?;

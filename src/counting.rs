@@ -2,10 +2,10 @@
 //! removed. Counters saturate at 15; a saturated counter is never decremented, since it may stand
 //! for more inserts than it can count (decrementing it could create a false negative).
 
-use crate::records::KeyForm;
 use crate::bits::BitArray;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
+use crate::records::KeyForm;
 use crate::spec::FilterSpec;
 
 /// Largest value a counter holds.

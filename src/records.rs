@@ -194,7 +194,7 @@ pub struct KeyForm {
 impl KeyForm {
     /// The form of keys made of `key`'s fields under `rules`.
     pub fn of(key: &Key, rules: &KeyRules) -> KeyForm {
-        KeyForm { fields: key.fields.len() as u32, key_type: rules.key_type }
+        KeyForm { fields: key.field_count() as u32, key_type: rules.key_type }
     }
 
     /// Refuses keys of `fields` fields and type `key_type` for a filter of this form, saying

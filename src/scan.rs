@@ -183,7 +183,7 @@ impl Source {
                     buffer = reader.into_buffer();
                 }
                 Input::Stdin => {
-                    let stdin = crate::compressed::stdin_as(self.options.stdin_compression).map_err(|e| Error::io("<stdin>", e))?;
+                    let stdin = crate::compressed::stdin(self.options.stdin_compression).map_err(|e| Error::io("<stdin>", e))?;
                     let mut reader = SplitReader::new(stdin, 0, u64::MAX, self.options.max_record, "<stdin>".into());
                     self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }

@@ -49,7 +49,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         // Lines come in batches straight from a large read buffer, as the jobs read their splits.
         // (Decompressed first if it is compressed, as the jobs' standard input is.)
-        let stdin = bloomflow::compressed::stdin_as(args.stdin_compression).map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
+        let stdin = bloomflow::compressed::stdin(args.stdin_compression).map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
         let mut reader = SplitReader::new(stdin, 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
         let (mut lines, mut keys) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
         let mut first_line = 1;

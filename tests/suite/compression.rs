@@ -224,6 +224,10 @@ fn standard_input_is_read_with_the_codec_named() {
     let input = path_str(dir.path(), "in.csv");
     fails_with(&run(&["build", &input, "-k", "key", "-o", &out, "--no-progress", "--stdin-compression", "gzip"]), &["--stdin-compression", "no input is `-`"]);
     fails_with(&run(&["query", &plain, "--stdin-compression", "gzip", "k1"]), &["--stdin-compression", "arguments"]);
+    let joined = path_str(dir.path(), "joined");
+    let args = ["semijoin", "--build", &input, "--build-key", "key", "--probe", &input, "--probe-key", "key", "-o", &joined, "--no-progress", "--stdin-compression", "lz4"];
+    fails_with(&run(&args), &["--stdin-compression", "no input is `-`"]);
+    assert!(!Path::new(&joined).exists());
 }
 
 /// `query` decompresses its standard input the same way.
