@@ -2,6 +2,7 @@
 
 pub mod build;
 mod claims;
+mod join_key;
 pub mod semijoin;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, Slice};

@@ -10,6 +10,7 @@
 //! against the build keys, and those that match are dropped.
 
 use super::build::{filter_plan, size_filter, SizedSpec, Sizing};
+use super::join_key::JoinKey;
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::Gather;
@@ -40,7 +41,7 @@ use timely::dataflow::operators::Probe;
 use timely::worker::Worker;
 
 /// A differential update of the exact shuffle join: a survivor's (key, (worker, sequence)).
-type SurvivorUpdate = ((Vec<u8>, (u32, u64)), u64, isize);
+type SurvivorUpdate = ((JoinKey, (u32, u64)), u64, isize);
 
 /// Where the global filter comes from.
 #[derive(Clone, Debug)]
@@ -464,8 +465,8 @@ impl Job {
         let matched = Rc::new(RefCell::new(Vec::<u64>::new()));
         let probe_handle = ProbeHandle::new();
         let (mut survivors_in, mut build_in) = worker.dataflow::<u64, _, _>(|scope| {
-            let (survivors_in, survivors) = scope.new_collection::<(Vec<u8>, (u32, u64)), isize>();
-            let (build_in, build_keys) = scope.new_collection::<Vec<u8>, isize>();
+            let (survivors_in, survivors) = scope.new_collection::<(JoinKey, (u32, u64)), isize>();
+            let (build_in, build_keys) = scope.new_collection::<JoinKey, isize>();
             let sink = Rc::clone(&matched);
             survivors
                 .semijoin(build_keys.distinct())
@@ -502,7 +503,7 @@ impl Job {
                     filter.contains_batch(batch.keys, &mut answers);
                     for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
                         if maybe {
-                            survivors_in.insert((key.to_vec(), (me as u32, seq)));
+                            survivors_in.insert((JoinKey::new(key), (me as u32, seq)));
                             survivors += 1;
                         } else {
                             pruned_bytes += key.len() as u64 + 12;
@@ -518,7 +519,7 @@ impl Job {
         };
         let build_scanned = build.scan_worker(me, peers, abort, counter, |batch| {
             for key in batch.keys {
-                build_in.insert(key.to_vec());
+                build_in.insert(JoinKey::new(key));
             }
             Ok(())
         });

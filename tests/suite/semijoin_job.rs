@@ -16,9 +16,12 @@ struct Dataset {
     anti: BTreeMap<Vec<u8>, usize>,
 }
 
+/// A key of 1 to 4 symbols, or now and then of 5 to 15: past the 24 bytes that the exact
+/// shuffle join holds inline, or either side of them.
 fn random_key(rng: &mut impl Rng) -> String {
     const ALPHABET: [&str; 8] = ["a", "b", "7", "é", "日本", "ß", ",", "\""];
-    (0..rng.gen_range(1..5)).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())]).collect()
+    let symbols = if rng.gen_bool(0.2) { rng.gen_range(5..16) } else { rng.gen_range(1..5) };
+    (0..symbols).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())]).collect()
 }
 
 /// A field holding `key`: quoted when it must be, sometimes when it need not be.
@@ -127,6 +130,37 @@ fn random_datasets_have_no_false_negatives_and_exact_is_the_true_semijoin() {
             }
         }
         assert!(bloom_outputs.windows(2).all(|p| p[0] == p[1]), "seed {seed}: output differs across worker counts");
+    }
+}
+
+/// Keys that share their first 24 bytes or more (the bytes the exact shuffle join holds
+/// inline), or differ only in length there, are told apart: with a filter that lets every
+/// record through, the exact join (both strategies, semi and anti) keeps only the true matches.
+#[test]
+fn the_exact_join_tells_apart_keys_that_share_a_long_prefix() {
+    let dir = tempdir();
+    let prefix = "k".repeat(24);
+    let keys: Vec<String> = ["", "a", "b", "aa", "ab", "ba"].iter().map(|end| format!("{prefix}{end}")).chain(["k".repeat(23), "k".repeat(30)]).collect();
+    // The build side holds every other key.
+    let build: String = std::iter::once("name,id\n".to_string()).chain(keys.iter().step_by(2).map(|k| format!("b,{k}\n"))).collect();
+    let probe: String = std::iter::once("event,key,note\n".to_string()).chain(keys.iter().enumerate().map(|(i, k)| format!("{i},{k},n\n"))).collect();
+    let (b, p) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&b, build).unwrap();
+    std::fs::write(&p, probe).unwrap();
+    let lines = |keep: usize| -> BTreeMap<Vec<u8>, usize> {
+        keys.iter().enumerate().filter(|(i, _)| i % 2 == keep).map(|(i, k)| (format!("{i},{k},n\n").into_bytes(), 1)).collect()
+    };
+    for strategy in ["broadcast", "shuffle"] {
+        for (anti, keep) in [(false, 0), (true, 1)] {
+            let out = path_str(dir.path(), &format!("{strategy}-{anti}"));
+            let mut args = vec!["semijoin", "--build", &b, "--build-key", "id", "--probe", &p, "--probe-key", "key", "-o", &out, "--no-progress"];
+            args.extend(["-w", "2", "--exact", "--exact-strategy", strategy, "--layout", "standard", "--bits", "8", "--hashes", "1"]);
+            if anti {
+                args.push("--anti");
+            }
+            ok(&run(&args));
+            assert_eq!(read_output(Path::new(&out), "event,key,note\n"), lines(keep), "{strategy} anti {anti}");
+        }
     }
 }
 
