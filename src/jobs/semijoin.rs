@@ -28,7 +28,6 @@ use crate::splits::resolve_inputs;
 use differential_dataflow::input::Input as _;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -627,28 +626,104 @@ fn write_line(part: &mut TaskFile, record: &[u8]) -> Result<()> {
 
 /// Copies to `part` the lines of `path` whose 0-based index is in `matched` (sorted), or with
 /// `keep_matched` false every other line.
+///
+/// The file is read in large blocks, its lines found with `memchr`, and each run of kept lines
+/// written with one call: the anti-join copies nearly all of a worker's probe records here, and
+/// read line by line (`read_until` into a line buffer, one write each) it took 18% of the
+/// shuffle anti-join's time (perf).
 fn copy_lines(path: &Path, matched: &[u64], keep_matched: bool, part: &mut TaskFile) -> Result<u64> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
-    let mut line = Vec::new();
-    let mut wanted = matched.iter().peekable();
-    let mut written = 0;
-    for index in 0u64.. {
-        if keep_matched && wanted.peek().is_none() {
-            break;
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut lines = LineSelection { wanted: matched.iter().copied().peekable(), keep_matched, index: 0, written: 0 };
+    let mut buf = vec![0u8; 1 << 20];
+    // buf[..held] holds the bytes read and not yet dealt with: the start of an unfinished line.
+    let mut held = 0;
+    loop {
+        if held == buf.len() {
+            buf.resize(2 * buf.len(), 0); // a line longer than the buffer
         }
-        line.clear();
-        if reader.read_until(b'\n', &mut line).map_err(|e| Error::io(path, e))? == 0 {
-            break;
+        let n = file.read(&mut buf[held..]).map_err(|e| Error::io(path, e))?;
+        let done = n == 0;
+        let filled = held + n;
+        // At the end, a last line without a newline is a line too.
+        let complete = if done { filled } else { memchr::memrchr(b'\n', &buf[..filled]).map_or(0, |i| i + 1) };
+        lines.copy(&buf[..complete], part)?;
+        if done || lines.finished() {
+            return Ok(lines.written);
         }
-        let is_matched = wanted.peek() == Some(&&index);
-        if is_matched {
-            wanted.next();
+        buf.copy_within(complete..filled, 0);
+        held = filled - complete;
+    }
+}
+
+/// Which lines [`copy_lines`] keeps, followed through the blocks of the file.
+struct LineSelection<I: Iterator<Item = u64>> {
+    wanted: std::iter::Peekable<I>,
+    keep_matched: bool,
+    /// The index of the next line.
+    index: u64,
+    written: u64,
+}
+
+impl<I: Iterator<Item = u64>> LineSelection<I> {
+    /// Whether no later line can be kept: every matched line is past, and only they are kept.
+    fn finished(&mut self) -> bool {
+        self.keep_matched && self.wanted.peek().is_none()
+    }
+
+    /// Writes the kept lines of `block` (whole lines), each run of them in one write.
+    fn copy(&mut self, block: &[u8], part: &mut TaskFile) -> Result<()> {
+        let (mut line_start, mut run_start) = (0, None);
+        let ends = memchr::memchr_iter(b'\n', block).map(|i| i + 1).chain((block.last() != Some(&b'\n') && !block.is_empty()).then_some(block.len()));
+        for end in ends {
+            let matched = self.wanted.next_if_eq(&self.index).is_some();
+            self.index += 1;
+            if matched == self.keep_matched {
+                self.written += 1;
+                run_start.get_or_insert(line_start);
+            } else if let Some(start) = run_start.take() {
+                part.write(&block[start..line_start])?;
+            }
+            line_start = end;
         }
-        if is_matched == keep_matched {
-            part.write(&line)?;
-            written += 1;
+        if let Some(start) = run_start {
+            part.write(&block[start..line_start])?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// `copy_lines` keeps exactly the matched lines, or exactly the others, in order, across
+    /// many 1 MiB blocks, lines longer than a block, and a last line without a newline.
+    #[test]
+    fn copy_lines_keeps_the_chosen_lines_across_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let mut lines: Vec<Vec<u8>> = (0..60_000u32)
+            .map(|i| {
+                let len = if i % 20_000 == 7 { 3 << 20 } else { rng.gen_range(0..60) };
+                let mut line = format!("{i}:").into_bytes();
+                line.extend((0..len).map(|j| b'a' + (j % 26) as u8));
+                line.push(b'\n');
+                line
+            })
+            .collect();
+        lines.last_mut().unwrap().pop();
+        let input = dir.path().join("lines");
+        std::fs::write(&input, lines.concat()).unwrap();
+        for (density, keep_matched) in [(0.02, true), (0.02, false), (0.9, true), (0.9, false), (0.0, false)] {
+            let matched: Vec<u64> = (0..lines.len() as u64).filter(|_| rng.gen_bool(density)).collect();
+            let mut part = TaskFile::create_scratch(dir.path(), "out").unwrap();
+            let written = copy_lines(&input, &matched, keep_matched, &mut part).unwrap();
+            let got = std::fs::read(part.finish().unwrap()).unwrap();
+            let want: Vec<u8> = lines.iter().enumerate().filter(|(i, _)| matched.binary_search(&(*i as u64)).is_ok() == keep_matched).flat_map(|(_, l)| l.clone()).collect();
+            assert_eq!(written as usize, lines.iter().enumerate().filter(|(i, _)| matched.binary_search(&(*i as u64)).is_ok() == keep_matched).count());
+            assert!(got == want, "density {density} keep_matched {keep_matched}: {} bytes, want {}", got.len(), want.len());
         }
     }
-    Ok(written)
 }
