@@ -468,7 +468,7 @@ impl Job {
             let (build_in, build_keys) = scope.new_collection::<JoinKey, isize>();
             let sink = Rc::clone(&matched);
             survivors
-                .semijoin(build_keys.distinct())
+                .semijoin(build_keys)
                 .inner
                 .unary::<timely::container::CapacityContainerBuilder<Vec<()>>, _, _, _>(
                     Exchange::new(|((_, (w, _)), _, _): &SurvivorUpdate| *w as u64),
@@ -477,11 +477,10 @@ impl Job {
                         move |input, _output| {
                             input.for_each(|_time, data| {
                                 let mut m = sink.borrow_mut();
-                                for ((_, (_, seq)), _, diff) in data.drain(..) {
-                                    for _ in 0..diff.max(0) {
-                                        m.push(seq);
-                                    }
-                                }
+                                // Inputs are only inserted, so every count is positive; a
+                                // build key seen n times matches with count n, maybe in parts
+                                // (copy_lines takes a line listed more than once).
+                                m.extend(data.drain(..).filter(|(_, _, diff)| *diff > 0).map(|((_, (_, seq)), _, _)| seq));
                             });
                         }
                     },
@@ -624,8 +623,8 @@ fn write_line(part: &mut TaskFile, record: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Copies to `part` the lines of `path` whose 0-based index is in `matched` (sorted), or with
-/// `keep_matched` false every other line.
+/// Copies to `part` the lines of `path` whose 0-based index is in `matched` (sorted; an index
+/// may be listed more than once), or with `keep_matched` false every other line.
 ///
 /// The file is read in large blocks, its lines found with `memchr`, and each run of kept lines
 /// written with one call: the anti-join copies nearly all of a worker's probe records here, and
@@ -677,6 +676,7 @@ impl<I: Iterator<Item = u64>> LineSelection<I> {
         let ends = memchr::memchr_iter(b'\n', block).map(|i| i + 1).chain((block.last() != Some(&b'\n') && !block.is_empty()).then_some(block.len()));
         for end in ends {
             let matched = self.wanted.next_if_eq(&self.index).is_some();
+            while self.wanted.next_if_eq(&self.index).is_some() {}
             self.index += 1;
             if matched == self.keep_matched {
                 self.written += 1;
@@ -717,7 +717,8 @@ mod tests {
         let input = dir.path().join("lines");
         std::fs::write(&input, lines.concat()).unwrap();
         for (density, keep_matched) in [(0.02, true), (0.02, false), (0.9, true), (0.9, false), (0.0, false)] {
-            let matched: Vec<u64> = (0..lines.len() as u64).filter(|_| rng.gen_bool(density)).collect();
+            // Some lines listed twice or three times, as a join with repeated build keys may.
+            let matched: Vec<u64> = (0..lines.len() as u64).filter(|_| rng.gen_bool(density)).flat_map(|i| std::iter::repeat_n(i, 1 + (i % 7 == 0) as usize + (i % 11 == 0) as usize)).collect();
             let mut part = TaskFile::create_scratch(dir.path(), "out").unwrap();
             let written = copy_lines(&input, &matched, keep_matched, &mut part).unwrap();
             let got = std::fs::read(part.finish().unwrap()).unwrap();
