@@ -644,7 +644,12 @@ fn copy_lines(path: &Path, matched: &[u64], keep_matched: bool, part: &mut TaskF
         if held == buf.len() {
             buf.resize(2 * buf.len(), 0); // a line longer than the buffer
         }
-        let n = file.read(&mut buf[held..]).map_err(|e| Error::io(path, e))?;
+        let n = loop {
+            match file.read(&mut buf[held..]) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                read => break read.map_err(|e| Error::io(path, e))?,
+            }
+        };
         let done = n == 0;
         let filled = held + n;
         // At the end, a last line without a newline is a line too.
