@@ -24,7 +24,8 @@ use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
-use crate::splits::resolve_inputs;
+use crate::splits::{resolve_inputs, Input};
+use crate::compressed::Compression;
 use differential_dataflow::input::Input as _;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -492,13 +493,19 @@ impl Job {
             (survivors_in, build_in)
         });
 
+        // The records that wait for the join's answers, in input order, in a temporary file:
+        // the survivors; with --anti every record, unless the probe is plain files, which are
+        // read a second time instead (a copy of the whole probe would need as much disk again).
+        let reread = self.anti && self.probe.inputs.iter().all(|input| matches!(input, Input::File { compression: Compression::None, .. }));
         // Scan errors are kept until the exchange is done: every worker must close its inputs,
         // or its peers would wait for them forever.
-        let mut survivors_file = TaskFile::create_scratch(&self.dir, &format!("bloom-{me:05}"));
-        let (mut seq, mut survivors, mut pruned_bytes) = (0u64, 0u64, 0u64);
-        let scanned = match survivors_file.as_mut() {
-            Err(_) => Ok(ScanStats::default()),
-            Ok(file) => {
+        let mut survivors_file = (!reread).then(|| TaskFile::create_scratch(&self.dir, &format!("bloom-{me:05}")));
+        let keep_all = self.anti && !reread;
+        let (mut seq, mut survivors, mut pruned_bytes, mut digest) = (0u64, 0u64, 0u64, SurvivorDigest::default());
+        let scanned = match survivors_file.as_mut().map(|f| f.as_mut()) {
+            Some(Err(_)) => Ok(ScanStats::default()),
+            file => {
+                let mut file = file.map(|f| f.expect("Err handled above"));
                 let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
                 self.probe.scan_worker(me, peers, abort, counter, |batch| {
                     filter.contains_batch(batch.keys, &mut answers);
@@ -506,12 +513,15 @@ impl Job {
                         if maybe {
                             survivors_in.insert((JoinKey::new(key), (me as u32, seq)));
                             survivors += 1;
+                            digest.add(key);
                         } else {
                             pruned_bytes += key.len() as u64 + 12;
                         }
-                        if maybe || self.anti {
+                        if maybe || keep_all {
                             seq += 1;
-                            write_line(file, record)?;
+                            if let Some(file) = file.as_deref_mut() {
+                                write_line(file, record)?;
+                            }
                         }
                     }
                     Ok(())
@@ -532,13 +542,63 @@ impl Job {
         build_scanned?;
         report.bloom_survivors = survivors;
         report.pruned_exchange_bytes = pruned_bytes;
-        let survivors_path = survivors_file?.finish()?;
+        let survivors_path = survivors_file.map(|file| file?.finish()).transpose()?;
         let mut matched = matched.take();
         matched.sort_unstable();
         let mut part = self.open_part(me)?;
-        report.records_out = copy_lines(&survivors_path, &matched, !self.anti, &mut part)?;
-        output::discard(&survivors_path);
+        report.records_out = match survivors_path {
+            Some(path) => {
+                let written = copy_lines(&path, &matched, !self.anti, &mut part)?;
+                output::discard(&path);
+                written
+            }
+            None => self.anti_again(me, peers, filter, &matched, (survivors, digest), abort, &mut part)?,
+        };
         part.finish()
+    }
+
+    /// The anti-join's output from a second read of this worker's probe splits (plain files):
+    /// each record the filter drops is written at once, and each survivor unless the join
+    /// matched it (`matched`: survivor numbers, sorted). The survivors must come back as the
+    /// first read saw them, by count and by a digest of their keys (`first`): in a file changed
+    /// in between, a join answer would be applied to another record.
+    #[allow(clippy::too_many_arguments)]
+    fn anti_again(&self, me: usize, peers: usize, filter: &BloomFilter, matched: &[u64], first: (u64, SurvivorDigest), abort: &AtomicBool, part: &mut TaskFile) -> Result<u64> {
+        let mut wanted = matched.iter().copied().peekable();
+        let (mut seq, mut digest, mut written) = (0u64, SurvivorDigest::default(), 0u64);
+        let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
+        // The progress shown counts the first read only.
+        let uncounted = AtomicU64::new(0);
+        self.probe.scan_worker(me, peers, abort, &uncounted, |batch| {
+            filter.contains_batch(batch.keys, &mut answers);
+            for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
+                if maybe {
+                    digest.add(key);
+                    let found = wanted.next_if_eq(&seq).is_some();
+                    while wanted.next_if_eq(&seq).is_some() {}
+                    seq += 1;
+                    if found {
+                        continue;
+                    }
+                }
+                write_line(part, record)?;
+                written += 1;
+            }
+            Ok(())
+        })?;
+        // Stopped early by another worker's failure, which the job reports.
+        if abort.load(Ordering::Relaxed) {
+            return Ok(written);
+        }
+        if (seq, digest) != first {
+            return Err(Error::Job(format!(
+                "the probe input changed while the anti-join read it: worker {me}'s second read (the anti-join reads plain \
+                 files twice) found {seq} records whose key may be on the build side, where the first found {}{}",
+                first.0,
+                if seq == first.0 { ", with other keys" } else { "" }
+            )));
+        }
+        Ok(written)
     }
 
     fn stats(&self, filter: &BloomFilter, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>) -> SemijoinStats {
@@ -612,6 +672,18 @@ impl Job {
             per_worker_build: build,
             per_worker_probe: probe,
         }
+    }
+}
+
+/// A digest of the survivors' keys in the order a scan meets them, to tell that two reads of the
+/// same splits met the same survivors.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct SurvivorDigest(u64);
+
+impl SurvivorDigest {
+    fn add(&mut self, key: &[u8]) {
+        use std::hash::BuildHasher;
+        self.0 = foldhash::quality::FixedState::with_seed(self.0).hash_one(key);
     }
 }
 
