@@ -263,11 +263,13 @@ impl Source {
             let mut records = recycle(std::mem::take(&mut spare_records));
             items.clear();
             arena.clear();
+            let mut header_line = None;
             for range in &lines {
                 line += 1;
                 let text = trim_line_end(&buf[range.clone()]);
                 if skip_header {
                     skip_header = false;
+                    header_line = Some(range.clone());
                     if key_index.is_none() {
                         key_index = Some(opts.key.resolve(Some(text), delimiter, &input.name())?);
                         (single_index, first_index) = single(&key_index);
@@ -316,7 +318,7 @@ impl Source {
             stats.bytes += batch_bytes;
             keys.extend(items.iter().map(|(_, k)| k.get(buf, &arena)));
             records.extend(items.iter().map(|(r, _)| &buf[r.clone()]));
-            on_batch(&RecordBatch { keys: &keys, records: &records })?;
+            on_batch(&RecordBatch { keys: &keys, records: &records, header: header_line.map(|r| &buf[r]) })?;
             (spare_keys, spare_records) = (recycle(keys), recycle(records));
             // Progress and abort are shared by every worker: touched once per MiB, not once per
             // batch, so that the workers do not pass their cache line back and forth.
@@ -387,6 +389,9 @@ pub const BATCH_LINES: usize = 128;
 pub struct RecordBatch<'a> {
     pub keys: &'a [&'a [u8]],
     pub records: &'a [&'a [u8]],
+    /// The header line skipped in this batch, with its terminator, if one was: the only way a
+    /// job learns standard input's header, which no plan could read ahead.
+    pub header: Option<&'a [u8]>,
 }
 
 impl RecordBatch<'_> {

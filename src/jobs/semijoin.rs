@@ -23,7 +23,7 @@ use crate::hashing::Scheme;
 use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
-use crate::scan::{ScanOptions, ScanStats, Source};
+use crate::scan::{RecordBatch, ScanOptions, ScanStats, Source};
 use crate::splits::{resolve_inputs, Input};
 use crate::compressed::Compression;
 use differential_dataflow::input::Input as _;
@@ -359,13 +359,20 @@ impl Job {
         Ok(Some(stats))
     }
 
-    /// Opens this worker's part file with the probe header in it.
-    fn open_part(&self, me: usize) -> Result<TaskFile> {
+    /// Opens this worker's part file with the probe header in it: the files' header, known
+    /// from the plan, or else `read_header`, one read from standard input by this worker.
+    fn open_part(&self, me: usize, read_header: Option<&[u8]>) -> Result<TaskFile> {
         let mut part = TaskFile::create(&self.dir, &part_name(me, self.compression.codec), self.compression)?;
-        if let Some(header) = &self.probe.header {
+        if let Some(header) = self.probe.header.as_deref().or(read_header) {
             write_line(&mut part, header)?;
         }
         Ok(part)
+    }
+
+    /// The header of standard input in `batch`, where the part files have no header from the
+    /// plan: the worker that reads standard input writes it into its part.
+    fn header_read<'b>(&self, batch: &RecordBatch<'b>) -> Option<&'b [u8]> {
+        batch.header.filter(|_| self.probe.header.is_none())
     }
 
     /// The exact strategy for this job: broadcast when every worker kept its keys and their
@@ -398,12 +405,17 @@ impl Job {
         counter: &AtomicU64,
         report: &mut ProbeReport,
     ) -> Result<PathBuf> {
-        let mut part = self.open_part(me)?;
+        let mut part = self.open_part(me, None)?;
         let (mut survivors, mut kept, mut pruned_bytes) = (0u64, 0u64, 0u64);
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
         let (mut maybe, mut matches) = (Vec::new(), Vec::new());
         let mut spare_keys: Vec<&[u8]> = Vec::new();
         report.scan = self.probe.scan_worker(me, peers, abort, counter, |batch| {
+            // Standard input's header comes before its first records, which no batch before
+            // it held: the part holds no record yet.
+            if let Some(header) = self.header_read(batch) {
+                write_line(&mut part, header)?;
+            }
             filter.contains_batch(batch.keys, &mut answers);
             maybe.clear();
             for (i, (key, &yes)) in batch.keys.iter().zip(&answers).enumerate() {
@@ -502,12 +514,16 @@ impl Job {
         let mut survivors_file = (!reread).then(|| TaskFile::create_scratch(&self.dir, &format!("bloom-{me:05}")));
         let keep_all = self.anti && !reread;
         let (mut seq, mut survivors, mut pruned_bytes, mut digest) = (0u64, 0u64, 0u64, SurvivorDigest::default());
+        let mut read_header: Option<Vec<u8>> = None;
         let scanned = match survivors_file.as_mut().map(|f| f.as_mut()) {
             Some(Err(_)) => Ok(ScanStats::default()),
             file => {
                 let mut file = file.map(|f| f.expect("Err handled above"));
                 let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
                 self.probe.scan_worker(me, peers, abort, counter, |batch| {
+                    if let Some(header) = self.header_read(batch) {
+                        read_header = Some(header.to_vec());
+                    }
                     filter.contains_batch(batch.keys, &mut answers);
                     for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
                         if maybe {
@@ -545,7 +561,7 @@ impl Job {
         let survivors_path = survivors_file.map(|file| file?.finish()).transpose()?;
         let mut matched = matched.take();
         matched.sort_unstable();
-        let mut part = self.open_part(me)?;
+        let mut part = self.open_part(me, read_header.as_deref())?;
         report.records_out = match survivors_path {
             Some(path) => {
                 let written = copy_lines(&path, &matched, !self.anti, &mut part)?;

@@ -133,17 +133,41 @@ fn random_datasets_have_no_false_negatives_and_exact_is_the_true_semijoin() {
     }
 }
 
+/// With standard input as the probe, the part of the worker that reads it begins with its
+/// header, as the parts of file inputs do, for every strategy; `--no-header` writes none.
+#[test]
+fn a_probe_from_standard_input_keeps_its_header() {
+    let dir = tempdir();
+    let (d, build, probe) = dataset_files(dir.path(), 8);
+    let cases = [&[][..], &["--exact", "--exact-strategy", "broadcast"], &["--exact", "--exact-strategy", "shuffle"], &["--exact", "--anti", "--exact-strategy", "broadcast"]];
+    for (case, extra) in cases.into_iter().enumerate() {
+        let from_file = path_str(dir.path(), &format!("file-{case}"));
+        let from_stdin = format!("{from_file}-stdin");
+        ok(&run(&[&semijoin_args(&build, &probe, &from_file, &["-w", "1"])[..], extra].concat()));
+        ok(&run_with_stdin(&[&semijoin_args(&build, "-", &from_stdin, &["-w", "1"])[..], extra].concat(), d.probe.as_bytes()));
+        let part = |dir: &str| std::fs::read(Path::new(dir).join("part-00000")).unwrap();
+        assert!(part(&from_stdin).starts_with(b"event,key,note\n"), "{extra:?}");
+        assert_eq!(part(&from_stdin), part(&from_file), "{extra:?}");
+    }
+    let out = path_str(dir.path(), "no-header");
+    let body = d.probe.split_once('\n').unwrap().1;
+    let args = ["semijoin", "--build", &build, "--build-key", "2", "--probe", "-", "--probe-key", "2", "--no-header", "-o", &out, "--no-progress", "-w", "1"];
+    ok(&run_with_stdin(&args, body.as_bytes()));
+    assert!(!std::fs::read_to_string(Path::new(&out).join("part-00000")).unwrap().contains("event,key"));
+}
+
 /// The shuffle anti-join reads plain probe files twice instead of keeping every record in a
 /// temporary file; from standard input it keeps them. Both give the true anti-join, in input
 /// order, for several worker counts, with repeated build keys and a tiny filter (so that many
-/// records survive the Bloom step), and leave no temporary file behind.
+/// records survive the Bloom step), and leave no temporary file behind. From standard input,
+/// the worker that reads it (worker 0) writes its header, and the other parts are empty.
 #[test]
 fn the_shuffle_anti_join_is_exact_from_files_and_from_standard_input() {
     let dir = tempdir();
     for seed in [3, 11, 42] {
         let (d, build, probe) = dataset_files(dir.path(), seed);
         for w in ["1", "2", "3"] {
-            for from_stdin in [false] {
+            for from_stdin in [false, true] {
                 let out = path_str(dir.path(), &format!("anti-{seed}-{w}-{from_stdin}"));
                 let probe_arg = if from_stdin { "-" } else { probe.as_str() };
                 let args = ["semijoin", "--build", &build, "--build-key", "id", "--probe", probe_arg, "--probe-key", "key", "-o", &out, "--no-progress", "--split-size", "700"];
@@ -151,6 +175,12 @@ fn the_shuffle_anti_join_is_exact_from_files_and_from_standard_input() {
                 let args = [&args[..], &extra[..]].concat();
                 let o = if from_stdin { run_with_stdin(&args, d.probe.as_bytes()) } else { run(&args) };
                 ok(&o);
+                if from_stdin {
+                    for part in std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).filter(|p| p.file_name().unwrap() != "part-00000" && p.file_name().unwrap().to_string_lossy().starts_with("part-")) {
+                        assert_eq!(std::fs::read(&part).unwrap(), b"", "{}", part.display());
+                        std::fs::remove_file(part).unwrap();
+                    }
+                }
                 assert_eq!(read_output(Path::new(&out), "event,key,note\n"), d.anti, "seed {seed} -w {w} stdin {from_stdin}");
             }
         }
