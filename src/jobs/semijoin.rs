@@ -224,8 +224,10 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::Build { source, .. } => source.bytes_of(mine.clone(), peers) * if config.exact && config.exact_strategy == ExactStrategy::Shuffle { 2 } else { 1 },
         PlannedFilter::File { .. } => 0,
     };
+    // A shuffle anti-join of plain files reads the probe twice (see `reads_probe_twice`).
+    let probe_reads = if config.exact && config.exact_strategy == ExactStrategy::Shuffle && reads_probe_twice(config.anti, &probe) { 2 } else { 1 };
     let counter = Arc::new(AtomicU64::new(0));
-    let progress = Progress::start(config.progress, "semijoin", build_bytes + probe.bytes_of(mine, peers), Arc::clone(&counter));
+    let progress = Progress::start(config.progress, "semijoin", build_bytes + probe.bytes_of(mine, peers) * probe_reads, Arc::clone(&counter));
     let abort = Arc::new(AtomicBool::new(false));
     let job = Arc::new(Job {
         planned,
@@ -506,9 +508,8 @@ impl Job {
         });
 
         // The records that wait for the join's answers, in input order, in a temporary file:
-        // the survivors; with --anti every record, unless the probe is plain files, which are
-        // read a second time instead (a copy of the whole probe would need as much disk again).
-        let reread = self.anti && self.probe.inputs.iter().all(|input| matches!(input, Input::File { compression: Compression::None, .. }));
+        // the survivors; with --anti every record, unless the probe is read a second time.
+        let reread = reads_probe_twice(self.anti, &self.probe);
         // Scan errors are kept until the exchange is done: every worker must close its inputs,
         // or its peers would wait for them forever.
         let mut survivors_file = (!reread).then(|| TaskFile::create_scratch(&self.dir, &format!("bloom-{me:05}")));
@@ -568,7 +569,7 @@ impl Job {
                 output::discard(&path);
                 written
             }
-            None => self.anti_again(me, peers, filter, &matched, (survivors, digest), abort, &mut part)?,
+            None => self.anti_again(me, peers, filter, &matched, (survivors, digest), abort, counter, &mut part)?,
         };
         part.finish()
     }
@@ -579,13 +580,11 @@ impl Job {
     /// first read saw them, by count and by a digest of their keys (`first`): in a file changed
     /// in between, a join answer would be applied to another record.
     #[allow(clippy::too_many_arguments)]
-    fn anti_again(&self, me: usize, peers: usize, filter: &BloomFilter, matched: &[u64], first: (u64, SurvivorDigest), abort: &AtomicBool, part: &mut TaskFile) -> Result<u64> {
+    fn anti_again(&self, me: usize, peers: usize, filter: &BloomFilter, matched: &[u64], first: (u64, SurvivorDigest), abort: &AtomicBool, counter: &AtomicU64, part: &mut TaskFile) -> Result<u64> {
         let mut wanted = matched.iter().copied().peekable();
         let (mut seq, mut digest, mut written) = (0u64, SurvivorDigest::default(), 0u64);
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
-        // The progress shown counts the first read only.
-        let uncounted = AtomicU64::new(0);
-        self.probe.scan_worker(me, peers, abort, &uncounted, |batch| {
+        self.probe.scan_worker(me, peers, abort, counter, |batch| {
             filter.contains_batch(batch.keys, &mut answers);
             for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
                 if maybe {
@@ -689,6 +688,14 @@ impl Job {
             per_worker_probe: probe,
         }
     }
+}
+
+/// Whether an exact shuffle join reads the probe a second time: an anti-join writes every
+/// record in input order, and plain files are read again for that instead of copied whole into
+/// the temporary file (which would need as much disk again as the probe). Compressed files
+/// (decompressed twice) and standard input (read once) keep the copy.
+fn reads_probe_twice(anti: bool, probe: &Source) -> bool {
+    anti && probe.inputs.iter().all(|input| matches!(input, Input::File { compression: Compression::None, .. }))
 }
 
 /// A digest of the survivors' keys in the order a scan meets them, to tell that two reads of the
