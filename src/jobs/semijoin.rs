@@ -424,7 +424,7 @@ impl Job {
                 if yes {
                     maybe.push(i);
                 } else {
-                    pruned_bytes += key.len() as u64 + 12;
+                    pruned_bytes += survivor_wire_bytes(key);
                 }
             }
             survivors += maybe.len() as u64;
@@ -532,7 +532,7 @@ impl Job {
                             survivors += 1;
                             digest.add(key);
                         } else {
-                            pruned_bytes += key.len() as u64 + 12;
+                            pruned_bytes += survivor_wire_bytes(key);
                         }
                         if maybe || keep_all {
                             seq += 1;
@@ -690,6 +690,13 @@ impl Job {
     }
 }
 
+/// The bytes one survivor's update takes on the wire in the exact shuffle join (bincode: the
+/// key's length and bytes, the worker, the sequence number, the count; the time `()` takes
+/// none): what the Bloom step saves the network for each record it drops.
+fn survivor_wire_bytes(key: &[u8]) -> u64 {
+    8 + key.len() as u64 + 4 + 8 + 8
+}
+
 /// Whether an exact shuffle join reads the probe a second time: an anti-join writes every
 /// record in input order, and plain files are read again for that instead of copied whole into
 /// the temporary file (which would need as much disk again as the probe). Compressed files
@@ -800,6 +807,15 @@ impl<I: Iterator<Item = u64>> LineSelection<I> {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// The statistic of exchange bytes saved counts what a survivor's update takes on the wire.
+    #[test]
+    fn survivor_wire_bytes_is_the_serialized_size_of_an_update() {
+        for key in [&b""[..], b"1234567", &[9; 24], &[9; 100]] {
+            let update: SurvivorUpdate = ((JoinKey::new(key), (3, 1 << 40)), (), 1);
+            assert_eq!(survivor_wire_bytes(key), bincode::serialized_size(&update).unwrap(), "{} bytes", key.len());
+        }
+    }
 
     /// `copy_lines` keeps exactly the matched lines, or exactly the others, in order, across
     /// many 1 MiB blocks, lines longer than a block, and a last line without a newline.
