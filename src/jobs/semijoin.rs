@@ -516,34 +516,36 @@ impl Job {
         let keep_all = self.anti && !reread;
         let (mut seq, mut survivors, mut pruned_bytes, mut digest) = (0u64, 0u64, 0u64, SurvivorDigest::default());
         let mut read_header: Option<Vec<u8>> = None;
-        let scanned = match survivors_file.as_mut().map(|f| f.as_mut()) {
+        let mut scan = |mut file: Option<&mut TaskFile>| {
+            let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
+            self.probe.scan_worker(me, peers, abort, counter, |batch| {
+                if let Some(header) = self.header_read(batch) {
+                    read_header = Some(header.to_vec());
+                }
+                filter.contains_batch(batch.keys, &mut answers);
+                for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
+                    if maybe {
+                        survivors_in.insert((JoinKey::new(key), (me as u32, seq)));
+                        survivors += 1;
+                        digest.add(key);
+                    } else {
+                        pruned_bytes += survivor_wire_bytes(key);
+                    }
+                    if maybe || keep_all {
+                        seq += 1;
+                        if let Some(file) = file.as_deref_mut() {
+                            write_line(file, record)?;
+                        }
+                    }
+                }
+                Ok(())
+            })
+        };
+        let scanned = match survivors_file.as_mut().map(|file| file.as_mut()) {
+            // Reported once the exchange is done.
             Some(Err(_)) => Ok(ScanStats::default()),
-            file => {
-                let mut file = file.map(|f| f.expect("Err handled above"));
-                let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
-                self.probe.scan_worker(me, peers, abort, counter, |batch| {
-                    if let Some(header) = self.header_read(batch) {
-                        read_header = Some(header.to_vec());
-                    }
-                    filter.contains_batch(batch.keys, &mut answers);
-                    for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
-                        if maybe {
-                            survivors_in.insert((JoinKey::new(key), (me as u32, seq)));
-                            survivors += 1;
-                            digest.add(key);
-                        } else {
-                            pruned_bytes += survivor_wire_bytes(key);
-                        }
-                        if maybe || keep_all {
-                            seq += 1;
-                            if let Some(file) = file.as_deref_mut() {
-                                write_line(file, record)?;
-                            }
-                        }
-                    }
-                    Ok(())
-                })
-            }
+            Some(Ok(file)) => scan(Some(file)),
+            None => scan(None),
         };
         let build_scanned = build.scan_worker(me, peers, abort, counter, |batch| {
             for key in batch.keys {
