@@ -472,8 +472,9 @@ impl Job {
     /// The Bloom step, then the exact join of the survivors' keys with the build keys. The
     /// survivors wait in a temporary file; only (key, worker, sequence) tuples and build keys are
     /// exchanged, and each worker then writes the survivors that matched, in input order. With
-    /// `--anti` every record waits in the file (a sequence number is its line there), and the
-    /// worker then writes all but the survivors that matched.
+    /// `--anti` the worker writes all but the survivors that matched: from a second read of the
+    /// probe where it is plain files ([`reads_probe_twice`]), else from the file, where every
+    /// record waits (a sequence number is then its line there, not its survivor number).
     fn probe_exact(&self, worker: &mut Worker, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<PathBuf> {
         let (me, peers) = (worker.index(), worker.peers());
         let PlannedFilter::Build { source: build, .. } = &self.planned else {
