@@ -58,7 +58,7 @@ impl Drop for Replaced {
 /// The old directory is renamed to a hidden sibling, which takes no time, and removed in the
 /// background: removing the parts of the last semi-join (75 MB) took 17 ms before any work
 /// began, 6% of a two-worker run. Its large files are shortened step by step first
-/// ([`shrink_files`]), since a plain unlink of each made the workers' reads wait for it.
+/// (`shrink_files`), since a plain unlink of each made the workers' reads wait for it.
 pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> {
     let mut replaced = Replaced(None);
     if dir.exists() || dir.is_symlink() {
