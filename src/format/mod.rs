@@ -30,6 +30,14 @@ impl StoredFilter {
         }
     }
 
+    /// How the filter's keys were encoded, where known.
+    pub fn key_form(&self) -> Option<crate::records::KeyForm> {
+        match self {
+            StoredFilter::Plain(f) => f.key_form(),
+            StoredFilter::Counting(c) => c.key_form(),
+        }
+    }
+
     /// The plain filter (a counting filter converted), for queries and joins.
     pub fn into_plain(self) -> BloomFilter {
         match self {
@@ -71,9 +79,10 @@ pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
     let mut prefix = vec![0u8; len.min(16) as usize];
     file.read_exact(&mut prefix).map_err(|e| Error::io(path, e))?;
     if native::is_native(&prefix) {
-        // A file too short to hold its version is refused by the reader.
-        let version = prefix.get(8..12).map_or(0, |v| u32::from_le_bytes(v.try_into().expect("4 bytes")));
-        return native::read(path).map(|f| (f, FileFormat::Native(version)));
+        return native::read(path).map(|f| {
+            let version = native::version_for(f.key_form());
+            (f, FileFormat::Native(version))
+        });
     }
     if prefix.len() < 4 {
         return Err(Error::bad_file(path, format!("file is {len} bytes, too short to be a filter file")));

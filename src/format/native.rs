@@ -119,11 +119,18 @@ impl<W: Write> Checksummed<W> {
     }
 }
 
+/// The version a filter is written in: 2 when its key form is known, else 1 (which the reader
+/// gives back as it found it, so the version read is this of the filter read).
+pub fn version_for(key: Option<KeyForm>) -> u32 {
+    if key.is_some() { VERSION_WITH_KEY } else { VERSION }
+}
+
 fn write(path: &Path, header: &NativeHeader, key: Option<KeyForm>, words: &[u64]) -> Result<()> {
     debug_assert_eq!(words.len() as u64, header.body_words());
-    let (version, encoded) = match key {
-        None => (VERSION, header_codec().serialize(header)),
-        Some(key) => (VERSION_WITH_KEY, header_codec().serialize(&(header, key))),
+    let version = version_for(key);
+    let encoded = match key {
+        None => header_codec().serialize(header),
+        Some(key) => header_codec().serialize(&(header, key)),
     };
     let encoded = encoded.expect("a header always fits the codec's limit");
     let io = |e| Error::io(path, e);

@@ -528,7 +528,9 @@ impl Job {
                     if maybe {
                         survivors_in.insert((JoinKey::new(key), (me as u32, seq)));
                         survivors += 1;
-                        digest.add(key);
+                        if reread {
+                            digest.add(key);
+                        }
                     } else {
                         pruned_bytes += survivor_wire_bytes(key);
                     }
@@ -584,18 +586,16 @@ impl Job {
     /// in between, a join answer would be applied to another record.
     #[allow(clippy::too_many_arguments)]
     fn anti_again(&self, me: usize, peers: usize, filter: &BloomFilter, matched: &[u64], first: (u64, SurvivorDigest), abort: &AtomicBool, counter: &AtomicU64, part: &mut TaskFile) -> Result<u64> {
-        let mut wanted = matched.iter().copied().peekable();
-        let (mut seq, mut digest, mut written) = (0u64, SurvivorDigest::default(), 0u64);
+        // The survivors kept: those the join did not match.
+        let mut survivors = Selection::new(matched, false);
+        let (mut digest, mut written) = (SurvivorDigest::default(), 0u64);
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
         self.probe.scan_worker(me, peers, abort, counter, |batch| {
             filter.contains_batch(batch.keys, &mut answers);
             for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
                 if maybe {
                     digest.add(key);
-                    let found = wanted.next_if_eq(&seq).is_some();
-                    while wanted.next_if_eq(&seq).is_some() {}
-                    seq += 1;
-                    if found {
+                    if !survivors.keeps_next() {
                         continue;
                     }
                 }
@@ -604,6 +604,7 @@ impl Job {
             }
             Ok(())
         })?;
+        let seq = survivors.index;
         // Stopped early by another worker's failure, which the job reports.
         if abort.load(Ordering::Relaxed) {
             return Ok(written);
@@ -741,7 +742,7 @@ fn write_line(part: &mut TaskFile, record: &[u8]) -> Result<()> {
 fn copy_lines(path: &Path, matched: &[u64], keep_matched: bool, part: &mut TaskFile) -> Result<u64> {
     use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut lines = LineSelection { wanted: matched.iter().copied().peekable(), keep_matched, index: 0, written: 0 };
+    let mut lines = Selection::new(matched, keep_matched);
     let mut buf = vec![0u8; 1 << 20];
     // buf[..held] holds the bytes read and not yet dealt with: the start of an unfinished line.
     let mut held = 0;
@@ -768,16 +769,33 @@ fn copy_lines(path: &Path, matched: &[u64], keep_matched: bool, part: &mut TaskF
     }
 }
 
-/// Which lines [`copy_lines`] keeps, followed through the blocks of the file.
-struct LineSelection<I: Iterator<Item = u64>> {
-    wanted: std::iter::Peekable<I>,
+/// Which of a run of lines (or survivors) are kept, taken in order: those whose index is
+/// listed as matched, or with `keep_matched` false the others.
+struct Selection<'m> {
+    wanted: std::iter::Peekable<std::iter::Copied<std::slice::Iter<'m, u64>>>,
     keep_matched: bool,
     /// The index of the next line.
     index: u64,
+    /// The lines kept so far.
     written: u64,
 }
 
-impl<I: Iterator<Item = u64>> LineSelection<I> {
+impl<'m> Selection<'m> {
+    /// The selection by `matched` (sorted; an index may be listed more than once).
+    fn new(matched: &'m [u64], keep_matched: bool) -> Self {
+        Selection { wanted: matched.iter().copied().peekable(), keep_matched, index: 0, written: 0 }
+    }
+
+    /// Whether the next line is kept (counting it if so).
+    fn keeps_next(&mut self) -> bool {
+        let matched = self.wanted.next_if_eq(&self.index).is_some();
+        while self.wanted.next_if_eq(&self.index).is_some() {}
+        self.index += 1;
+        let kept = matched == self.keep_matched;
+        self.written += kept as u64;
+        kept
+    }
+
     /// Whether no later line can be kept: every matched line is past, and only they are kept.
     fn finished(&mut self) -> bool {
         self.keep_matched && self.wanted.peek().is_none()
@@ -788,11 +806,7 @@ impl<I: Iterator<Item = u64>> LineSelection<I> {
         let (mut line_start, mut run_start) = (0, None);
         let ends = memchr::memchr_iter(b'\n', block).map(|i| i + 1).chain((block.last() != Some(&b'\n') && !block.is_empty()).then_some(block.len()));
         for end in ends {
-            let matched = self.wanted.next_if_eq(&self.index).is_some();
-            while self.wanted.next_if_eq(&self.index).is_some() {}
-            self.index += 1;
-            if matched == self.keep_matched {
-                self.written += 1;
+            if self.keeps_next() {
                 run_start.get_or_insert(line_start);
             } else if let Some(start) = run_start.take() {
                 part.write(&block[start..line_start])?;
