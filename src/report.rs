@@ -47,13 +47,14 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Starts drawing if `enabled` and stderr is a terminal.
-    pub fn start(enabled: bool, label: &str, total: u64, counter: Arc<AtomicU64>) -> Progress {
+    /// Starts drawing if `enabled` and stderr is a terminal. `total` is the bytes this process
+    /// expects to read, which the job may raise once it knows of more reading to do.
+    pub fn start(enabled: bool, label: &str, total: Arc<AtomicU64>, counter: Arc<AtomicU64>) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
         if !enabled || !std::io::stderr().is_terminal() {
             return Progress { stop, thread: None };
         }
-        let bar = indicatif::ProgressBar::new(total);
+        let bar = indicatif::ProgressBar::new(total.load(Ordering::Relaxed));
         bar.set_style(
             indicatif::ProgressStyle::with_template(
                 "{msg} [{bar:40}] {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
@@ -69,8 +70,9 @@ impl Progress {
                 // A process's total is its fair share of the input, but its workers claim splits
                 // as they go and may read more: the total then grows, so the bar never shows
                 // more than 100%.
-                if done > bar.length().unwrap_or(0) {
-                    bar.set_length(done);
+                let length = total.load(Ordering::Relaxed).max(done);
+                if length != bar.length().unwrap_or(0) {
+                    bar.set_length(length);
                 }
                 bar.set_position(done);
                 std::thread::sleep(Duration::from_millis(100));

@@ -231,7 +231,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let peers = cluster.peers();
     let my_workers = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;
     let counter = Arc::new(AtomicU64::new(0));
-    let progress = Progress::start(config.progress, "build", source.bytes_of(my_workers, peers), Arc::clone(&counter));
+    let progress = Progress::start(config.progress, "build", Arc::new(AtomicU64::new(source.bytes_of(my_workers, peers))), Arc::clone(&counter));
     let abort = Arc::new(AtomicBool::new(false));
     let output = config.output.clone();
     let job_sized = sized.clone();

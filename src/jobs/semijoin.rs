@@ -221,13 +221,17 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     let peers = cluster.peers();
     let mine = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;
     let build_bytes = match &planned {
-        PlannedFilter::Build { source, .. } => source.bytes_of(mine.clone(), peers) * if config.exact && config.exact_strategy == ExactStrategy::Shuffle { 2 } else { 1 },
+        PlannedFilter::Build { source, .. } => source.bytes_of(mine.clone(), peers),
         PlannedFilter::File { .. } => 0,
     };
-    // A shuffle anti-join of plain files reads the probe twice (see `reads_probe_twice`).
-    let probe_reads = if config.exact && config.exact_strategy == ExactStrategy::Shuffle && reads_probe_twice(config.anti, &probe) { 2 } else { 1 };
+    let mut total = build_bytes + probe.bytes_of(mine.clone(), peers);
+    if config.exact && config.exact_strategy == ExactStrategy::Shuffle {
+        total += shuffle_rereads(&planned, &probe, config.anti, mine, peers);
+    }
+    // With `auto`, the shuffle's second reads are added once the job chooses it.
+    let progress_total = Arc::new(AtomicU64::new(total));
     let counter = Arc::new(AtomicU64::new(0));
-    let progress = Progress::start(config.progress, "semijoin", build_bytes + probe.bytes_of(mine, peers) * probe_reads, Arc::clone(&counter));
+    let progress = Progress::start(config.progress, "semijoin", Arc::clone(&progress_total), Arc::clone(&counter));
     let abort = Arc::new(AtomicBool::new(false));
     let job = Arc::new(Job {
         planned,
@@ -240,6 +244,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         compression: config.compression,
         shared_keys: SharedKeys::new(cluster.workers),
         cluster: cluster.clone(),
+        progress_total,
         started,
     });
 
@@ -270,6 +275,8 @@ struct Job {
     /// The broadcast build keys, shared by this process's workers.
     shared_keys: SharedKeys,
     cluster: ClusterConfig,
+    /// The bytes the progress bar expects this process to read.
+    progress_total: Arc<AtomicU64>,
     started: Instant,
 }
 
@@ -305,6 +312,10 @@ impl Job {
         };
         // Every worker sees the same reports, so every worker chooses alike.
         let strategy = self.exact.then(|| self.choose_strategy(&build_reports));
+        if self.exact_strategy == ExactStrategy::Auto && strategy == Some(ExactStrategy::Shuffle) {
+            // Each worker adds its own second reads to its process's total.
+            self.progress_total.fetch_add(shuffle_rereads(&self.planned, &self.probe, self.anti, me..me + 1, worker.peers()), Ordering::Relaxed);
+        }
 
         // 2. This worker's probe splits, pruned by the filter, into its part file in _temporary/.
         let started = Instant::now();
@@ -699,6 +710,17 @@ impl Job {
 /// none): what the Bloom step saves the network for each record it drops.
 fn survivor_wire_bytes(key: &[u8]) -> u64 {
     8 + key.len() as u64 + 4 + 8 + 8
+}
+
+/// The bytes that `workers` read a second time in an exact shuffle join: the build side, whose
+/// keys are exchanged after the filter is built from them, and the probe where
+/// [`reads_probe_twice`].
+fn shuffle_rereads(planned: &PlannedFilter, probe: &Source, anti: bool, workers: std::ops::Range<usize>, peers: usize) -> u64 {
+    let build = match planned {
+        PlannedFilter::Build { source, .. } => source.bytes_of(workers.clone(), peers),
+        PlannedFilter::File { .. } => 0,
+    };
+    build + if reads_probe_twice(anti, probe) { probe.bytes_of(workers, peers) } else { 0 }
 }
 
 /// Whether an exact shuffle join reads the probe a second time: an anti-join writes every
