@@ -620,14 +620,7 @@ impl Job {
         if abort.load(Ordering::Relaxed) {
             return Ok(written);
         }
-        if (seq, digest) != first {
-            return Err(Error::Job(format!(
-                "the probe input changed while the anti-join read it: worker {me}'s second read (the anti-join reads plain \
-                 files twice) found {seq} records whose key may be on the build side, where the first found {}{}",
-                first.0,
-                if seq == first.0 { ", with other keys" } else { "" }
-            )));
-        }
+        same_survivors(me, first, (seq, digest))?;
         Ok(written)
     }
 
@@ -743,6 +736,22 @@ impl SurvivorDigest {
     }
 }
 
+/// Refuses a second read of worker `me`'s probe splits that met other survivors than the first
+/// (`first` and `second`: their count and digest): the join's answers, numbered by survivor,
+/// would be applied to other records.
+fn same_survivors(me: usize, first: (u64, SurvivorDigest), second: (u64, SurvivorDigest)) -> Result<()> {
+    if second == first {
+        return Ok(());
+    }
+    Err(Error::Job(format!(
+        "the probe input changed while the anti-join read it: worker {me}'s second read (the anti-join reads plain \
+         files twice) found {} records whose key may be on the build side, where the first found {}{}",
+        second.0,
+        first.0,
+        if second.0 == first.0 { ", with other keys" } else { "" }
+    )))
+}
+
 /// Writes a record as it was, adding a newline to a last line that lacked one (so that records
 /// from several inputs never run together).
 #[inline]
@@ -846,6 +855,26 @@ impl<'m> Selection<'m> {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// The anti-join's second read must meet the first read's survivors: the same keys in the
+    /// same order. A changed count, other keys, or the same keys in another order fail the job.
+    #[test]
+    fn a_second_read_that_meets_other_survivors_is_refused() {
+        let digest = |keys: &[&[u8]]| {
+            let mut d = SurvivorDigest::default();
+            keys.iter().for_each(|k| d.add(k));
+            (keys.len() as u64, d)
+        };
+        let first = digest(&[b"a", b"b", b"c"]);
+        assert!(same_survivors(0, first, digest(&[b"a", b"b", b"c"])).is_ok());
+        let fewer = same_survivors(1, first, digest(&[b"a", b"b"])).unwrap_err().to_string();
+        assert!(fewer.contains("worker 1's second read") && fewer.contains("found 2 records") && fewer.contains("the first found 3"), "{fewer}");
+        assert!(!fewer.contains("other keys"), "{fewer}");
+        for other in [&[&b"a"[..], b"b", b"d"], &[b"c", b"b", b"a"], &[b"ab", b"", b"c"]] {
+            let err = same_survivors(0, first, digest(other)).unwrap_err().to_string();
+            assert!(err.contains("found 3 records") && err.contains(", with other keys"), "{other:?}: {err}");
+        }
+    }
 
     /// The statistic of exchange bytes saved counts what a survivor's update takes on the wire.
     #[test]
