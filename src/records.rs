@@ -327,8 +327,10 @@ pub fn extract_key<'a>(line: &'a [u8], delimiter: u8, index: usize, scratch: &'a
 
 /// The fast path: no quotes anywhere in the line (the caller knows). Delimiters are found 32
 /// bytes at a time as a bitmask (keys are usually among the first fields, a few bytes away, where
-/// a byte loop mispredicts and memchr's setup costs more than the search).
-#[inline]
+/// a byte loop mispredicts and memchr's setup costs more than the search). Always inlined: as a
+/// call it took 64 instructions per line of the benchmark's probe, and inlining it saved 25 per
+/// line (callgrind: the build of the 2M-row probe, 805 → 755 million).
+#[inline(always)]
 pub fn unquoted_field(line: &[u8], delimiter: u8, index: usize) -> Result<&[u8], KeyError> {
     let mut start = 0; // where the current field begins
     let mut seen = 0; // delimiters passed

@@ -264,7 +264,15 @@ impl Source {
             items.clear();
             arena.clear();
             let mut header_line = None;
-            for range in &lines {
+            // The usual batch's lines go through the fast path, up to the first that it leaves
+            // to the general one (an empty or malformed line), which takes the rest.
+            let mut general_from = 0;
+            if let (true, false, Some(index)) = (direct, skip_header, single_index) {
+                general_from = direct_lines(buf, &lines, delimiter, index, opts.key_rules.reject_empty, &mut keys, &mut records);
+                line += general_from as u64;
+                stats.records += general_from as u64;
+            }
+            for range in &lines[general_from..] {
                 line += 1;
                 let text = trim_line_end(&buf[range.clone()]);
                 if skip_header {
@@ -421,6 +429,40 @@ impl KeyAt {
     }
 }
 
+/// The fast path of [`Source::scan_split`] for a batch without quotes and a one-field byte key:
+/// each line's key (field `index`) and record pushed as slices of `buf`, in a loop with none of
+/// the general path's cases. Stops at the first line it cannot take as it is (empty, without the
+/// field, or with an empty key that `reject_empty` refuses) and returns its position in `lines`
+/// (`lines.len()` when it took them all); the general path takes that line and the rest.
+/// Building a filter of the 2M-row probe took 755 million instructions with every line on the
+/// general path, 675 million with this one (callgrind; 805 million before `unquoted_field` was
+/// always inlined). Interleaved, 6 runs each on the 20M-row probe: build `-w 1` 1.39–1.74 →
+/// 1.22–1.63 s, `-w 2` 0.71–0.85 → 0.68–0.79 s.
+#[inline(always)]
+fn direct_lines<'b>(
+    buf: &'b [u8],
+    lines: &[Range<usize>],
+    delimiter: u8,
+    index: usize,
+    reject_empty: bool,
+    keys: &mut Vec<&'b [u8]>,
+    records: &mut Vec<&'b [u8]>,
+) -> usize {
+    for (i, range) in lines.iter().enumerate() {
+        let record = &buf[range.clone()];
+        let text = trim_line_end(record);
+        match unquoted_field(text, delimiter, index) {
+            // Not a blank line (no record), nor an empty key that is refused.
+            Ok(key) if !(text.is_empty() || reject_empty && key.is_empty()) => {
+                keys.push(key);
+                records.push(record);
+            }
+            _ => return i,
+        }
+    }
+    lines.len()
+}
+
 /// Records where `key` is: a range of `buf` when it is a slice of it, else a copy in `arena`.
 #[inline]
 fn locate_key(buf: &[u8], key: &[u8], arena: &mut Vec<u8>) -> KeyAt {
@@ -484,6 +526,56 @@ mod tests {
             assert_eq!((records, stats.records, stats.bytes), (30_000, 30_000, text.len() as u64), "{name}");
             assert_eq!(progress.load(Ordering::Relaxed), bytes.len() as u64, "{name}");
             assert_eq!(source.bytes_of(0..1, 1), bytes.len() as u64, "{name}");
+        }
+    }
+
+    /// The fast path hands a batch over to the general one at its first empty or malformed
+    /// line: every record after it is still read, in order, with its key, and the malformed ones
+    /// are counted and described with their line numbers.
+    #[test]
+    fn lines_after_an_empty_or_malformed_line_are_read_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mixed.csv");
+        std::fs::write(&path, "1,a,x\n3,,z\n2,b,y\n\n4\n5,e,w\r\n6,f,v").unwrap();
+        let first_field = dir.path().join("first.csv");
+        std::fs::write(&first_field, "x,1\n\r\ny,2\n\n").unwrap();
+        for (file, field, reject_empty) in [(&path, 2, false), (&path, 2, true), (&first_field, 1, false)] {
+            let options = ScanOptions {
+                format: RecordFormat { delimiter: b',', has_header: false },
+                key: Key::single(KeyField::Index(field)),
+                split_size: 64 << 10,
+                max_record: 1 << 20,
+                strict: false,
+                key_rules: KeyRules { key_type: KeyType::Bytes, reject_empty },
+                stdin_compression: None,
+            };
+            let source = Source::plan(std::slice::from_ref(file), options, 1).unwrap();
+            let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+            let mut read: Vec<(String, String)> = Vec::new();
+            let stats = source
+                .scan_worker(0, 1, &abort, &progress, |batch| {
+                    let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+                    read.extend(batch.keys.iter().zip(batch.records).map(|(k, r)| (text(k), text(r))));
+                    Ok(())
+                })
+                .unwrap();
+            if field == 1 {
+                // Blank lines, LF or CRLF, are no records, even where the key is the first field.
+                assert_eq!(read, [("x".to_string(), "x,1\n".to_string()), ("y".to_string(), "y,2\n".to_string())]);
+                assert_eq!((stats.records, stats.malformed), (2, 0));
+                continue;
+            }
+            let mut want = vec![("a", "1,a,x\n"), ("", "3,,z\n"), ("b", "2,b,y\n"), ("e", "5,e,w\r\n"), ("f", "6,f,v")];
+            let mut lines = vec![5];
+            if reject_empty {
+                want.remove(1);
+                lines.insert(0, 2);
+            }
+            let want: Vec<(String, String)> = want.into_iter().map(|(k, r)| (k.to_string(), r.to_string())).collect();
+            assert_eq!(read, want, "reject_empty {reject_empty}");
+            assert_eq!((stats.records, stats.malformed), (6, lines.len() as u64), "reject_empty {reject_empty}");
+            let described: Vec<&str> = stats.malformed_examples.iter().map(|e| e.split(':').nth(1).unwrap()).collect();
+            assert_eq!(described, lines.iter().map(|l| l.to_string()).collect::<Vec<_>>(), "{:?}", stats.malformed_examples);
         }
     }
 
