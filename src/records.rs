@@ -255,11 +255,19 @@ fn encode_long<'a>(key: &[u8], buf: &'a mut [u8; 8]) -> Result<&'a [u8], KeyErro
     Ok(&buf[..])
 }
 
-/// Drops a trailing LF and a CR before it.
+/// Drops a trailing LF and a CR before it. Written with indexes: `strip_suffix` twice compiled to
+/// twice as many instructions, and this runs once per record (the build of the 2M-row probe:
+/// 675 → 657 million instructions, callgrind).
 #[inline]
 pub fn trim_line_end(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
-    line.strip_suffix(b"\r").unwrap_or(line)
+    let mut end = line.len();
+    if end > 0 && line[end - 1] == b'\n' {
+        end -= 1;
+    }
+    if end > 0 && line[end - 1] == b'\r' {
+        end -= 1;
+    }
+    &line[..end]
 }
 
 /// The UTF-8 byte order mark, which Excel, PowerShell and other Windows tools write at the
@@ -459,6 +467,29 @@ pub fn split_fields(line: &[u8], delimiter: u8, scratch: &mut Vec<u8>) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A line loses one trailing LF, then one CR: every line of up to 4 bytes of `a`, CR and LF.
+    #[test]
+    fn trim_line_end_drops_one_lf_then_one_cr() {
+        let mut lines: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..4 {
+            let longer: Vec<Vec<u8>> = lines.iter().flat_map(|l| [b'a', b'\r', b'\n'].map(|b| [&l[..], &[b]].concat())).collect();
+            lines.extend(longer);
+        }
+        lines.sort();
+        lines.dedup();
+        assert_eq!(lines.len(), 1 + 3 + 9 + 27 + 81);
+        for line in &lines {
+            let mut want = &line[..];
+            if want.last() == Some(&b'\n') {
+                want = &want[..want.len() - 1];
+            }
+            if want.last() == Some(&b'\r') {
+                want = &want[..want.len() - 1];
+            }
+            assert_eq!(trim_line_end(line), want, "{line:?}");
+        }
+    }
 
     fn key(line: &str, index: usize) -> Result<String, KeyError> {
         let mut scratch = Vec::new();
