@@ -134,8 +134,8 @@ pub fn print_summary(s: &SemijoinStats) {
     }
     println!("  bloom survivors     {} ({:.2}% pruned)", s.bloom_survivors, s.fraction_pruned * 100.0);
     match (s.false_positives_removed, s.exact_strategy) {
-        (Some(fp), Some(strategy)) if s.anti => println!("  false positives     {fp} kept by the exact anti-join ({strategy:?} strategy)"),
-        (Some(fp), Some(strategy)) => println!("  false positives     {fp} removed by the exact join ({strategy:?} strategy)"),
+        (Some(fp), Some(strategy)) if s.anti => println!("  false positives     {fp} kept by the exact anti-join ({strategy} strategy)"),
+        (Some(fp), Some(strategy)) => println!("  false positives     {fp} removed by the exact join ({strategy} strategy)"),
         _ => {}
     }
     if let Some(bytes) = s.broadcast_key_bytes {

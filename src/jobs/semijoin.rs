@@ -69,6 +69,17 @@ pub enum ExactStrategy {
     Shuffle,
 }
 
+/// The strategy as `--exact-strategy` and the statistics name it.
+impl std::fmt::Display for ExactStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ExactStrategy::Auto => "auto",
+            ExactStrategy::Broadcast => "broadcast",
+            ExactStrategy::Shuffle => "shuffle",
+        })
+    }
+}
+
 /// Everything the semi-join needs, validated by the CLI.
 #[derive(Clone, Debug)]
 pub struct SemijoinConfig {
@@ -855,6 +866,14 @@ impl<'m> Selection<'m> {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// The summary names a strategy as `_SUCCESS` does.
+    #[test]
+    fn a_strategy_prints_as_the_statistics_name_it() {
+        for strategy in [ExactStrategy::Auto, ExactStrategy::Broadcast, ExactStrategy::Shuffle] {
+            assert_eq!(serde_json::to_value(strategy).unwrap(), strategy.to_string());
+        }
+    }
 
     /// The anti-join's second read must meet the first read's survivors: the same keys in the
     /// same order. A changed count, other keys, or the same keys in another order fail the job.

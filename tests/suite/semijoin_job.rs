@@ -522,7 +522,7 @@ fn demo_runs_the_whole_pipeline_on_the_bundled_data() {
     let dir = tempdir();
     let demo = path_str(dir.path(), "demo");
     let text = ok(&run(&["demo", "--dir", &demo]));
-    for step in ["1. build", "2. prune", "3. the same join made exact", "4. the other records", "Broadcast strategy", "The same on your own data"] {
+    for step in ["1. build", "2. prune", "3. the same join made exact", "4. the other records", "(broadcast strategy)", "The same on your own data"] {
         assert!(text.contains(step), "{step}:\n{text}");
     }
     let demo = Path::new(&demo);
