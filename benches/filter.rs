@@ -70,7 +70,8 @@ fn splitmix64(x: u64) -> u64 {
 struct Row {
     name: &'static str,
     bits_per_key: f64,
-    insert_ns: f64,
+    /// None for a row that only queries a filter another row built (another kernel, batched).
+    insert_ns: Option<f64>,
     hit_ns: f64,
     miss_ns: f64,
     fpp: f64,
@@ -116,7 +117,8 @@ type Pass<'a> = Box<dyn Fn(Range<usize>) -> (f64, f64, usize, usize) + 'a>;
 struct Contender<'a> {
     name: &'static str,
     bits: f64,
-    insert_ns: f64,
+    /// None for a row that only queries a filter another row built (another kernel, batched).
+    insert_ns: Option<f64>,
     pass: Pass<'a>,
 }
 
@@ -246,7 +248,7 @@ fn run(n: usize) {
     let mut contenders = Vec::new();
     for (name, filter, insert_ns) in &ours {
         let bits = filter.spec().bits as f64;
-        contenders.push(Contender { name, bits, insert_ns: *insert_ns, pass: pass(present, absent, |k| filter.contains(k)) });
+        contenders.push(Contender { name, bits, insert_ns: Some(*insert_ns), pass: pass(present, absent, |k| filter.contains(k)) });
         if filter.spec().layout != Layout::Blocked {
             continue;
         }
@@ -255,7 +257,7 @@ fn run(n: usize) {
         contenders.push(Contender {
             name: "bloomflow blocked, lookup3, batched queries",
             bits,
-            insert_ns: f64::NAN,
+            insert_ns: None,
             pass: batched_pass(present, absent, filter, detected),
         });
         // The kernels this CPU runs other than the detected one (whose figures are the rows
@@ -265,24 +267,24 @@ fn run(n: usize) {
             (BlockKernel::Portable, "bloomflow blocked, lookup3, portable kernel", "bloomflow blocked, lookup3, batched queries, portable kernel"),
         ] {
             if kernel != detected && kernel.runs() {
-                contenders.push(Contender { name: single, bits, insert_ns: f64::NAN, pass: pass(present, absent, move |key| filter.contains_with(kernel, key)) });
-                contenders.push(Contender { name: batched, bits, insert_ns: f64::NAN, pass: batched_pass(present, absent, filter, kernel) });
+                contenders.push(Contender { name: single, bits, insert_ns: None, pass: pass(present, absent, move |key| filter.contains_with(kernel, key)) });
+                contenders.push(Contender { name: batched, bits, insert_ns: None, pass: batched_pass(present, absent, filter, kernel) });
             }
         }
     }
     let (fb, fbf, sb, sbj) = (&fb, &fbf, &sb, &sbj);
-    contenders.push(Contender { name: "fastbloom 0.17 (SipHash)", bits: fb.num_bits() as f64, insert_ns: fb_insert, pass: pass(present, absent, |k| fb.contains(k)) });
-    contenders.push(Contender { name: "fastbloom 0.17 + foldhash", bits: fbf.num_bits() as f64, insert_ns: fbf_insert, pass: pass(present, absent, |k| fbf.contains(k)) });
+    contenders.push(Contender { name: "fastbloom 0.17 (SipHash)", bits: fb.num_bits() as f64, insert_ns: Some(fb_insert), pass: pass(present, absent, |k| fb.contains(k)) });
+    contenders.push(Contender { name: "fastbloom 0.17 + foldhash", bits: fbf.num_bits() as f64, insert_ns: Some(fbf_insert), pass: pass(present, absent, |k| fbf.contains(k)) });
     contenders.push(Contender {
         name: "sbbf-rs-safe 0.3 + xxh3",
         bits: (sb.as_bytes().len() * 8) as f64,
-        insert_ns: sb_insert,
+        insert_ns: Some(sb_insert),
         pass: pass(present, absent, |k| sb.contains_hash(xxhash_rust::xxh3::xxh3_64(k))),
     });
     contenders.push(Contender {
         name: "sbbf-rs-safe 0.3 + lookup3",
         bits: (sbj.as_bytes().len() * 8) as f64,
-        insert_ns: sbj_insert,
+        insert_ns: Some(sbj_insert),
         pass: pass(present, absent, move |k| sbj.contains_hash(jenkins(k))),
     });
     let rows = measure_all(&contenders, n);
@@ -290,9 +292,11 @@ fn run(n: usize) {
     println!("\nn = {n} string keys of 8-20 bytes, target false-positive rate {p}\n");
     println!("| filter | bits/key | insert ns | query hit ns | query miss ns | measured FPP |");
     println!("|---|---:|---:|---:|---:|---:|");
+    // A figure that was not measured prints as an empty cell.
+    let cell = |x: Option<f64>, digits: usize| x.map_or(String::new(), |x| format!("{x:.digits$}"));
     for r in &rows {
-        println!("| {} | {:.2} | {:.1} | {:.1} | {:.1} | {:.3}% |",
-            r.name, r.bits_per_key, r.insert_ns, r.hit_ns, r.miss_ns, r.fpp * 100.0);
+        println!("| {} | {:.2} | {} | {:.1} | {:.1} | {:.3}% |",
+            r.name, r.bits_per_key, cell(r.insert_ns, 1), r.hit_ns, r.miss_ns, r.fpp * 100.0);
     }
     let (ours, peers): (Vec<&Row>, Vec<&Row>) = rows.iter().partition(|r| r.name.starts_with("bloomflow"));
     println!("\nratios, bloomflow time / peer time (below 1 means bloomflow is faster):\n");
@@ -300,8 +304,9 @@ fn run(n: usize) {
     println!("|---|---|---:|---:|---:|");
     for us in &ours {
         for r in &peers {
-            println!("| {} | {} | {:.2} | {:.2} | {:.2} |", us.name, r.name,
-                us.insert_ns / r.insert_ns, us.hit_ns / r.hit_ns, us.miss_ns / r.miss_ns);
+            let insert = us.insert_ns.zip(r.insert_ns).map(|(us, peer)| us / peer);
+            println!("| {} | {} | {} | {:.2} | {:.2} |", us.name, r.name,
+                cell(insert, 2), us.hit_ns / r.hit_ns, us.miss_ns / r.miss_ns);
         }
     }
     print_target(&rows);
