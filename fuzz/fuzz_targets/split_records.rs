@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let split_size = 1 + size as u64 % 64;
     let path = std::path::PathBuf::from(format!("/dev/shm/bloomflow-fuzz-split-{}", std::process::id()));
     std::fs::write(&path, text).unwrap();
-    let inputs = resolve_inputs(&[path.clone()]).unwrap();
+    let inputs = resolve_inputs(std::slice::from_ref(&path)).unwrap();
     let records = |split_size: u64| -> Vec<(u64, Vec<u8>)> {
         let mut out = Vec::new();
         for split in plan_splits(&inputs, split_size, split_size).unwrap() {
