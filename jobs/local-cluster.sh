@@ -6,7 +6,8 @@
 #
 # runs `bloomflow ARGS... -n N -p I -w W --hostfile HOSTFILE` for I in 0..N-1, waits for all,
 # and if any fails kills the rest and exits non-zero. BLOOMFLOW names the binary (default: the
-# release build of this checkout, else `bloomflow` on PATH).
+# release build of this checkout, else `bloomflow` on PATH). Its standard input goes to process
+# 0, which reads the job's `-` input.
 set -euo pipefail
 
 usage() { echo "usage: $0 PROCESSES WORKERS -- BLOOMFLOW-ARGS..." >&2; exit 2; }
@@ -58,10 +59,18 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Standard input is process 0's: a job reads `-` there. (A background command's standard input
+# would otherwise be /dev/null.) The other processes get none.
+exec 3<&0
 for ((i = 0; i < n; i++)); do
-  "$bin" "$@" -n "$n" -p "$i" -w "$w" --hostfile "$hostfile" &
+  if [ "$i" -eq 0 ]; then
+    "$bin" "$@" -n "$n" -p "$i" -w "$w" --hostfile "$hostfile" <&3 3<&- &
+  else
+    "$bin" "$@" -n "$n" -p "$i" -w "$w" --hostfile "$hostfile" </dev/null 3<&- &
+  fi
   pids+=("$!")
 done
+exec 3<&-
 
 status=0
 running=("${pids[@]}")

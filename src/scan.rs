@@ -127,7 +127,7 @@ impl Source {
         self.splits
             .iter()
             .filter(|s| workers.contains(&s.worker(peers)))
-            .map(|s| if s.end == u64::MAX { 0 } else { s.end - s.start })
+            .map(|s| if s.is_stdin() { 0 } else { s.end - s.start })
             .sum()
     }
 

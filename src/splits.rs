@@ -121,9 +121,18 @@ pub struct Split {
 }
 
 impl Split {
-    /// The global worker that reads this split.
+    /// The global worker that reads this split: split i goes to worker i mod peers, but standard
+    /// input goes to worker 0, since only process 0 has it (the other processes' standard input
+    /// is not the job's). Dealt as the others, standard input given after a file (`a.csv -`)
+    /// went to a worker of another process in a multi-process job, which read its own empty
+    /// standard input: the records piped in were silently lost.
     pub fn worker(&self, peers: usize) -> usize {
-        self.index % peers
+        if self.is_stdin() { 0 } else { self.index % peers }
+    }
+
+    /// Whether this is the split of standard input, the only one read to its end.
+    pub fn is_stdin(&self) -> bool {
+        self.end == u64::MAX
     }
 }
 

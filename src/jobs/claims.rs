@@ -82,7 +82,7 @@ pub(crate) struct Claims<'w> {
 impl<'w> Claims<'w> {
     pub(crate) fn new(worker: &'w mut Worker, source: &Source) -> Self {
         let (me, peers) = (worker.index(), worker.peers());
-        let claimable = |s: &&crate::splits::Split| s.end != u64::MAX;
+        let claimable = |s: &&crate::splits::Split| !s.is_stdin();
         let splits: Vec<(u32, u64)> = source.splits.iter().filter(claimable).map(|s| (s.index as u32, s.end - s.start)).collect();
         let own: Vec<usize> = source.splits.iter().filter(|s| !claimable(s) && s.worker(peers) == me).map(|s| s.index).collect();
         let answers = Rc::new(RefCell::new(VecDeque::new()));

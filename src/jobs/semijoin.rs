@@ -166,6 +166,13 @@ enum PlannedFilter {
     File { path: PathBuf, filter: Arc<BloomFilter> },
 }
 
+impl PlannedFilter {
+    /// Whether the build side includes standard input, which can be read only once.
+    fn reads_stdin(&self) -> bool {
+        matches!(self, PlannedFilter::Build { source, .. } if source.inputs.contains(&Input::Stdin))
+    }
+}
+
 /// What every process of the job must agree on: both sides' plans, the filter and the output.
 fn job_agreement(config: &SemijoinConfig, planned: &PlannedFilter, probe: &Source) -> Agreement {
     let (filter, build_files, build_bytes) = match planned {
@@ -219,6 +226,9 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
             PlannedFilter::File { path: path.clone(), filter: Arc::new(filter) }
         }
     };
+    if config.exact && config.exact_strategy == ExactStrategy::Shuffle && planned.reads_stdin() {
+        return Err(Error::invalid("--exact-strategy shuffle", SHUFFLE_STDIN.to_string() + ": give the build side as files, or use --exact-strategy broadcast"));
+    }
     // A probe key the filter's scheme cannot hold (an empty key, for Hadoop) cannot match.
     let mut probe_scan = config.probe_scan.clone();
     probe_scan.key_rules.reject_empty = match &planned {
@@ -321,8 +331,8 @@ impl Job {
             }
             PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
         };
-        // Every worker sees the same reports, so every worker chooses alike.
-        let strategy = self.exact.then(|| self.choose_strategy(&build_reports));
+        // Every worker sees the same reports, so every worker chooses alike (or fails alike).
+        let strategy = self.exact.then(|| self.choose_strategy(&build_reports)).transpose()?;
         if self.exact_strategy == ExactStrategy::Auto && strategy == Some(ExactStrategy::Shuffle) {
             // Each worker adds its own second reads to its process's total.
             self.progress_total.fetch_add(shuffle_rereads(&self.planned, &self.probe, self.anti, me..me + 1, worker.peers()), Ordering::Relaxed);
@@ -400,14 +410,23 @@ impl Job {
     }
 
     /// The exact strategy for this job: broadcast when every worker kept its keys and their
-    /// total fits the limit (or broadcast was asked for), shuffle otherwise.
-    fn choose_strategy(&self, build: &[WorkerReport]) -> ExactStrategy {
+    /// total fits the limit (or broadcast was asked for), shuffle otherwise; but never a
+    /// shuffle that would read standard input a second time (see [`SHUFFLE_STDIN`]).
+    fn choose_strategy(&self, build: &[WorkerReport]) -> Result<ExactStrategy> {
         let collected: Option<u64> = build.iter().map(|r| r.collected_key_bytes).sum();
-        match (self.exact_strategy, collected) {
+        let strategy = match (self.exact_strategy, collected) {
             (ExactStrategy::Shuffle, _) | (ExactStrategy::Auto, None) => ExactStrategy::Shuffle,
             (ExactStrategy::Auto, Some(bytes)) if bytes > self.broadcast_limit => ExactStrategy::Shuffle,
             _ => ExactStrategy::Broadcast,
+        };
+        if strategy == ExactStrategy::Shuffle && self.planned.reads_stdin() {
+            return Err(Error::Job(format!(
+                "the build side's keys are more than --broadcast-limit ({} bytes), so the exact join would shuffle, \
+                 but {SHUFFLE_STDIN}: give the build side as files, or raise --broadcast-limit",
+                self.broadcast_limit
+            )));
         }
+        Ok(strategy)
     }
 
     /// The first worker of every process: the receivers of broadcast keys.
@@ -719,6 +738,12 @@ fn survivor_wire_bytes(key: &[u8]) -> u64 {
 /// The bytes that `workers` read a second time in an exact shuffle join: the build side, whose
 /// keys are exchanged after the filter is built from them, and the probe where
 /// [`reads_probe_twice`].
+/// Why the shuffle join cannot take its build side from standard input: it reads the build
+/// side once for the filter and again for the join (the broadcast join keeps the keys of the
+/// first read), and a second read of standard input finds nothing. Before this was refused, the
+/// join then saw no build keys: a semi-join wrote no records and an anti-join every record.
+const SHUFFLE_STDIN: &str = "the shuffle join reads the build side twice, and standard input (`--build -`) can be read only once";
+
 fn shuffle_rereads(planned: &PlannedFilter, probe: &Source, anti: bool, workers: std::ops::Range<usize>, peers: usize) -> u64 {
     let build = match planned {
         PlannedFilter::Build { source, .. } => source.bytes_of(workers.clone(), peers),

@@ -187,6 +187,57 @@ fn the_shuffle_anti_join_is_exact_from_files_and_from_standard_input() {
     }
 }
 
+/// The shuffle join reads its build side twice, so it cannot take it from standard input. Asked
+/// for, it is refused before anything is written; chosen by `auto` because the keys pass
+/// `--broadcast-limit`, the job fails and writes nothing. (It used to run on an empty second
+/// read: a semi-join wrote no record, an anti-join every record.) Within the limit, `auto`
+/// broadcasts, and a build side piped in joins as the same side read from a file.
+#[test]
+fn the_shuffle_join_refuses_a_build_side_from_standard_input() {
+    let dir = tempdir();
+    let (d, _, probe) = dataset_files(dir.path(), 3);
+    assert!(!d.expected.is_empty() && !d.anti.is_empty(), "the dataset must have matches and misses");
+    for anti in [false, true] {
+        let out = path_str(dir.path(), &format!("out-{anti}"));
+        let args = ["semijoin", "--build", "-", "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--expected-items", "100", "-w", "2"];
+        let args = [&args[..], if anti { &["--anti"][..] } else { &[][..] }].concat();
+        let o = run_with_stdin(&[&args[..], &["--exact-strategy", "shuffle"]].concat(), d.build.as_bytes());
+        fails_with(&o, &["--exact-strategy shuffle", "standard input (`--build -`) can be read only once"]);
+        assert!(!Path::new(&out).exists());
+        let o = run_with_stdin(&[&args[..], &["--broadcast-limit", "8"]].concat(), d.build.as_bytes());
+        fails_with(&o, &["more than --broadcast-limit (8 bytes)", "standard input (`--build -`) can be read only once"]);
+        assert!(!Path::new(&out).exists(), "a failed job leaves no output");
+        let summary = ok(&run_with_stdin(&args, d.build.as_bytes()));
+        assert!(summary.contains("(broadcast strategy)"), "{summary}");
+        assert_eq!(read_output(Path::new(&out), "event,key,note\n"), if anti { d.anti.clone() } else { d.expected.clone() }, "anti {anti}");
+    }
+}
+
+/// A build side given as a file and standard input joins in two processes as in one: standard
+/// input, listed after the file's one split, is read by process 0, which has it, not by the
+/// worker its place would give it (process 1, whose standard input is not the job's).
+#[test]
+fn a_build_side_piped_to_process_0_joins_as_in_one_process() {
+    let dir = tempdir();
+    let d = dataset(3);
+    let rows: Vec<&str> = d.build.split_inclusive('\n').collect();
+    let (header, rows) = rows.split_first().unwrap();
+    let half = rows.len() / 2;
+    let file = path_str(dir.path(), "b1.csv");
+    std::fs::write(&file, [*header].iter().chain(&rows[..half]).copied().collect::<String>()).unwrap();
+    let piped: String = [*header].iter().chain(&rows[half..]).copied().collect();
+    let probe = path_str(dir.path(), "p.csv");
+    std::fs::write(&probe, &d.probe).unwrap();
+    for workers in [1, 2] {
+        let out = path_str(dir.path(), &format!("out-{workers}"));
+        // One split for the file: standard input's is the second.
+        let args = ["semijoin", "--build", &file, "-", "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--expected-items", "100", "--split-size", "1000000"];
+        let outs = run_cluster_with_stdin(dir.path(), 2, workers, &args, piped.as_bytes(), Duration::from_secs(60));
+        all_ok(&outs);
+        assert_eq!(read_output(Path::new(&out), "event,key,note\n"), d.expected, "2 x {workers}");
+    }
+}
+
 /// Keys that share their first 24 bytes or more (the bytes the exact shuffle join holds
 /// inline), or differ only in length there, are told apart: with a filter that lets every
 /// record through, the exact join (both strategies, semi and anti) keeps only the true matches.
@@ -235,9 +286,7 @@ fn a_two_process_cluster_gives_the_same_output() {
             args.push("--anti");
         }
         let outs = run_cluster(dir.path(), 2, workers, &args, Duration::from_secs(60));
-        for o in &outs {
-            ok(o);
-        }
+        all_ok(&outs);
         let got = read_output(Path::new(&out), "event,key,note\n");
         let parts = std::fs::read_dir(&out).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count();
         assert_eq!(parts, 2 * workers);
@@ -272,9 +321,7 @@ fn a_filter_merged_over_several_rounds_reaches_every_worker_whole() {
     assert!(contains_multiset(&expected, &d.expected), "a true match is missing");
     let cluster = args("cluster");
     let outs = run_cluster(dir.path(), 2, 2, &cluster.iter().map(String::as_str).collect::<Vec<_>>(), Duration::from_secs(60));
-    for o in &outs {
-        ok(o);
-    }
+    all_ok(&outs);
     assert_eq!(read_output(&dir.path().join("cluster"), "event,key,note\n"), expected);
 }
 

@@ -65,6 +65,16 @@ pub fn fails_with(out: &Output, needles: &[&str]) -> String {
     stderr
 }
 
+/// Asserts that every process of a cluster run succeeded; returns process 0's stdout (the job's
+/// summary, which only process 0 prints).
+#[track_caller]
+pub fn all_ok(outs: &[Output]) -> String {
+    for o in &outs[1..] {
+        ok(o);
+    }
+    ok(&outs[0])
+}
+
 /// A path inside `dir` as a string.
 pub fn path_str(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
@@ -111,6 +121,17 @@ pub fn run_cluster(dir: &Path, processes: usize, workers: usize, args: &[&str], 
 
 /// [`run_cluster`] with each process's own arguments, `args(p)` for process `p`.
 pub fn run_cluster_each(dir: &Path, processes: usize, args: impl Fn(usize) -> Vec<String>, timeout: std::time::Duration) -> Vec<Output> {
+    run_cluster_piped(dir, processes, args, None, timeout)
+}
+
+/// [`run_cluster`] with `stdin` piped into process 0, as a launcher gives the job its standard
+/// input; the other processes' standard input is empty.
+pub fn run_cluster_with_stdin(dir: &Path, processes: usize, workers: usize, args: &[&str], stdin: &[u8], timeout: std::time::Duration) -> Vec<Output> {
+    let workers = workers.to_string();
+    run_cluster_piped(dir, processes, |_| [args, &["-w", &workers]].concat().iter().map(|a| a.to_string()).collect(), Some(stdin), timeout)
+}
+
+fn run_cluster_piped(dir: &Path, processes: usize, args: impl Fn(usize) -> Vec<String>, stdin: Option<&[u8]>, timeout: std::time::Duration) -> Vec<Output> {
     let hosts = hostfile(dir, processes);
     let mut children: Vec<_> = (0..processes)
         .map(|p| {
@@ -121,13 +142,22 @@ pub fn run_cluster_each(dir: &Path, processes: usize, args: impl Fn(usize) -> Ve
                 .arg(&hosts)
                 .arg("--connect-timeout")
                 .arg("20")
-                .stdin(Stdio::null())
+                .stdin(if p == 0 && stdin.is_some() { Stdio::piped() } else { Stdio::null() })
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
+    if let Some(bytes) = stdin {
+        // Written from a thread, so that a large input cannot block on a full pipe while the
+        // test waits below.
+        let mut pipe = children[0].stdin.take().unwrap();
+        let bytes = bytes.to_vec();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&bytes);
+        });
+    }
     let deadline = std::time::Instant::now() + timeout;
     loop {
         if children.iter_mut().all(|c| c.try_wait().unwrap().is_some()) {
