@@ -206,6 +206,10 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         FilterSource::File(_) => Vec::new(),
     };
     let probe_inputs = resolve_inputs(&config.probe_inputs)?;
+    if build_inputs.contains(&Input::Stdin) && probe_inputs.contains(&Input::Stdin) {
+        // The build side would read it all and the probe find it empty: a job of no records.
+        return Err(Error::invalid("input", "standard input (-) is given as both --build and --probe, and it can be read only once"));
+    }
     output::check_not_an_input(&config.output, build_inputs.iter().chain(&probe_inputs))?;
     let planned = match &config.filter {
         FilterSource::Build { scan, sizing, scheme, layout, seed, .. } => {

@@ -295,6 +295,18 @@ fn an_output_that_is_or_holds_an_input_is_refused() {
     fails_with_any_code(&o, &[&format!("{filter} is an input of the job")]);
 }
 
+/// Standard input can be read only once: given to both sides of a semi-join, the build side
+/// would take it all and the probe side find nothing (the job used to succeed with no records).
+#[test]
+fn standard_input_given_to_both_sides() {
+    let dir = tempdir();
+    let out = path_str(dir.path(), "joined");
+    let args = ["semijoin", "--build", "-", "--build-key", "id", "--probe", "-", "--probe-key", "id", "-o", &out, "--expected-items", "10", "--no-progress"];
+    let o = run_with_stdin(&args, b"id,name\n1,a\n");
+    fails_with_any_code(&o, &["invalid input: standard input (-) is given as both --build and --probe, and it can be read only once"]);
+    assert!(!Path::new(&out).exists());
+}
+
 /// A tmpfs of `size` mounted at `dir/small`, unmounted when dropped; `None` where mounting is
 /// not allowed.
 struct SmallDisk(std::path::PathBuf);
