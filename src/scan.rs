@@ -42,7 +42,28 @@ pub struct Source {
     key_index: Vec<Option<Vec<usize>>>,
     /// The first header line found among the file inputs, with its terminator.
     pub header: Option<Vec<u8>>,
+    /// The first file input whose header is not [`header`](Self::header) (line ends aside):
+    /// its records do not have the columns that header names. (Boxed: it is rare, and the
+    /// source is moved about.)
+    pub other_header: Option<Box<OtherHeader>>,
     pub options: ScanOptions,
+}
+
+/// A file input whose header differs from the first file's.
+#[derive(Debug)]
+pub struct OtherHeader {
+    pub file: String,
+    pub header: Vec<u8>,
+    /// The file the first header came from, and that header.
+    pub first_file: String,
+    pub first_header: Vec<u8>,
+}
+
+impl std::fmt::Display for OtherHeader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let line = |h: &[u8]| String::from_utf8_lossy(trim_line_end(h)).into_owned();
+        write!(f, "{} has the header {:?}, {} has {:?}", self.file, line(&self.header), self.first_file, line(&self.first_header))
+    }
 }
 
 /// What a worker's scan saw.
@@ -92,7 +113,7 @@ impl Source {
         let bzip2_split_size = split_size.max(options.split_size.min(splits::MIN_BALANCED_BZIP2_SPLIT));
         let splits = splits::plan_splits(&inputs, split_size, bzip2_split_size)?;
         let mut key_index = Vec::with_capacity(inputs.len());
-        let mut header = None;
+        let (mut header, mut header_file, mut other_header) = (None, String::new(), None);
         for input in &inputs {
             let index = match input {
                 Input::Stdin => options.key.indexes(),
@@ -103,8 +124,12 @@ impl Source {
                     } else {
                         None
                     };
-                    if header.is_none() {
-                        header = first.clone();
+                    match (&header, &first) {
+                        (None, Some(_)) => (header, header_file) = (first.clone(), input.name()),
+                        (Some(h), Some(f)) if other_header.is_none() && trim_line_end(h) != trim_line_end(f) => {
+                            other_header = Some(Box::new(OtherHeader { file: input.name(), header: f.clone(), first_file: header_file.clone(), first_header: h.clone() }))
+                        }
+                        _ => {}
                     }
                     match &first {
                         None if options.key.has_names() => None, // an empty file: nothing to read
@@ -114,7 +139,7 @@ impl Source {
             };
             key_index.push(index);
         }
-        Ok(Source { inputs, splits, key_index, header, options })
+        Ok(Source { inputs, splits, key_index, header, other_header, options })
     }
 
     /// The splits global worker `me` of `peers` reads.

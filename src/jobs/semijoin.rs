@@ -240,6 +240,13 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::File { filter, .. } => filter.spec().scheme.refuses_empty_keys(),
     };
     let probe = Source::plan_inputs(probe_inputs, probe_scan, cluster.peers())?;
+    if let Some(other) = &probe.other_header {
+        // Each part file starts with one header, which the other file's records would not match.
+        return Err(Error::invalid(
+            "probe input",
+            format!("{other}: the part files carry one header, so every probe file must have the same columns in the same order"),
+        ));
+    }
     // Held until the job ends, when it waits for the old output's removal.
     let replaced = output::prepare(&config.output, config.overwrite, cluster.process)?;
 

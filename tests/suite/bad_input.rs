@@ -307,6 +307,27 @@ fn standard_input_given_to_both_sides() {
     assert!(!Path::new(&out).exists());
 }
 
+/// A semi-join's part files carry one header, so probe files whose headers differ are refused,
+/// naming both (the records of the second used to be written under the first's header, their
+/// columns misnamed). Line ends aside, equal headers are fine, and so are different headers on
+/// the build side, whose records are not written.
+#[test]
+fn probe_files_with_different_headers() {
+    let dir = tempdir();
+    let (build, probe) = inputs(dir.path());
+    let reordered = path_str(dir.path(), "reordered.csv");
+    std::fs::write(&reordered, "id,event\n4,12\n").unwrap();
+    let args = ["--build", &build, "--build-key", "id", "--probe", &probe, &reordered, "--probe-key", "id"];
+    semijoin_fails(dir.path(), &args, &[&format!("invalid probe input: {reordered} has the header \"id,event\", {probe} has \"event,id\": the part files carry one header")]);
+    let crlf = path_str(dir.path(), "crlf.csv");
+    std::fs::write(&crlf, "event,id\r\n12,2\r\n").unwrap();
+    let other_build = path_str(dir.path(), "build2.csv");
+    std::fs::write(&other_build, "name,id\nc,4\n").unwrap();
+    let out = path_str(dir.path(), "fine");
+    ok(&run(&["semijoin", "--build", &build, &other_build, "--build-key", "id", "--probe", &probe, &crlf, "--probe-key", "id", "-o", &out, "--exact", "--no-progress"]));
+    assert_eq!(std::fs::read_to_string(format!("{out}/part-00000")).unwrap(), "event,id\n10,1\n12,2\r\n");
+}
+
 /// A tmpfs of `size` mounted at `dir/small`, unmounted when dropped; `None` where mounting is
 /// not allowed.
 struct SmallDisk(std::path::PathBuf);
