@@ -746,15 +746,15 @@ fn survivor_wire_bytes(key: &[u8]) -> u64 {
     8 + key.len() as u64 + 4 + 8 + 8
 }
 
-/// The bytes that `workers` read a second time in an exact shuffle join: the build side, whose
-/// keys are exchanged after the filter is built from them, and the probe where
-/// [`reads_probe_twice`].
 /// Why the shuffle join cannot take its build side from standard input: it reads the build
 /// side once for the filter and again for the join (the broadcast join keeps the keys of the
 /// first read), and a second read of standard input finds nothing. Before this was refused, the
 /// join then saw no build keys: a semi-join wrote no records and an anti-join every record.
 const SHUFFLE_STDIN: &str = "the shuffle join reads the build side twice, and standard input (`--build -`) can be read only once";
 
+/// The bytes that `workers` read a second time in an exact shuffle join: the build side, whose
+/// keys are exchanged after the filter is built from them, and the probe where
+/// [`reads_probe_twice`].
 fn shuffle_rereads(planned: &PlannedFilter, probe: &Source, anti: bool, workers: std::ops::Range<usize>, peers: usize) -> u64 {
     let build = match planned {
         PlannedFilter::Build { source, .. } => source.bytes_of(workers.clone(), peers),
