@@ -324,10 +324,16 @@ pub fn write_success(dir: &Path, json: &[u8]) -> Result<()> {
     f.commit()
 }
 
-/// Removes what a worker wrote as `part` (see [`part_name`]), after a failed job.
+/// Removes what a worker wrote as `part` (see [`part_name`]) after a failed job, then the
+/// temporary area and the output directory where nothing else is left in them: a failed job
+/// leaves no directory that a rerun would have to be told to overwrite. Every worker tries, once
+/// all have stopped writing; `remove_dir` removes only an empty directory, so the last worker
+/// to remove its part removes them.
 pub fn abort_task(dir: &Path, part: &str) {
     let _ = std::fs::remove_file(dir.join(part));
     let _ = std::fs::remove_file(dir.join(TEMPORARY).join(part));
+    let _ = std::fs::remove_dir(dir.join(TEMPORARY));
+    let _ = std::fs::remove_dir(dir);
 }
 
 #[cfg(test)]

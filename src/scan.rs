@@ -40,29 +40,35 @@ pub struct Source {
     /// The key's 0-based field indexes per input (`None` for standard input with a named key,
     /// resolved from its header when it is read).
     key_index: Vec<Option<Vec<usize>>>,
-    /// The first header line found among the file inputs, with its terminator.
-    pub header: Option<Vec<u8>>,
-    /// The first file input whose header is not [`header`](Self::header) (line ends aside):
-    /// its records do not have the columns that header names. (Boxed: it is rare, and the
-    /// source is moved about.)
-    pub other_header: Option<Box<OtherHeader>>,
+    /// The first header line found among the file inputs.
+    pub header: Option<Header>,
+    /// The first file input whose header names other columns than
+    /// [`header`](Self::header): its records do not have the columns that header names.
+    /// (Boxed: it is rare, and the source is moved about.)
+    pub other_header: Option<Box<Header>>,
     pub options: ScanOptions,
 }
 
-/// A file input whose header differs from the first file's.
-#[derive(Debug)]
-pub struct OtherHeader {
-    pub file: String,
-    pub header: Vec<u8>,
-    /// The file the first header came from, and that header.
-    pub first_file: String,
-    pub first_header: Vec<u8>,
+/// A header line and the input it was read from.
+#[derive(Clone, Debug)]
+pub struct Header {
+    /// The line, with its terminator.
+    pub line: Vec<u8>,
+    /// The input's name, as errors give it.
+    pub input: String,
 }
 
-impl std::fmt::Display for OtherHeader {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Header {
+    /// Whether `line` names the same columns in the same order (line ends aside: CRLF and LF
+    /// files may be mixed).
+    pub fn same_columns(&self, line: &[u8]) -> bool {
+        trim_line_end(&self.line) == trim_line_end(line)
+    }
+
+    /// Says that `other`'s header differs from this one, naming both inputs and headers.
+    pub fn differs_from(&self, other: &Header) -> String {
         let line = |h: &[u8]| String::from_utf8_lossy(trim_line_end(h)).into_owned();
-        write!(f, "{} has the header {:?}, {} has {:?}", self.file, line(&self.header), self.first_file, line(&self.first_header))
+        format!("{} has the header {:?}, {} has {:?}", other.input, line(&other.line), self.input, line(&self.line))
     }
 }
 
@@ -113,7 +119,7 @@ impl Source {
         let bzip2_split_size = split_size.max(options.split_size.min(splits::MIN_BALANCED_BZIP2_SPLIT));
         let splits = splits::plan_splits(&inputs, split_size, bzip2_split_size)?;
         let mut key_index = Vec::with_capacity(inputs.len());
-        let (mut header, mut header_file, mut other_header) = (None, String::new(), None);
+        let (mut header, mut other_header) = (None::<Header>, None);
         for input in &inputs {
             let index = match input {
                 Input::Stdin => options.key.indexes(),
@@ -125,9 +131,9 @@ impl Source {
                         None
                     };
                     match (&header, &first) {
-                        (None, Some(_)) => (header, header_file) = (first.clone(), input.name()),
-                        (Some(h), Some(f)) if other_header.is_none() && trim_line_end(h) != trim_line_end(f) => {
-                            other_header = Some(Box::new(OtherHeader { file: input.name(), header: f.clone(), first_file: header_file.clone(), first_header: h.clone() }))
+                        (None, Some(line)) => header = Some(Header { line: line.clone(), input: input.name() }),
+                        (Some(h), Some(line)) if other_header.is_none() && !h.same_columns(line) => {
+                            other_header = Some(Box::new(Header { line: line.clone(), input: input.name() }))
                         }
                         _ => {}
                     }

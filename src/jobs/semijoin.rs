@@ -23,7 +23,7 @@ use crate::hashing::Scheme;
 use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
-use crate::scan::{RecordBatch, ScanOptions, ScanStats, Source};
+use crate::scan::{Header, RecordBatch, ScanOptions, ScanStats, Source};
 use crate::splits::{resolve_inputs, Input};
 use crate::compressed::Compression;
 use differential_dataflow::input::Input as _;
@@ -160,9 +160,10 @@ pub struct SemijoinStats {
     pub per_worker_probe: Vec<ProbeReport>,
 }
 
-/// The filter side, planned on every process before the workers start.
+/// The filter side, planned on every process before the workers start. (The build side's
+/// source is boxed: it is several times the size of the other variant.)
 enum PlannedFilter {
-    Build { source: Source, sized: SizedSpec },
+    Build { source: Box<Source>, sized: SizedSpec },
     File { path: PathBuf, filter: Arc<BloomFilter> },
 }
 
@@ -219,7 +220,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
                 sized.spec.bits.div_ceil(8).saturating_mul(cluster.workers as u64),
                 &format!("the filter ({} bits, a copy on each of {} worker(s))", sized.spec.bits, cluster.workers),
             )?;
-            PlannedFilter::Build { source, sized }
+            PlannedFilter::Build { source: Box::new(source), sized }
         }
         FilterSource::File(path) => {
             let filter = format::load(path)?.into_plain();
@@ -240,12 +241,8 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::File { filter, .. } => filter.spec().scheme.refuses_empty_keys(),
     };
     let probe = Source::plan_inputs(probe_inputs, probe_scan, cluster.peers())?;
-    if let Some(other) = &probe.other_header {
-        // Each part file starts with one header, which the other file's records would not match.
-        return Err(Error::invalid(
-            "probe input",
-            format!("{other}: the part files carry one header, so every probe file must have the same columns in the same order"),
-        ));
+    if let (Some(first), Some(other)) = (&probe.header, &probe.other_header) {
+        return Err(header_mismatch(first, other));
     }
     // Held until the job ends, when it waits for the old output's removal.
     let replaced = output::prepare(&config.output, config.overwrite, cluster.process)?;
@@ -408,16 +405,23 @@ impl Job {
     /// from the plan, or else `read_header`, one read from standard input by this worker.
     fn open_part(&self, me: usize, read_header: Option<&[u8]>) -> Result<TaskFile> {
         let mut part = TaskFile::create(&self.dir, &part_name(me, self.compression.codec), self.compression)?;
-        if let Some(header) = self.probe.header.as_deref().or(read_header) {
+        if let Some(header) = self.probe.header.as_ref().map(|h| &h.line[..]).or(read_header) {
             write_line(&mut part, header)?;
         }
         Ok(part)
     }
 
     /// The header of standard input in `batch`, where the part files have no header from the
-    /// plan: the worker that reads standard input writes it into its part.
-    fn header_read<'b>(&self, batch: &RecordBatch<'b>) -> Option<&'b [u8]> {
-        batch.header.filter(|_| self.probe.header.is_none())
+    /// plan: the worker that reads standard input writes it into its part. Where they have
+    /// one, standard input's must name the same columns, since its records go under it.
+    fn header_read<'b>(&self, batch: &RecordBatch<'b>) -> Result<Option<&'b [u8]>> {
+        match (batch.header, &self.probe.header) {
+            (Some(read), None) => Ok(Some(read)),
+            (Some(read), Some(planned)) if !planned.same_columns(read) => {
+                Err(header_mismatch(planned, &Header { line: read.to_vec(), input: Input::Stdin.name() }))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// The exact strategy for this job: broadcast when every worker kept its keys and their
@@ -467,7 +471,7 @@ impl Job {
         report.scan = self.probe.scan_worker(me, peers, abort, counter, |batch| {
             // Standard input's header comes before its first records, which no batch before
             // it held: the part holds no record yet.
-            if let Some(header) = self.header_read(batch) {
+            if let Some(header) = self.header_read(batch)? {
                 write_line(&mut part, header)?;
             }
             filter.contains_batch(batch.keys, &mut answers);
@@ -572,7 +576,7 @@ impl Job {
         let mut scan = |mut file: Option<&mut TaskFile>| {
             let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
             self.probe.scan_worker(me, peers, abort, counter, |batch| {
-                if let Some(header) = self.header_read(batch) {
+                if let Some(header) = self.header_read(batch)? {
                     read_header = Some(header.to_vec());
                 }
                 filter.contains_batch(batch.keys, &mut answers);
@@ -797,6 +801,15 @@ fn same_survivors(me: usize, first: (u64, SurvivorDigest), second: (u64, Survivo
         first.0,
         if second.0 == first.0 { ", with other keys" } else { "" }
     )))
+}
+
+/// Refuses probe inputs whose headers differ: each part file starts with one header, which the
+/// other input's records would sit under with their columns misnamed.
+fn header_mismatch(first: &Header, other: &Header) -> Error {
+    Error::invalid(
+        "probe input",
+        format!("{}: the part files carry one header, so every probe input must have the same columns in the same order", first.differs_from(other)),
+    )
 }
 
 /// Writes a record as it was, adding a newline to a last line that lacked one (so that records
