@@ -58,7 +58,7 @@ impl ClusterArgs {
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Input")]
 pub struct InputArgs {
-    /// Field delimiter: one byte; `\t` or `tab` for TSV.
+    /// Field delimiter: one byte; `\t` or `tab` for TSV, `\001` or `\x01` for Hive's Ctrl-A.
     #[arg(short = 'd', long, default_value = ",", value_name = "C")]
     pub delimiter: String,
     /// The inputs have no header line (then key fields are 1-based indexes).
@@ -109,7 +109,11 @@ impl InputArgs {
     /// Scan settings for the key fields `keys` (each as `--key` takes it) given with `flag`,
     /// hashed by `key_rules`.
     pub fn scan(&self, keys: &[String], flag: &str, key_rules: KeyRules) -> anyhow::Result<ScanOptions> {
-        let format = self.format()?;
+        self.scan_as(self.format()?, keys, flag, key_rules)
+    }
+
+    /// [`scan`](Self::scan) of inputs in `format`, where one side of a job has its own.
+    pub fn scan_as(&self, format: RecordFormat, keys: &[String], flag: &str, key_rules: KeyRules) -> anyhow::Result<ScanOptions> {
         if self.split_size == 0 {
             bail!("invalid --split-size: must be at least 1 byte");
         }
@@ -132,13 +136,27 @@ impl InputArgs {
     }
 }
 
-/// A field delimiter given to `flag`: one byte, or `tab`.
+/// A field delimiter given to `flag`: one byte, `tab`, or a byte written as an escape: `\t`,
+/// octal `\001` (as Hive's DDL writes its default, Ctrl-A) or hex `\x01`.
 pub fn parse_delimiter(flag: &str, text: &str) -> anyhow::Result<u8> {
-    match text {
-        "\\t" | "tab" | "\t" => Ok(b'\t'),
-        _ if text.len() == 1 && text.as_bytes()[0] != b'"' && text.as_bytes()[0] != b'\n' && text.as_bytes()[0] != b'\r' => Ok(text.as_bytes()[0]),
-        _ => bail!("invalid {flag} {text:?}: expected one byte such as , or ; or \\t (not a quote or line end)"),
+    let byte = match text {
+        "\\t" | "tab" => Some(b'\t'),
+        _ if text.len() == 1 => Some(text.as_bytes()[0]),
+        _ => escaped_byte(text),
+    };
+    match byte {
+        Some(b) if b != b'"' && b != b'\n' && b != b'\r' => Ok(b),
+        _ => bail!("invalid {flag} {text:?}: expected one byte such as , or ; or \\t or \\001 (not a quote or line end)"),
     }
+}
+
+/// A byte written as `\NNN` (three octal digits) or `\xHH` (two hex digits).
+fn escaped_byte(text: &str) -> Option<u8> {
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if let Some(hex) = text.strip_prefix("\\x").filter(|h| digits(h, 2)) {
+        return u8::from_str_radix(hex, 16).ok();
+    }
+    text.strip_prefix('\\').filter(|o| o.len() == 3 && o.bytes().all(|b| (b'0'..=b'7').contains(&b))).and_then(|o| u8::from_str_radix(o, 8).ok())
 }
 
 /// A filter file format, and with it a hashing scheme.

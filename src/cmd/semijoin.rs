@@ -1,7 +1,8 @@
 //! `bloomflow semijoin`: keep the probe records whose key may be on the build side (or, with
 //! `--anti --exact`, those whose key is not).
 
-use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
+use super::args::{parse_delimiter, ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
+use bloomflow::records::RecordFormat;
 use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
 use bloomflow::compressed::{Compression, OutputCompression};
 use bloomflow::limits::human_bytes;
@@ -19,7 +20,7 @@ pub struct Args {
     #[arg(long, value_name = "FIELD", value_delimiter = ',')]
     build_key: Vec<String>,
     /// A prebuilt filter to prune with, instead of building one.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key", "build_delimiter", "build_no_header"])]
     filter: Option<PathBuf>,
     /// Probe-side inputs: the records to prune.
     #[arg(long, required = true, num_args = 1.., value_name = "INPUT")]
@@ -62,9 +63,42 @@ pub struct Args {
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
+    sides: SideFormatArgs,
+    #[command(flatten)]
     sizing: SizingArgs,
     #[command(flatten)]
     cluster: ClusterArgs,
+}
+
+/// One side's own input format, where the two sides differ (a dimension table exported with a
+/// header, a fact table as Hive writes it: no header, Ctrl-A between fields): each flag replaces
+/// `-d` or `--no-header` for its side.
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Input")]
+struct SideFormatArgs {
+    /// The build side's field delimiter, instead of -d's.
+    #[arg(long, value_name = "C", requires = "build")]
+    build_delimiter: Option<String>,
+    /// The build side has no header line (its key fields are then 1-based indexes).
+    #[arg(long, requires = "build")]
+    build_no_header: bool,
+    /// The probe side's field delimiter, instead of -d's.
+    #[arg(long, value_name = "C")]
+    probe_delimiter: Option<String>,
+    /// The probe side has no header line (its key fields are then 1-based indexes).
+    #[arg(long)]
+    probe_no_header: bool,
+}
+
+/// The record format of one side: `-d` and `--no-header`, unless the side's own flags (named
+/// `--{side}-delimiter` and `--{side}-no-header`) replace them.
+fn side_format(input: &InputArgs, side: &str, delimiter: Option<&str>, no_header: bool) -> anyhow::Result<RecordFormat> {
+    let mut format = input.format()?;
+    if let Some(text) = delimiter {
+        format.delimiter = parse_delimiter(&format!("--{side}-delimiter"), text)?;
+    }
+    format.has_header &= !no_header;
+    Ok(format)
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -87,11 +121,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     args.probe_key.len()
                 );
             }
-            let scan = args.input.scan(&args.build_key, "--build-key", args.sizing.key_rules(scheme))?;
+            let format = side_format(&args.input, "build", args.sides.build_delimiter.as_deref(), args.sides.build_no_header)?;
+            let scan = args.input.scan_as(format, &args.build_key, "--build-key", args.sizing.key_rules(scheme))?;
             FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, layout, seed: args.sizing.seed()? }
         }
     };
-    let probe_scan = args.input.scan(&args.probe_key, "--probe-key", args.sizing.key_rules(scheme))?;
+    let format = side_format(&args.input, "probe", args.sides.probe_delimiter.as_deref(), args.sides.probe_no_header)?;
+    let probe_scan = args.input.scan_as(format, &args.probe_key, "--probe-key", args.sizing.key_rules(scheme))?;
     args.input.check_stdin_used(args.build.iter().chain(&args.probe))?;
     let config = SemijoinConfig {
         filter,

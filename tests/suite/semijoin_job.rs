@@ -605,3 +605,62 @@ fn inputs_starting_with_a_byte_order_mark_join_as_their_text() {
         assert_eq!(read_output(Path::new(&out), "event,key,note\n"), d.expected, "-w {w}");
     }
 }
+
+/// Each side read in its own format: a dimension table exported as TSV with a header, and a
+/// fact table as Hive writes it (no header, Ctrl-A between fields, given as `\001` or `\x01`).
+/// The exact joins write exactly the records whose key is on the build side, or with `--anti`
+/// the others, as they were, with no header.
+#[test]
+fn each_side_in_its_own_format() {
+    let dir = tempdir();
+    let build = path_str(dir.path(), "customers.tsv");
+    std::fs::write(&build, "name\tid\nann\t1,2\nbob\t7\n").unwrap();
+    let probe = path_str(dir.path(), "events");
+    let (mut text, mut matched, mut others) = (String::new(), BTreeMap::new(), BTreeMap::new());
+    for i in 0..200 {
+        let key = ["1,2", "7", "8", "1"][i % 4];
+        let line = format!("{i}\x01{key}\x01note, {i}\n");
+        *if i % 4 < 2 { &mut matched } else { &mut others }.entry(line.clone().into_bytes()).or_insert(0) += 1;
+        text.push_str(&line);
+    }
+    std::fs::write(&probe, &text).unwrap();
+    let parts = |out: &str| -> BTreeMap<Vec<u8>, usize> {
+        assert!(Path::new(out).join("_SUCCESS").exists());
+        let mut lines = BTreeMap::new();
+        for entry in std::fs::read_dir(out).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().unwrap().to_string_lossy().starts_with("part-") {
+                for line in std::fs::read(&path).unwrap().split_inclusive(|&b| b == b'\n') {
+                    *lines.entry(line.to_vec()).or_insert(0) += 1;
+                }
+            }
+        }
+        lines
+    };
+    for (i, formats) in [
+        &["--build-delimiter", "tab", "--probe-delimiter", "\\001", "--probe-no-header"][..],
+        &["-d", "\\t", "--probe-delimiter", "\\x01", "--probe-no-header"][..],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for (w, strategy) in [("1", "broadcast"), ("2", "shuffle")] {
+            let common = [&["--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "2", "--no-progress", "--expected-items", "10", "-w", w, "--exact", "--exact-strategy", strategy][..], formats].concat();
+            let out = path_str(dir.path(), &format!("semi-{i}-{w}"));
+            ok(&run(&[&["semijoin", "-o", &out][..], &common].concat()));
+            assert_eq!(parts(&out), matched, "{formats:?} -w {w}");
+            let out = path_str(dir.path(), &format!("anti-{i}-{w}"));
+            ok(&run(&[&["semijoin", "-o", &out, "--anti"][..], &common].concat()));
+            assert_eq!(parts(&out), others, "{formats:?} -w {w} --anti");
+        }
+    }
+    // Read with the shared format, the probe's first line is taken for a header without a
+    // field 2, and a side's flag cannot be given without that side.
+    let out = path_str(dir.path(), "refused");
+    fails_with(&run(&["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "-d", "tab", "--probe-no-header"]), &["--probe-key"]);
+    let usage = run(&["semijoin", "--filter", &build, "--probe", &probe, "--probe-key", "2", "-o", &out, "--build-delimiter", "tab"]);
+    assert_eq!(usage.status.code(), Some(2), "a usage error");
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("'--filter <FILE>' cannot be used with '--build-delimiter <C>'"));
+    fails_with(&run(&["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "2", "-o", &out, "--probe-delimiter", "\\400"]), &["invalid --probe-delimiter \"\\\\400\""]);
+    assert!(!Path::new(&out).exists());
+}
