@@ -57,12 +57,14 @@ fn finish<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
 /// `hashlittle2(key, pc, 0)` of `V::KEYS` keys (the lanes past `keys` hash nothing), into
 /// `out.c[at..]` and `out.b[at..]`. `words` are the keys' first 24 bytes as six zero-padded
 /// little-endian words, word w of key i in lane i of `words[w]`. Keys over 24 bytes get a wrong
-/// answer here: [`rehash_long_keys`] replaces it.
+/// answer here, and the return says whether there was one: [`rehash_long_keys`] replaces it.
 #[inline(always)]
-pub(crate) fn hash_group<V: LaneOps>(keys: &[&[u8]], words: [V; 6], pc: u32, out: &mut Pairs, at: usize) {
+pub(crate) fn hash_group<V: LaneOps>(keys: &[&[u8]], words: [V; 6], pc: u32, out: &mut Pairs, at: usize) -> bool {
     let mut lens = [0u32; GROUP];
+    let mut longest = 0;
     for (len, key) in lens.iter_mut().zip(keys) {
         *len = key.len() as u32;
+        longest = longest.max(key.len());
     }
     let len = V::load(&lens[..V::KEYS]);
     let init = len.add(V::splat(0xdead_beef_u32.wrapping_add(pc)));
@@ -70,7 +72,7 @@ pub(crate) fn hash_group<V: LaneOps>(keys: &[&[u8]], words: [V; 6], pc: u32, out
     // are zero for shorter keys, but the mix is not, so it is kept only where the key is long).
     // A group with no key over 12 bytes (ids, codes) skips the mix: one predictable branch.
     let (mut a, mut b, mut c) = (init.add(words[0]), init.add(words[1]), init.add(words[2]));
-    if lens.iter().any(|&n| n > 12) {
+    if longest > 12 {
         let (mut ma, mut mb, mut mc) = (a, b, c);
         mix(&mut ma, &mut mb, &mut mc);
         a = V::where_over_12(len, ma.add(words[3]), a);
@@ -81,6 +83,7 @@ pub(crate) fn hash_group<V: LaneOps>(keys: &[&[u8]], words: [V; 6], pc: u32, out
     // An empty key is not finished: its hashes are the initial values.
     V::where_zero(len, init, c).store(&mut out.c[at..at + V::KEYS]);
     V::where_zero(len, init, b).store(&mut out.b[at..at + V::KEYS]);
+    longest > MAX_LANE_LEN
 }
 
 /// Replaces the lanes' answers for the keys over [`MAX_LANE_LEN`] bytes by the scalar hash's.

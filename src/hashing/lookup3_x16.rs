@@ -47,8 +47,9 @@ type Lanes = [__m512i; VECTORS];
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     debug_assert!(keys.len() <= MAX_KEYS);
     let words: [[__m512i; 6]; VECTORS] = std::array::from_fn(|v| transposed_words(keys.get(v * LANES..).unwrap_or(&[])));
-    hash_group::<Lanes>(keys, std::array::from_fn(|w| std::array::from_fn(|v| words[v][w])), pc, out, 0);
-    rehash_long_keys(keys, pc, out);
+    if hash_group::<Lanes>(keys, std::array::from_fn(|w| std::array::from_fn(|v| words[v][w])), pc, out, 0) {
+        rehash_long_keys(keys, pc, out);
+    }
 }
 
 /// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end.

@@ -100,11 +100,14 @@ impl LaneOps for Lanes {
 #[target_feature(enable = "avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     debug_assert!(keys.len() <= MAX_KEYS);
+    let mut long = false;
     for (round, keys) in keys.chunks(ROUND).enumerate() {
         let words: [[__m256i; 6]; VECTORS] = std::array::from_fn(|v| transposed_words(keys.get(v * LANES..).unwrap_or(&[])));
-        hash_group::<Lanes>(keys, std::array::from_fn(|w| std::array::from_fn(|v| words[v][w])), pc, out, round * ROUND);
+        long |= hash_group::<Lanes>(keys, std::array::from_fn(|w| std::array::from_fn(|v| words[v][w])), pc, out, round * ROUND);
     }
-    rehash_long_keys(keys, pc, out);
+    if long {
+        rehash_long_keys(keys, pc, out);
+    }
 }
 
 /// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end; a key
@@ -145,9 +148,22 @@ pub(super) fn load_within_page(key: &[u8], n: usize) -> Option<__m256i> {
     unsafe {
         std::arch::asm!("vmovdqu {v}, ymmword ptr [{p}]", p = in(reg) ptr, v = out(ymm_reg) whole, options(pure, readonly, nostack, preserves_flags));
     }
-    let index = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-    Some(_mm256_and_si256(_mm256_cmpgt_epi8(_mm256_set1_epi8(n as i8), index), whole))
+    // SAFETY: 32 - n ≤ 32, so the 32 bytes read are inside KEEP's 64.
+    let keep = unsafe { _mm256_loadu_si256(KEEP.as_ptr().add(32 - n) as *const __m256i) };
+    Some(_mm256_and_si256(keep, whole))
 }
+
+/// 32 bytes of ones, then 32 of zeros: the 32 from offset 32 - n keep the first n bytes of a
+/// vector. One load, where comparing n with each byte's index took four instructions a key.
+static KEEP: [u8; 64] = {
+    let mut keep = [0u8; 64];
+    let mut i = 0;
+    while i < 32 {
+        keep[i] = 0xff;
+        i += 1;
+    }
+    keep
+};
 
 /// Words 0..6 of each of the first 8 keys, zero-padded past its end, as six vectors with key i
 /// in lane i (lanes past the keys hold zeros): the 8 × 8 word transpose of unpacks and
