@@ -7,7 +7,6 @@
 //! batched one without them, and batched queries took 8-20% less time in interleaved runs.)
 //! Selected at run time; the scalar test in `filter.rs` is the reference (see the test below).
 
-use super::{BlockProbe, Pairs, GROUP};
 use std::arch::x86_64::*;
 
 /// The largest k this test handles: the positions one remix holds.
@@ -73,63 +72,6 @@ pub unsafe fn test(line: &[u64; 8], z: u64, k: u32) -> bool {
     _mm256_testc_si256(words, wanted) == 1
 }
 
-/// The probes of keys `0..len` of `pairs` into `out`, eight keys at a time (the lanes past
-/// `len`, up to the next multiple of 8, are computed too and ignored): what
-/// [`BlockProbe::new`] computes one key at a time, in about half the instructions (callgrind:
-/// 23 a key one by one).
-///
-/// The block is the high half of x · blocks, x = c << 32 | b, from two 32 × 32-bit multiplies
-/// (exact for blocks < 2^32: x_hi · blocks + (x_lo · blocks >> 32) < 2^64); the remix is
-/// splitmix64's, whose 64-bit multiplies AVX2 lacks and [`mul64`] makes of three 32-bit ones.
-///
-/// # Safety
-/// The CPU must have AVX2.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub fn probes(pairs: &Pairs, blocks: u64, len: usize, out: &mut [BlockProbe; GROUP]) {
-    debug_assert!(blocks < 1 << 32 && len <= GROUP);
-    let n = _mm256_set1_epi64x(blocks as i64);
-    for eight in (0..len).step_by(8) {
-        // SAFETY: keys eight..eight + 8 are inside both arrays (GROUP is a multiple of 8).
-        let (c, b) = unsafe {
-            (_mm256_loadu_si256(pairs.c.as_ptr().add(eight) as *const _), _mm256_loadu_si256(pairs.b.as_ptr().add(eight) as *const _))
-        };
-        // x of keys 0, 1, 4, 5 and of keys 2, 3, 6, 7 (of the eight): (b, c) dword pairs.
-        for (x, first) in [(_mm256_unpacklo_epi32(b, c), 0), (_mm256_unpackhi_epi32(b, c), 2)] {
-            let low_product = _mm256_srli_epi64::<32>(_mm256_mul_epu32(x, n));
-            let block = _mm256_srli_epi64::<32>(_mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64::<32>(x), n), low_product));
-            let mut z = _mm256_xor_si256(x, _mm256_srli_epi64::<30>(x));
-            z = mul64(z, 0xBF58_476D_1CE4_E5B9);
-            z = _mm256_xor_si256(z, _mm256_srli_epi64::<27>(z));
-            z = mul64(z, 0x94D0_49BB_1331_11EB);
-            z = _mm256_xor_si256(z, _mm256_srli_epi64::<31>(z));
-            // (block, z) of keys first and first + 1 in the low 128-bit halves, of keys
-            // first + 4 and first + 5 in the high ones.
-            let (even, odd) = (_mm256_unpacklo_epi64(block, z), _mm256_unpackhi_epi64(block, z));
-            let at = out[eight + first..].as_mut_ptr() as *mut __m256i;
-            // SAFETY: `BlockProbe` is `repr(C)` (block: usize, z: u64), 16 bytes: two probes
-            // to a vector. Probes first..first + 2 and first + 4..first + 6 of the eight are
-            // inside `out`; unaligned stores need no alignment.
-            unsafe {
-                _mm256_storeu_si256(at, _mm256_permute2x128_si256::<0x20>(even, odd));
-                _mm256_storeu_si256(at.add(2), _mm256_permute2x128_si256::<0x31>(even, odd));
-            }
-        }
-    }
-}
-
-/// The low 64 bits of each lane times `m`, from three 32 × 32-bit multiplies: lo·lo +
-/// ((hi·lo + lo·hi) << 32), the hi·hi term falling wholly above bit 63.
-#[inline(always)]
-fn mul64(z: __m256i, m: u64) -> __m256i {
-    // SAFETY: only called from `probes`, compiled for AVX2.
-    unsafe {
-        let (m_lo, m_hi) = (_mm256_set1_epi64x(m as u32 as i64), _mm256_set1_epi64x((m >> 32) as i64));
-        let cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64::<32>(z), m_lo), _mm256_mul_epu32(z, m_hi));
-        _mm256_add_epi64(_mm256_mul_epu32(z, m_lo), _mm256_slli_epi64::<32>(cross))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,32 +84,5 @@ mod tests {
         }
         // SAFETY: the CPU has AVX2 (checked above).
         crate::hashing::block_kernel::check_against_scalar(0..=MAX_K, |line, z, k| unsafe { test(line, z, k) });
-    }
-
-    /// The vector probes equal `BlockProbe::new`'s for random pairs, from one block to
-    /// 2^32 − 1, for every group length, and nothing past the group's last eight is written.
-    #[test]
-    fn probes_equal_the_scalar_probes() {
-        if !available() {
-            eprintln!("skipped: this CPU has no AVX2");
-            return;
-        }
-        let mut rng = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D);
-        let mut next = || rng.next();
-        for blocks in [1, 2, 3, 1000, 195_313, 1 << 20, (1 << 31) + 7, u32::MAX as u64] {
-            for len in (0..=GROUP).chain([GROUP; 20]) {
-                let mut pairs = Pairs::default();
-                for i in 0..GROUP {
-                    (pairs.c[i], pairs.b[i]) = (next() as u32, next() as u32);
-                }
-                let mut out = [BlockProbe::default(); GROUP];
-                // SAFETY: the CPU has AVX2 (checked above).
-                unsafe { probes(&pairs, blocks, len, &mut out) };
-                for (i, got) in out.iter().enumerate() {
-                    let want = if i < len.div_ceil(8) * 8 { BlockProbe::new(pairs.c[i], pairs.b[i], blocks) } else { BlockProbe::default() };
-                    assert_eq!((got.block, got.remixed()), (want.block, want.remixed()), "pair {i} of {len}, {blocks} blocks");
-                }
-            }
-        }
     }
 }
