@@ -61,11 +61,23 @@ impl Drop for Replaced {
 /// (`shrink_files`), since a plain unlink of each made the workers' reads wait for it.
 pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> {
     let mut replaced = Replaced(None);
+    if dir.file_name().is_none() {
+        // `.`, `..` or `/`: --overwrite would remove a directory the user works in.
+        return Err(Error::Job(format!("output directory {} names no directory of its own: give the name of a new one", dir.display())));
+    }
     if dir.exists() || dir.is_symlink() {
         if !overwrite {
             return Err(Error::Job(format!(
                 "output directory {} already exists (use --overwrite to replace it)",
                 dir.display()
+            )));
+        }
+        if let Some(foreign) = not_job_output(dir)? {
+            return Err(Error::Job(format!(
+                "refusing to --overwrite {}: it holds {}, which no job wrote (jobs write part-* files and _ or . names); \
+                 remove it yourself or choose another output directory",
+                dir.display(),
+                foreign.display()
             )));
         }
         if process == 0 {
@@ -87,6 +99,25 @@ pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> 
         return Err(Error::io(dir, std::io::Error::other(format!("parent directory {} is read-only", parent.display()))));
     }
     Ok(replaced)
+}
+
+/// The first entry of the existing output `dir` that no Hadoop-style job writes, if any: a job
+/// writes `part-*` files, `_SUCCESS`, `_temporary/` and hidden files (`.crc` checksums), and
+/// --overwrite replaces only such a directory, never one holding other data (`-o data` for
+/// `-o data/out`, say). A directory with nothing in it is fine.
+fn not_job_output(dir: &Path) -> Result<Option<PathBuf>> {
+    if !dir.is_dir() {
+        return Ok(None); // refused as not a directory by process 0
+    }
+    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let entry = entry.map_err(|e| Error::io(dir, e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with("part-") || name.starts_with('_') || name.starts_with('.')) {
+            return Ok(Some(entry.path()));
+        }
+    }
+    Ok(None)
 }
 
 /// Renames `dir` to a hidden sibling and removes that in a new thread; where either cannot be

@@ -331,16 +331,50 @@ fn an_existing_output_directory_is_refused_unless_overwrite() {
     let (d, build, probe) = dataset_files(dir.path(), 3);
     let out = path_str(dir.path(), "out");
     std::fs::create_dir(&out).unwrap();
-    std::fs::write(Path::new(&out).join("precious"), "keep").unwrap();
+    // An earlier run's output: a part of a worker this run does not have, its checksum, a
+    // marker and a temporary area.
+    for name in ["part-00007", ".part-00007.crc", "_SUCCESS"] {
+        std::fs::write(Path::new(&out).join(name), "old").unwrap();
+    }
+    std::fs::create_dir(Path::new(&out).join("_temporary")).unwrap();
     fails_with(&run(&semijoin_args(&build, &probe, &out, &[])), &["out", "already exists", "--overwrite"]);
-    assert!(Path::new(&out).join("precious").exists());
+    assert!(Path::new(&out).join("part-00007").exists());
     ok(&run(&semijoin_args(&build, &probe, &out, &["--overwrite"])));
-    assert!(!Path::new(&out).join("precious").exists());
+    assert!(!Path::new(&out).join("part-00007").exists());
     assert!(read_output(Path::new(&out), "event,key,note\n").len() >= d.expected.len());
     // The old directory, moved aside and removed while the job ran, is gone when it ends.
     let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     left.sort();
     assert_eq!(left, ["b.csv", "out", "p.csv"]);
+}
+
+/// --overwrite replaces only a directory a job could have written: one holding anything else
+/// (a user's file, a subdirectory) is refused and left as it was, and `.`, `..` or `/`
+/// are refused outright (`-o . --overwrite` used to empty the working directory, then fail).
+#[test]
+fn overwrite_refuses_a_directory_no_job_wrote() {
+    let dir = tempdir();
+    let (_, build, probe) = dataset_files(dir.path(), 3);
+    let out = path_str(dir.path(), "out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(Path::new(&out).join("part-00000"), "old").unwrap();
+    std::fs::write(Path::new(&out).join("notes.txt"), "keep").unwrap();
+    fails_with(&run(&semijoin_args(&build, &probe, &out, &["--overwrite"])), &["refusing to --overwrite", "notes.txt", "which no job wrote"]);
+    assert_eq!(std::fs::read_to_string(Path::new(&out).join("notes.txt")).unwrap(), "keep");
+    assert!(Path::new(&out).join("part-00000").exists());
+    // A directory of other data, with nothing but a subdirectory in it.
+    let data = path_str(dir.path(), "data");
+    std::fs::create_dir_all(Path::new(&data).join("2026")).unwrap();
+    fails_with(&run(&semijoin_args(&build, &probe, &data, &["--overwrite"])), &["refusing to --overwrite", "2026"]);
+    assert!(Path::new(&data).join("2026").is_dir());
+    // (`..` holds the inputs here, which is refused before. `/` is not tried: a regression
+    // would have the test remove the machine's files.)
+    for (name, why) in [(".", "output directory . names no directory of its own"), ("..", "which is an input of the job")] {
+        let o = bin().args(semijoin_args(&build, &probe, name, &["--overwrite"])).current_dir(&out).output().unwrap();
+        fails_with(&o, &[why]);
+    }
+    assert_eq!(std::fs::read_to_string(Path::new(&out).join("notes.txt")).unwrap(), "keep");
+    assert!(Path::new(&build).exists() && Path::new(&probe).exists());
 }
 
 #[test]
