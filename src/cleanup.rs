@@ -22,7 +22,7 @@ pub fn unregister(path: &Path) {
 }
 
 /// Removes every file still being written (and every directory registered: a replaced output
-/// being removed).
+/// being removed), then the output directories their parts leave empty.
 pub fn remove_all() {
     if let Ok(list) = IN_PROGRESS.lock() {
         for path in list.iter() {
@@ -31,6 +31,23 @@ pub fn remove_all() {
             } else {
                 let _ = std::fs::remove_file(path);
             }
+        }
+        for path in list.iter() {
+            remove_empty_output(path);
+        }
+    }
+}
+
+/// Where `path` was a task's file in an output's `_temporary/`, removes that directory and the
+/// output directory if nothing else is in them, as a failed job does (`output::abort_task`):
+/// the job made both, since an output directory that existed was refused or moved aside.
+/// `remove_dir` removes only an empty directory, so a peer's part keeps them.
+fn remove_empty_output(path: &Path) {
+    let temporary = path.parent().filter(|dir| dir.file_name() == Some(std::ffi::OsStr::new(crate::output::TEMPORARY)));
+    if let Some(temporary) = temporary {
+        let _ = std::fs::remove_dir(temporary);
+        if let Some(output) = temporary.parent() {
+            let _ = std::fs::remove_dir(output);
         }
     }
 }
