@@ -39,16 +39,12 @@ pub fn remove_all() {
 }
 
 /// Where `path` was a task's file in an output's `_temporary/`, removes that directory and the
-/// output directory if nothing else is in them, as a failed job does (`output::abort_task`):
-/// the job made both, since an output directory that existed was refused or moved aside.
+/// output directory if nothing else is in them, as a failed job does (`output::abort_task`).
 /// `remove_dir` removes only an empty directory, so a peer's part keeps them.
 fn remove_empty_output(path: &Path) {
     let temporary = path.parent().filter(|dir| dir.file_name() == Some(std::ffi::OsStr::new(crate::output::TEMPORARY)));
-    if let Some(temporary) = temporary {
-        let _ = std::fs::remove_dir(temporary);
-        if let Some(output) = temporary.parent() {
-            let _ = std::fs::remove_dir(output);
-        }
+    if let Some(output) = temporary.and_then(Path::parent) {
+        crate::output::remove_if_empty(output);
     }
 }
 

@@ -363,6 +363,13 @@ pub fn write_success(dir: &Path, json: &[u8]) -> Result<()> {
 pub fn abort_task(dir: &Path, part: &str) {
     let _ = std::fs::remove_file(dir.join(part));
     let _ = std::fs::remove_file(dir.join(TEMPORARY).join(part));
+    remove_if_empty(dir);
+}
+
+/// Removes the output directory `dir` and its `_temporary/` where nothing is left in them, as
+/// a failed or interrupted job leaves them: the job made both (an output directory that
+/// existed was refused or moved aside by [`prepare`]).
+pub(crate) fn remove_if_empty(dir: &Path) {
     let _ = std::fs::remove_dir(dir.join(TEMPORARY));
     let _ = std::fs::remove_dir(dir);
 }

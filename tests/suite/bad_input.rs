@@ -41,7 +41,7 @@ fn semijoin_fails_reading(dir: &Path, args: &[&str], stdin: &[u8], needles: &[&s
     fails_with_any_code(&o, needles);
     // Nothing is left: no part, no _SUCCESS, and no directory that a rerun would refuse; a
     // directory that was there (and refused) is left as it was.
-    let left: Vec<_> = std::fs::read_dir(&out).map(|d| d.map(|e| e.unwrap().file_name()).collect()).unwrap_or_default();
+    let left = names_in(&out);
     assert!(left.is_empty() && Path::new(&out).exists() == existed, "left behind: {out} {left:?}");
 }
 

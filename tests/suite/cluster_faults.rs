@@ -225,6 +225,6 @@ fn an_interrupted_semijoin_removes_its_unfinished_part() {
         assert!(String::from_utf8_lossy(&o.stderr).contains("interrupted: this process removed its unfinished files and committed no output"));
         assert!(!part.exists(), "signal {signal}: the unfinished part is left");
         // Nor the output directory the job made, so that a rerun needs no --overwrite.
-        assert!(!out.exists(), "signal {signal}: left {:?}", std::fs::read_dir(&out).map(|d| d.map(|e| e.unwrap().file_name()).collect::<Vec<_>>()));
+        assert!(!out.exists(), "signal {signal}: left {:?}", names_in(&out));
     }
 }

@@ -343,9 +343,7 @@ fn an_existing_output_directory_is_refused_unless_overwrite() {
     assert!(!Path::new(&out).join("part-00007").exists());
     assert!(read_output(Path::new(&out), "event,key,note\n").len() >= d.expected.len());
     // The old directory, moved aside and removed while the job ran, is gone when it ends.
-    let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    left.sort();
-    assert_eq!(left, ["b.csv", "out", "p.csv"]);
+    assert_eq!(names_in(dir.path()), ["b.csv", "out", "p.csv"]);
 }
 
 /// --overwrite replaces only a directory a job could have written: one holding anything else
@@ -390,7 +388,7 @@ fn a_failed_job_leaves_no_success_marker_no_parts_and_no_directory() {
         args.push("--overwrite");
         fails_with(&run(&args), &["p.csv:3", "unclosed quote"]);
         // Every worker removes its part, and the last one the directory the job made.
-        assert!(!Path::new(&out).exists(), "{extra:?} left {:?}", std::fs::read_dir(&out).map(|d| d.map(|e| e.unwrap().file_name()).collect::<Vec<_>>()));
+        assert!(!Path::new(&out).exists(), "{extra:?} left {:?}", names_in(&out));
     }
     // Without --overwrite, a rerun after the failure is not refused for the output.
     fails_with(&run(&semijoin_args(&build, &probe, &path_str(dir.path(), "out"), &[])), &["p.csv:3", "unclosed quote"]);

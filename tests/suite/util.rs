@@ -75,6 +75,13 @@ pub fn all_ok(outs: &[Output]) -> String {
     ok(&outs[0])
 }
 
+/// The names in `dir`, sorted; none where it does not exist.
+pub fn names_in(dir: impl AsRef<Path>) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir).map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// A path inside `dir` as a string.
 pub fn path_str(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
