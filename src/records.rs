@@ -160,14 +160,42 @@ pub fn push_with_length(out: &mut Vec<u8>, bytes: &[u8]) {
 
 /// The composite key of `line` (terminator trimmed) of the fields at `indexes` into `out`: the
 /// fields' values, unquoted (`quoted`: the line may hold quotes), each after its length. A
-/// field that cannot be read is an error, with its index.
-pub fn composite_key(line: &[u8], delimiter: u8, indexes: &[usize], quoted: bool, scratch: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<(), (usize, KeyError)> {
+/// field that cannot be read is an error, with its index. Returns whether the key has a value:
+/// `false` when a field is written as `null` (see [`key_or_null`]), as SQL's `(a, b) = (c, d)`
+/// is not true when any side is NULL; `out` is then not a key.
+pub fn composite_key(
+    line: &[u8],
+    delimiter: u8,
+    indexes: &[usize],
+    quoted: bool,
+    null: Option<&[u8]>,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) -> Result<bool, (usize, KeyError)> {
     out.clear();
+    let mut present = true;
     for &index in indexes {
-        let value = if quoted { extract_key(line, delimiter, index, scratch) } else { unquoted_field(line, delimiter, index) };
-        push_with_length(out, value.map_err(|e| (index, e))?);
+        // Every field is read, past a NULL too: a record without one is malformed all the same.
+        match key_or_null(line, delimiter, index, quoted, null, scratch).map_err(|e| (index, e))? {
+            Some(value) => push_with_length(out, value),
+            None => present = false,
+        }
     }
-    Ok(())
+    Ok(present)
+}
+
+/// Field `index` of `line` (terminator trimmed) as [`extract_key`] reads it (`quoted`: the line
+/// may hold quotes), or `None` where it is written as the text `null` stands for: SQL's NULL, as
+/// `--null-key` names it (Hive writes `\N`; Spark, DuckDB and Polars read an empty unquoted
+/// field as NULL). Only an unquoted field is NULL: `"\N"` and `""` are text.
+#[inline]
+pub fn key_or_null<'a>(line: &'a [u8], delimiter: u8, index: usize, quoted: bool, null: Option<&[u8]>, scratch: &'a mut Vec<u8>) -> Result<Option<&'a [u8]>, KeyError> {
+    if !quoted || memchr::memchr(b'"', line).is_none() {
+        let field = unquoted_field(line, delimiter, index)?;
+        return Ok((null != Some(field)).then_some(field));
+    }
+    let (field, in_quotes) = quoted_field(line, delimiter, index, scratch)?;
+    Ok((in_quotes || null != Some(field)).then_some(field))
 }
 
 /// How key text becomes the bytes that are hashed.
@@ -330,7 +358,7 @@ pub fn extract_key<'a>(line: &'a [u8], delimiter: u8, index: usize, scratch: &'a
     if memchr::memchr(b'"', line).is_none() {
         return unquoted_field(line, delimiter, index);
     }
-    quoted_field(line, delimiter, index, scratch)
+    quoted_field(line, delimiter, index, scratch).map(|(field, _)| field)
 }
 
 /// The fast path: no quotes anywhere in the line (the caller knows). Delimiters are found 32
@@ -375,11 +403,13 @@ pub fn unquoted_field(line: &[u8], delimiter: u8, index: usize) -> Result<&[u8],
 
 /// The RFC 4180 path, taken only by lines that contain a quote. The whole line is parsed, not
 /// just up to the key: an unclosed quote after the key means a quoted field with an embedded
-/// newline, whose next physical line must not be taken for a record.
-fn quoted_field<'a>(line: &'a [u8], delimiter: u8, index: usize, scratch: &'a mut Vec<u8>) -> Result<&'a [u8], KeyError> {
-    /// Where the key was found: a range of the line, or unescaped into `scratch`.
+/// newline, whose next physical line must not be taken for a record. Returns the key, and
+/// whether it was written in quotes.
+fn quoted_field<'a>(line: &'a [u8], delimiter: u8, index: usize, scratch: &'a mut Vec<u8>) -> Result<(&'a [u8], bool), KeyError> {
+    /// Where the key was found: a range of the line (and whether it was in quotes), or
+    /// unescaped into `scratch` (from quotes).
     enum Found {
-        InLine(std::ops::Range<usize>),
+        InLine(std::ops::Range<usize>, bool),
         InScratch,
     }
     let mut pos = 0;
@@ -390,13 +420,13 @@ fn quoted_field<'a>(line: &'a [u8], delimiter: u8, index: usize, scratch: &'a mu
         let next = if line.get(pos) == Some(&b'"') {
             let (after, content) = parse_quoted(line, pos, delimiter, is_key.then_some(&mut *scratch))?;
             if is_key {
-                found = Some(content.map_or(Found::InScratch, Found::InLine));
+                found = Some(content.map_or(Found::InScratch, |range| Found::InLine(range, true)));
             }
             after
         } else {
             let end = memchr::memchr(delimiter, &line[pos..]).map_or(line.len(), |i| pos + i);
             if is_key {
-                found = Some(Found::InLine(pos..end));
+                found = Some(Found::InLine(pos..end, false));
             }
             end
         };
@@ -407,8 +437,8 @@ fn quoted_field<'a>(line: &'a [u8], delimiter: u8, index: usize, scratch: &'a mu
         field += 1;
     }
     match found {
-        Some(Found::InLine(range)) => Ok(&line[range]),
-        Some(Found::InScratch) => Ok(scratch.as_slice()),
+        Some(Found::InLine(range, in_quotes)) => Ok((&line[range], in_quotes)),
+        Some(Found::InScratch) => Ok((scratch.as_slice(), true)),
         None => Err(KeyError::MissingField { fields: field + 1 }),
     }
 }
@@ -567,7 +597,10 @@ mod tests {
         let key = |line: &[u8], indexes: &[usize]| {
             let (mut scratch, mut out) = (Vec::new(), Vec::new());
             let quoted = line.contains(&b'"');
-            composite_key(line, b',', indexes, quoted, &mut scratch, &mut out).map(|()| out)
+            composite_key(line, b',', indexes, quoted, None, &mut scratch, &mut out).map(|present| {
+                assert!(present, "no field is NULL without a null text");
+                out
+            })
         };
         assert_eq!(key(b"1,ab,c", &[1, 2]).unwrap(), b"\x02ab\x01c");
         assert_ne!(key(b"1,ab,c", &[1, 2]).unwrap(), key(b"1,a,bc", &[1, 2]).unwrap());
@@ -590,5 +623,37 @@ mod tests {
         assert!(twice.to_string().contains("field 1 is named twice"), "{twice}");
         assert_eq!(Key::parse(&["3", "2"], false).unwrap().indexes(), Some(vec![2, 1]));
         assert!(Key::parse::<&str>(&[], true).is_err());
+    }
+
+    /// A key field written as the NULL text, unquoted, has no value; quoted, it is text. A
+    /// composite key with one NULL field has none either, and a short record is still malformed.
+    #[test]
+    fn a_field_written_as_the_null_text_is_null_unless_quoted() {
+        let read = |line: &str, index: usize, null: Option<&str>| {
+            let mut scratch = Vec::new();
+            let quoted = line.contains('"');
+            key_or_null(line.as_bytes(), b',', index, quoted, null.map(str::as_bytes), &mut scratch).map(|k| k.map(|k| String::from_utf8(k.to_vec()).unwrap()))
+        };
+        let text = |s: &str| Ok(Some(s.to_string()));
+        assert_eq!(read("1,,x", 1, Some("")), Ok(None));
+        assert_eq!(read("1,,x", 1, None), text(""), "without a null text, an empty field is the empty key");
+        assert_eq!(read("1,\\N,x", 1, Some("\\N")), Ok(None));
+        assert_eq!(read("1,\\N,x", 1, Some("")), text("\\N"));
+        assert_eq!(read("1,\\Nx,x", 1, Some("\\N")), text("\\Nx"));
+        assert_eq!(read("1,\"\",x", 1, Some("")), text(""), "a quoted empty field is text");
+        assert_eq!(read("1,\"\\N\",x", 1, Some("\\N")), text("\\N"));
+        assert_eq!(read("\"a,b\",,x", 1, Some("")), Ok(None), "an unquoted field of a line with quotes");
+        assert_eq!(read("\"a,b\",\"say \"\"hi\"\"\"", 1, Some("")), text("say \"hi\""));
+        assert_eq!(read("1,", 2, Some("")), Err(KeyError::MissingField { fields: 2 }));
+
+        let composite = |line: &[u8], null: &[u8]| {
+            let (mut scratch, mut out) = (Vec::new(), Vec::new());
+            composite_key(line, b',', &[1, 2], line.contains(&b'"'), Some(null), &mut scratch, &mut out).map(|present| present.then_some(out))
+        };
+        assert_eq!(composite(b"1,a,b", b"").unwrap(), Some(b"\x01a\x01b".to_vec()));
+        assert_eq!(composite(b"1,a,", b"").unwrap(), None);
+        assert_eq!(composite(b"1,,b", b"").unwrap(), None);
+        assert_eq!(composite(b"1,\"\",b", b"").unwrap(), Some(b"\x00\x01b".to_vec()));
+        assert_eq!(composite(b"1,", b""), Err((2, KeyError::MissingField { fields: 2 })), "a NULL before a missing field");
     }
 }

@@ -45,6 +45,8 @@ fuzz_target!(|data: &[u8]| {
         strict: false,
         key_rules: rules,
         stdin_compression: None,
+        null_key: None,
+        keep_null_records: false,
     };
     // A header without the key's field is refused when the job is planned.
     let Ok(source) = Source::plan(std::slice::from_ref(&path), options, 1) else { return };

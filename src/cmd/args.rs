@@ -64,6 +64,12 @@ pub struct InputArgs {
     /// The inputs have no header line (then key fields are 1-based indexes).
     #[arg(long)]
     pub no_header: bool,
+    /// The text that stands for NULL in a key field: such a record has no key, so it joins
+    /// nothing (the semi-join drops it, the anti-join keeps it, a build skips it). `''` reads
+    /// an empty field as Spark, DuckDB and Polars do, `'\N'` as Hive writes NULL; a quoted
+    /// field is always text. Default: none, and an empty field is the empty key.
+    #[arg(long, value_name = "TEXT")]
+    pub null_key: Option<String>,
     /// Fail on the first malformed record instead of counting and skipping it.
     #[arg(long)]
     pub strict: bool,
@@ -132,6 +138,8 @@ impl InputArgs {
             strict: self.strict,
             key_rules,
             stdin_compression: self.stdin_compression,
+            null_key: self.null_key.as_ref().map(|text| text.as_bytes().to_vec()),
+            keep_null_records: false,
         })
     }
 }

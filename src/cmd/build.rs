@@ -65,6 +65,9 @@ pub fn print_summary(s: &BuildStats) {
     for e in &s.malformed_examples {
         println!("    {e}");
     }
+    if s.null_keys > 0 {
+        println!("  NULL keys          {} (skipped)", s.null_keys);
+    }
     println!("  keys inserted      {}", s.keys_inserted);
     println!("  elapsed            {:.3} s", s.elapsed_secs);
     println!("  throughput         {:.1} MB/s", s.mb_per_sec);

@@ -36,6 +36,8 @@ fn scan(key: &str) -> ScanOptions {
         strict: false,
         key_rules: Default::default(),
         stdin_compression: None,
+        null_key: None,
+        keep_null_records: false,
     }
 }
 

@@ -2,7 +2,8 @@
 //! `--anti --exact`, those whose key is not).
 
 use super::args::{parse_delimiter, ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
-use bloomflow::records::RecordFormat;
+use bloomflow::records::KeyRules;
+use bloomflow::scan::ScanOptions;
 use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
 use bloomflow::compressed::{Compression, OutputCompression};
 use bloomflow::limits::human_bytes;
@@ -20,7 +21,7 @@ pub struct Args {
     #[arg(long, value_name = "FIELD", value_delimiter = ',')]
     build_key: Vec<String>,
     /// A prebuilt filter to prune with, instead of building one.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key", "build_delimiter", "build_no_header"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key", "build_delimiter", "build_no_header", "build_null_key"])]
     filter: Option<PathBuf>,
     /// Probe-side inputs: the records to prune.
     #[arg(long, required = true, num_args = 1.., value_name = "INPUT")]
@@ -82,23 +83,35 @@ struct SideFormatArgs {
     /// The build side has no header line (its key fields are then 1-based indexes).
     #[arg(long, requires = "build")]
     build_no_header: bool,
+    /// The text of NULL in the build side's key fields, instead of --null-key's.
+    #[arg(long, value_name = "TEXT", requires = "build")]
+    build_null_key: Option<String>,
     /// The probe side's field delimiter, instead of -d's.
     #[arg(long, value_name = "C")]
     probe_delimiter: Option<String>,
     /// The probe side has no header line (its key fields are then 1-based indexes).
     #[arg(long)]
     probe_no_header: bool,
+    /// The text of NULL in the probe side's key fields, instead of --null-key's.
+    #[arg(long, value_name = "TEXT")]
+    probe_null_key: Option<String>,
 }
 
-/// The record format of one side: `-d` and `--no-header`, unless the side's own flags (named
-/// `--{side}-delimiter` and `--{side}-no-header`) replace them.
-fn side_format(input: &InputArgs, side: &str, delimiter: Option<&str>, no_header: bool) -> anyhow::Result<RecordFormat> {
-    let mut format = input.format()?;
+/// The scan settings of one side, keyed on `keys` (given with `--{side}-key`): `-d`,
+/// `--no-header` and `--null-key`, unless the side's own flags (`--{side}-delimiter`,
+/// `--{side}-no-header`, `--{side}-null-key`) replace them. Keys are hashed by `rules`.
+fn side_scan(args: &Args, side: &str, keys: &[String], own: (Option<&str>, bool, Option<&str>), rules: KeyRules) -> anyhow::Result<ScanOptions> {
+    let (delimiter, no_header, null_key) = own;
+    let mut format = args.input.format()?;
     if let Some(text) = delimiter {
         format.delimiter = parse_delimiter(&format!("--{side}-delimiter"), text)?;
     }
     format.has_header &= !no_header;
-    Ok(format)
+    let mut scan = args.input.scan_as(format, keys, &format!("--{side}-key"), rules)?;
+    if let Some(text) = null_key {
+        scan.null_key = Some(text.as_bytes().to_vec());
+    }
+    Ok(scan)
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -121,13 +134,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                     args.probe_key.len()
                 );
             }
-            let format = side_format(&args.input, "build", args.sides.build_delimiter.as_deref(), args.sides.build_no_header)?;
-            let scan = args.input.scan_as(format, &args.build_key, "--build-key", args.sizing.key_rules(scheme))?;
+            let sides = &args.sides;
+            let scan = side_scan(&args, "build", &args.build_key, (sides.build_delimiter.as_deref(), sides.build_no_header, sides.build_null_key.as_deref()), args.sizing.key_rules(scheme))?;
             FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, layout, seed: args.sizing.seed()? }
         }
     };
-    let format = side_format(&args.input, "probe", args.sides.probe_delimiter.as_deref(), args.sides.probe_no_header)?;
-    let probe_scan = args.input.scan_as(format, &args.probe_key, "--probe-key", args.sizing.key_rules(scheme))?;
+    let sides = &args.sides;
+    let probe_scan = side_scan(&args, "probe", &args.probe_key, (sides.probe_delimiter.as_deref(), sides.probe_no_header, sides.probe_null_key.as_deref()), args.sizing.key_rules(scheme))?;
     args.input.check_stdin_used(args.build.iter().chain(&args.probe))?;
     let config = SemijoinConfig {
         filter,
@@ -159,12 +172,12 @@ pub fn print_summary(s: &SemijoinStats) {
     println!("  workers             {} process(es) x {} worker(s)", s.processes, s.workers_per_process);
     println!("  filter              {}", s.filter);
     if let (Some(records), Some(keys)) = (s.build_records, s.build_keys) {
-        println!("  build records       {records} ({keys} keys inserted, {} malformed)", s.build_malformed.unwrap_or(0));
+        println!("  build records       {records} ({keys} keys inserted, {} malformed{})", s.build_malformed.unwrap_or(0), nulls(s.build_null_keys.unwrap_or(0)));
     }
     println!("  filter size         m = {} bits ({}), k = {}", s.bits, human_bytes(s.bits.div_ceil(8)), s.hashes);
     println!("  fill ratio          {:.6}", s.fill_ratio);
     println!("  estimated fpp       {:.6}", s.estimated_fpp);
-    println!("  probe records       {} ({}, {} malformed)", s.probe_records, human_bytes(s.probe_bytes), s.probe_malformed);
+    println!("  probe records       {} ({}, {} malformed{})", s.probe_records, human_bytes(s.probe_bytes), s.probe_malformed, nulls(s.probe_null_keys));
     for e in &s.malformed_examples {
         println!("    {e}");
     }
@@ -189,4 +202,9 @@ pub fn print_summary(s: &SemijoinStats) {
     for w in &s.warnings {
         eprintln!("bloomflow: warning: {w}");
     }
+}
+
+/// The summary's count of records whose key is NULL, where there are any.
+fn nulls(count: u64) -> String {
+    if count == 0 { String::new() } else { format!(", {count} with a NULL key") }
 }

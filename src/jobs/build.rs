@@ -68,6 +68,8 @@ pub struct BuildStats {
     pub bytes: u64,
     pub malformed: u64,
     pub malformed_examples: Vec<String>,
+    /// Records whose key is NULL (`--null-key`): skipped, as Spark's filter aggregate skips them.
+    pub null_keys: u64,
     pub keys_inserted: u64,
     pub elapsed_secs: f64,
     pub mb_per_sec: f64,
@@ -279,6 +281,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         bytes: scan.bytes,
         malformed: scan.malformed,
         malformed_examples: scan.malformed_examples,
+        null_keys: scan.null_keys,
         keys_inserted: per_worker.iter().map(|r| r.keys).sum(),
         elapsed_secs: elapsed,
         mb_per_sec: mb_per_sec(scan.bytes, elapsed),

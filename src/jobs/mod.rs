@@ -132,7 +132,8 @@ pub(crate) fn join_workers<T: Send + 'static>(guards: timely::communication::Wor
 
 /// Fails a job in which records were read but none had a usable key: a wrong `--key` or
 /// `--delimiter` rather than bad data, and a filter or join built from nothing would mislead.
-/// Every worker sees the same reports, so every process fails alike.
+/// (Records whose key is NULL are not the key's fault: a side of NULLs only passes.) Every
+/// worker sees the same reports, so every process fails alike.
 pub(crate) fn check_keys_found<'a>(workers: impl Iterator<Item = (&'a ScanStats, u64)>, side: &str) -> crate::error::Result<()> {
     let mut total = ScanStats::default();
     let mut keys = 0;
@@ -140,7 +141,7 @@ pub(crate) fn check_keys_found<'a>(workers: impl Iterator<Item = (&'a ScanStats,
         total.absorb(scan);
         keys += k;
     }
-    if total.records > 0 && keys == 0 {
+    if total.malformed > 0 && keys == 0 {
         let example = total.malformed_examples.first().cloned().unwrap_or_default();
         return Err(crate::error::Error::Job(format!(
             "none of the {} {side} records has a usable key (first: {example}); check the key field and --delimiter",

@@ -128,6 +128,8 @@ pub struct SemijoinStats {
     pub build_records: Option<u64>,
     pub build_keys: Option<u64>,
     pub build_malformed: Option<u64>,
+    /// Build records whose key is NULL (`--null-key`): not inserted.
+    pub build_null_keys: Option<u64>,
     pub bits: u64,
     pub hashes: u32,
     pub seed: u32,
@@ -136,10 +138,13 @@ pub struct SemijoinStats {
     pub probe_records: u64,
     pub probe_bytes: u64,
     pub probe_malformed: u64,
+    /// Probe records whose key is NULL (`--null-key`): they match nothing, so the semi-join
+    /// drops them and the anti-join keeps them.
+    pub probe_null_keys: u64,
     pub malformed_examples: Vec<String>,
     pub bloom_survivors: u64,
     pub records_out: u64,
-    /// Fraction of probe records the filter dropped.
+    /// Fraction of probe records the filter dropped (of those with a key that is not NULL).
     pub fraction_pruned: f64,
     pub exact: bool,
     /// An anti-join: the records out are those whose key is not on the build side.
@@ -240,6 +245,8 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::Build { sized, .. } => sized.spec.scheme.refuses_empty_keys(),
         PlannedFilter::File { filter, .. } => filter.spec().scheme.refuses_empty_keys(),
     };
+    // A NULL key joins nothing: the anti-join keeps its record, the semi-join drops it.
+    probe_scan.keep_null_records = config.anti;
     let probe = Source::plan_inputs(probe_inputs, probe_scan, cluster.peers())?;
     if let (Some(first), Some(other)) = (&probe.header, &probe.other_header) {
         return Err(header_mismatch(first, other));
@@ -475,6 +482,7 @@ impl Job {
                 write_line(&mut part, header)?;
             }
             filter.contains_batch(batch.keys, &mut answers);
+            batch.unmatch_nulls(&mut answers);
             maybe.clear();
             for (i, (key, &yes)) in batch.keys.iter().zip(&answers).enumerate() {
                 if yes {
@@ -483,6 +491,8 @@ impl Job {
                     pruned_bytes += survivor_wire_bytes(key);
                 }
             }
+            // A NULL key would not have been exchanged either.
+            pruned_bytes -= batch.nulls.len() as u64 * survivor_wire_bytes(b"");
             survivors += maybe.len() as u64;
             if let Some(set) = exact {
                 let mut keys = crate::scan::recycle(std::mem::take(&mut spare_keys));
@@ -580,6 +590,7 @@ impl Job {
                     read_header = Some(header.to_vec());
                 }
                 filter.contains_batch(batch.keys, &mut answers);
+                batch.unmatch_nulls(&mut answers);
                 for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
                     if maybe {
                         survivors_in.insert((JoinKey::new(key), (me as u32, seq)));
@@ -597,6 +608,8 @@ impl Job {
                         }
                     }
                 }
+                // A NULL key would not have been exchanged either.
+                pruned_bytes -= batch.nulls.len() as u64 * survivor_wire_bytes(b"");
                 Ok(())
             })
         };
@@ -648,6 +661,7 @@ impl Job {
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
         self.probe.scan_worker(me, peers, abort, counter, |batch| {
             filter.contains_batch(batch.keys, &mut answers);
+            batch.unmatch_nulls(&mut answers);
             for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
                 if maybe {
                     digest.add(key);
@@ -682,7 +696,9 @@ impl Job {
         let built = matches!(self.planned, PlannedFilter::Build { .. });
         let survivors: u64 = probe.iter().map(|r| r.bloom_survivors).sum();
         let out: u64 = probe.iter().map(|r| r.records_out).sum();
-        let fraction_pruned = if scan.records > 0 { 1.0 - survivors as f64 / scan.records as f64 } else { 0.0 };
+        // A record whose key is NULL is not looked up.
+        let looked_up = scan.records - scan.null_keys;
+        let fraction_pruned = if looked_up > 0 { 1.0 - survivors as f64 / looked_up as f64 } else { 0.0 };
         let spec = filter.spec();
         let estimated_fpp = filter.estimated_fpp();
         let mut warnings = Vec::new();
@@ -693,7 +709,7 @@ impl Job {
             ));
         }
         // An anti-join keeps what the filter drops: a filter that drops little is its usual case.
-        if scan.records > 0 && fraction_pruned < 0.1 && !self.anti {
+        if looked_up > 0 && fraction_pruned < 0.1 && !self.anti {
             warnings.push(format!(
                 "the filter dropped only {:.1}% of probe records: the join is not selective, or the filter is too small",
                 fraction_pruned * 100.0
@@ -712,6 +728,7 @@ impl Job {
             build_records: built.then_some(build_scan.records),
             build_keys: built.then(|| build.iter().map(|r| r.keys).sum()),
             build_malformed: built.then_some(build_scan.malformed),
+            build_null_keys: built.then_some(build_scan.null_keys),
             bits: spec.bits,
             hashes: spec.hashes,
             seed: spec.seed,
@@ -720,6 +737,7 @@ impl Job {
             probe_records: scan.records,
             probe_bytes: scan.bytes,
             probe_malformed: scan.malformed,
+            probe_null_keys: scan.null_keys,
             malformed_examples: scan.malformed_examples,
             bloom_survivors: survivors,
             records_out: out,
@@ -729,7 +747,8 @@ impl Job {
             exact_strategy: strategy,
             broadcast_key_bytes: (strategy == Some(ExactStrategy::Broadcast)).then(|| build.iter().filter_map(|r| r.collected_key_bytes).sum()),
             false_positives_removed: self.exact.then(|| match self.anti {
-                // Records out: those the filter dropped, and the survivors with no match.
+                // Records out: those the filter dropped or that have a NULL key, and the
+                // survivors with no match.
                 true => out - (scan.records - scan.malformed - survivors),
                 false => survivors - out,
             }),

@@ -32,6 +32,8 @@ fn options(split_size: u64, has_header: bool, key: KeyField) -> ScanOptions {
         strict: true,
         key_rules: Default::default(),
         stdin_compression: None,
+        null_key: None,
+        keep_null_records: false,
     }
 }
 
@@ -488,4 +490,53 @@ fn a_partitioned_table_is_read_with_its_subdirectories() {
         fails_with(&o, &["date=2026-11-30/back: a symbolic link loops back to"]);
         assert!(!Path::new(&out).exists());
     }
+}
+
+/// `--null-key`: records whose key is written as the NULL text are skipped, not inserted and
+/// not malformed: the filter is byte for byte the one built without them, at any worker count.
+/// A quoted `""` is the empty key. Hadoop's filters, which refuse the empty key, take empty
+/// fields as NULL without a complaint; an input of NULLs only builds an empty filter.
+#[test]
+fn null_keys_are_skipped() {
+    let dir = tempdir();
+    let (mut with, mut without) = (String::from("id,key\n"), String::from("id,key\n"));
+    for i in 0..1000 {
+        let key = match i % 5 {
+            0 => String::new(),
+            1 if i % 7 == 0 => "\"\"".into(),
+            _ => format!("k{i}"),
+        };
+        with.push_str(&format!("{i},{key}\n"));
+        if !key.is_empty() {
+            without.push_str(&format!("{i},{key}\n"));
+        }
+    }
+    let (with_path, without_path) = (path_str(dir.path(), "with.csv"), path_str(dir.path(), "without.csv"));
+    std::fs::write(&with_path, &with).unwrap();
+    std::fs::write(&without_path, &without).unwrap();
+    let sizing = ["-k", "key", "--bits", "65536", "--hashes", "5"];
+    let (reference, o) = build(dir.path(), &without_path, &sizing);
+    ok(&o);
+    for workers in ["1", "2"] {
+        let stats = path_str(dir.path(), &format!("stats-{workers}.json"));
+        let (out, o) = build(dir.path(), &with_path, &[&sizing[..], &["--null-key", "", "-w", workers, "--split-size", "2048", "--stats-json", &stats]].concat());
+        let summary = ok(&o);
+        assert!(summary.contains("NULL keys          200 (skipped)"), "{summary}");
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!((json["records"].as_u64(), json["null_keys"].as_u64(), json["keys_inserted"].as_u64(), json["malformed"].as_u64()), (Some(1000), Some(200), Some(800), Some(0)));
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "-w {workers}");
+    }
+    // Hadoop's filters refuse the empty key: an empty field is NULL with --null-key '', but
+    // the quoted `""` (28 of them) is the empty key, and malformed; without, both are.
+    let (_, o) = build(dir.path(), &with_path, &["-k", "key", "--format", "hadoop", "--expected-items", "1000", "--null-key", ""]);
+    let summary = ok(&o);
+    assert!(summary.contains("malformed records  28 (skipped)") && summary.contains("NULL keys          200 (skipped)"), "{summary}");
+    let (_, o) = build(dir.path(), &with_path, &["-k", "key", "--format", "hadoop", "--expected-items", "1000"]);
+    let summary = ok(&o);
+    assert!(summary.contains("malformed records  228 (skipped)") && !summary.contains("NULL"), "{summary}");
+    let nulls = path_str(dir.path(), "nulls.csv");
+    std::fs::write(&nulls, "id,key\n1,\\N\n2,\\N\n").unwrap();
+    let (_, o) = build(dir.path(), &nulls, &["-k", "key", "--expected-items", "10", "--null-key", "\\N"]);
+    let summary = ok(&o);
+    assert!(summary.contains("keys inserted      0\n") && summary.contains("NULL keys          2 (skipped)"), "{summary}");
 }
