@@ -3,21 +3,23 @@
 //! reading the file line by line with the record parser gives, count the same records and
 //! malformed ones, and describe the first malformed ones at the same line numbers. This holds
 //! the scan's fast path for the usual batch (no quotes, a one-field byte key) and its hand-over
-//! to the general path, at a blank or malformed line, to the plainest reading of the file.
+//! to the general path, at a blank or malformed line, to the plainest reading of the file; and
+//! with a NULL text, its records with a NULL key, dropped or kept in place, marked.
 #![no_main]
-use bloomflow::records::{bom_len, extract_key, trim_line_end, Key, KeyField, KeyRules, KeyType, RecordFormat};
+use bloomflow::records::{bom_len, key_or_null, trim_line_end, Key, KeyField, KeyRules, KeyType, RecordFormat};
 use bloomflow::scan::{ScanOptions, Source, MALFORMED_EXAMPLES};
 use libfuzzer_sys::fuzz_target;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
-/// What a scan gives: its (key, record) pairs, the records and malformed records it counted,
-/// and the line numbers of the malformed records it described; `None` if it failed (an
-/// unclosed quote fails the scan).
+/// What a scan gives: its (key, record) pairs (the key `None` for a NULL key kept), the records,
+/// malformed records and NULL keys it counted, and the line numbers of the malformed records it
+/// described; `None` if it failed (an unclosed quote fails the scan).
 #[derive(Debug, PartialEq)]
 struct Scanned {
-    pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    pairs: Vec<(Option<Vec<u8>>, Vec<u8>)>,
     records: u64,
     malformed: u64,
+    null_keys: u64,
     described_lines: Vec<u64>,
 }
 
@@ -30,6 +32,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let has_header = control & 8 != 0;
     let field = 1 + (control >> 4) as usize % 4;
+    // No NULL text; the empty field as NULL, its records dropped or kept; `N` as NULL, kept.
+    let (null_key, keep_null_records) = match control >> 6 {
+        0 => (None, false),
+        1 => (Some(b"".to_vec()), false),
+        2 => (Some(b"".to_vec()), true),
+        _ => (Some(b"N".to_vec()), true),
+    };
     // Splits of 1-255 bytes, or one split for the whole file.
     let split_size = if *size == 0 { 1 << 30 } else { *size as u64 };
     if text.is_empty() {
@@ -45,31 +54,39 @@ fuzz_target!(|data: &[u8]| {
         strict: false,
         key_rules: rules,
         stdin_compression: None,
-        null_key: None,
-        keep_null_records: false,
+        null_key: null_key.clone(),
+        keep_null_records,
     };
     // A header without the key's field is refused when the job is planned.
     let Ok(source) = Source::plan(std::slice::from_ref(&path), options, 1) else { return };
     let mut pairs = Vec::new();
     let scanned = source.scan_worker(0, 1, &AtomicBool::new(false), &AtomicU64::new(0), |batch| {
-        pairs.extend(batch.keys.iter().zip(batch.records).map(|(k, r)| (k.to_vec(), r.to_vec())));
+        let from = pairs.len();
+        pairs.extend(batch.keys.iter().zip(batch.records).map(|(k, r)| (Some(k.to_vec()), r.to_vec())));
+        for &i in batch.nulls {
+            assert_eq!(batch.keys[i], b"", "a NULL's place holds the empty key");
+            pairs[from + i].0 = None;
+        }
         Ok(())
     });
     let got = scanned.ok().map(|stats| Scanned {
         pairs,
         records: stats.records,
         malformed: stats.malformed,
+        null_keys: stats.null_keys,
         described_lines: stats.malformed_examples.iter().map(|e| e.split(':').nth(1).unwrap().parse().unwrap()).collect(),
     });
-    assert_eq!(got, line_by_line(text, has_header, delimiter, field - 1, &rules), "delimiter {:?}, field {field}, header {has_header}, {rules:?}, split size {split_size}", delimiter as char);
+    let want = line_by_line(text, has_header, delimiter, field - 1, &rules, null_key.as_deref(), keep_null_records);
+    assert_eq!(got, want, "delimiter {:?}, field {field}, header {has_header}, {rules:?}, null {null_key:?} kept {keep_null_records}, split size {split_size}", delimiter as char);
 });
 
 /// The file read as the scan must read it: lines ending at each newline (the last may lack
 /// one), a byte order mark dropped at the start, the first line skipped as the header (even
 /// blank) where there is one, blank lines skipped, and each key taken by the record parser and
-/// encoded by the key rules.
-fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rules: &KeyRules) -> Option<Scanned> {
-    let mut want = Scanned { pairs: Vec::new(), records: 0, malformed: 0, described_lines: Vec::new() };
+/// encoded by the key rules, unless the parser finds it NULL: then counted, and kept with no
+/// key where `keep_nulls`.
+fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rules: &KeyRules, null: Option<&[u8]>, keep_nulls: bool) -> Option<Scanned> {
+    let mut want = Scanned { pairs: Vec::new(), records: 0, malformed: 0, null_keys: 0, described_lines: Vec::new() };
     let text = &text[bom_len(text)..];
     let (mut scratch, mut long_buf) = (Vec::new(), [0u8; 8]);
     for (number, record) in text.split_inclusive(|&b| b == b'\n').enumerate().skip(has_header as usize) {
@@ -78,8 +95,19 @@ fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rule
             continue;
         }
         want.records += 1;
-        match extract_key(line, delimiter, index, &mut scratch).and_then(|key| rules.encode(key, &mut long_buf)) {
-            Ok(key) => want.pairs.push((key.to_vec(), record.to_vec())),
+        let key = match key_or_null(line, delimiter, index, true, null, &mut scratch) {
+            Ok(None) => {
+                want.null_keys += 1;
+                if keep_nulls {
+                    want.pairs.push((None, record.to_vec()));
+                }
+                continue;
+            }
+            Ok(Some(key)) => Ok(key),
+            Err(e) => Err(e),
+        };
+        match key.and_then(|key| rules.encode(key, &mut long_buf)) {
+            Ok(key) => want.pairs.push((Some(key.to_vec()), record.to_vec())),
             Err(e) if e.is_fatal() => return None,
             Err(_) => {
                 want.malformed += 1;
