@@ -89,7 +89,6 @@ pub struct ScanStats {
     /// Records without a usable key, skipped.
     pub malformed: u64,
     /// Records whose key is NULL (see [`ScanOptions::null_key`]).
-    #[serde(default)]
     pub null_keys: u64,
     /// Descriptions (`file:line: reason`) of the first few malformed records.
     pub malformed_examples: Vec<String>,
@@ -310,7 +309,7 @@ impl Source {
             nulls.clear();
             let mut header_line = None;
             // The usual batch's lines go through the fast path, up to the first that it leaves
-            // to the general one (an empty or malformed line), which takes the rest.
+            // to the general one (an empty or malformed line, a NULL key), which takes the rest.
             let mut general_from = 0;
             if let (true, false, Some(index)) = (direct, skip_header, single_index) {
                 let reject_empty = opts.key_rules.reject_empty;
@@ -357,12 +356,11 @@ impl Source {
                         if opts.keep_null_records {
                             // In its place in the batch, with an empty key that nothing looks up.
                             nulls.push(keys.len() + items.len());
-                            let empty = KeyAt::Buffer(range.start..range.start);
                             if direct {
                                 keys.push(&buf[range.start..range.start]);
                                 records.push(&buf[range.clone()]);
                             } else {
-                                items.push((range.clone(), empty));
+                                items.push((range.clone(), KeyAt::Buffer(range.start..range.start)));
                             }
                         }
                         continue;
