@@ -115,11 +115,17 @@ impl InputArgs {
     /// Scan settings for the key fields `keys` (each as `--key` takes it) given with `flag`,
     /// hashed by `key_rules`.
     pub fn scan(&self, keys: &[String], flag: &str, key_rules: KeyRules) -> anyhow::Result<ScanOptions> {
-        self.scan_as(self.format()?, keys, flag, key_rules)
+        self.scan_as(self.format()?, keys, flag, key_rules, self.null_key())
     }
 
-    /// [`scan`](Self::scan) of inputs in `format`, where one side of a job has its own.
-    pub fn scan_as(&self, format: RecordFormat, keys: &[String], flag: &str, key_rules: KeyRules) -> anyhow::Result<ScanOptions> {
+    /// `--null-key`, as [`scan_as`](Self::scan_as) takes it: with its flag's name.
+    pub fn null_key(&self) -> Option<(&str, &str)> {
+        self.null_key.as_deref().map(|text| ("--null-key", text))
+    }
+
+    /// [`scan`](Self::scan) of inputs in `format` with the NULL text `null_key` (the flag that
+    /// gave it, and the text), where one side of a job has its own.
+    pub fn scan_as(&self, format: RecordFormat, keys: &[String], flag: &str, key_rules: KeyRules, null_key: Option<(&str, &str)>) -> anyhow::Result<ScanOptions> {
         if self.split_size == 0 {
             bail!("invalid --split-size: must be at least 1 byte");
         }
@@ -127,6 +133,7 @@ impl InputArgs {
             bail!("invalid --max-record-bytes: must be at least 1 byte");
         }
         let key = Key::parse(keys, format.has_header).with_context(|| format!("invalid {flag}"))?;
+        let null_key = null_key.map(|(flag, text)| null_text(flag, text, format.delimiter)).transpose()?;
         if key.is_composite() && key_rules.key_type != KeyType::Bytes {
             bail!("invalid {flag}: --key-type long takes a key of one field, not {}", keys.join(","));
         }
@@ -138,7 +145,7 @@ impl InputArgs {
             strict: self.strict,
             key_rules,
             stdin_compression: self.stdin_compression,
-            null_key: self.null_key.as_ref().map(|text| text.as_bytes().to_vec()),
+            null_key,
             keep_null_records: false,
         })
     }
@@ -156,6 +163,16 @@ pub fn parse_delimiter(flag: &str, text: &str) -> anyhow::Result<u8> {
         Some(b) if b != b'"' && b != b'\n' && b != b'\r' => Ok(b),
         _ => bail!("invalid {flag} {text:?}: expected one byte such as , or ; or \\t or \\001 (not a quote or line end)"),
     }
+}
+
+/// The text of NULL given to `flag` for fields split at `delimiter`, as the scan compares it
+/// with an unquoted field: one that holds the delimiter, a quote or a line end could never be
+/// such a field, so it would find no NULL at all.
+fn null_text(flag: &str, text: &str, delimiter: u8) -> anyhow::Result<Vec<u8>> {
+    if let Some(&b) = text.as_bytes().iter().find(|&&b| b == delimiter || b == b'"' || b == b'\n' || b == b'\r') {
+        bail!("invalid {flag} {text:?}: it holds {:?}, which no unquoted field holds (the delimiter, a quote or a line end)", b as char);
+    }
+    Ok(text.as_bytes().to_vec())
 }
 
 /// A byte written as `\NNN` (three octal digits) or `\xHH` (two hex digits).

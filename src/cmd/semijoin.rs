@@ -107,11 +107,9 @@ fn side_scan(args: &Args, side: &str, keys: &[String], own: (Option<&str>, bool,
         format.delimiter = parse_delimiter(&format!("--{side}-delimiter"), text)?;
     }
     format.has_header &= !no_header;
-    let mut scan = args.input.scan_as(format, keys, &format!("--{side}-key"), rules)?;
-    if let Some(text) = null_key {
-        scan.null_key = Some(text.as_bytes().to_vec());
-    }
-    Ok(scan)
+    let own_null = format!("--{side}-null-key");
+    let null_key = null_key.map(|text| (own_null.as_str(), text)).or(args.input.null_key());
+    args.input.scan_as(format, keys, &format!("--{side}-key"), rules, null_key)
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]

@@ -794,6 +794,25 @@ fn null_keys_join_nothing() {
     }
 }
 
+/// A NULL text that no unquoted field could hold (the side's delimiter, a quote, a line end)
+/// is refused, naming the flag that gave it; a side's own text replaces the shared one, which
+/// is then not checked against that side.
+#[test]
+fn a_null_text_no_field_could_hold_is_refused() {
+    let dir = tempdir();
+    let (build, probe) = (path_str(dir.path(), "b.tsv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&build, "k\tv\na,b\t1\n").unwrap();
+    std::fs::write(&probe, "k,v\nx,1\n").unwrap();
+    let out = path_str(dir.path(), "out");
+    let job = |extra: &[&str]| run(&[&["semijoin", "--build", &build, "--build-key", "k", "--build-delimiter", "tab", "--probe", &probe, "--probe-key", "k", "-o", &out, "--no-progress"][..], extra].concat());
+    fails_with(&job(&["--null-key", "a,b"]), &["invalid --null-key \"a,b\": it holds ','"]);
+    fails_with(&job(&["--probe-null-key", "\"\""]), &["invalid --probe-null-key \"\\\"\\\"\": it holds '\"'"]);
+    fails_with(&job(&["--build-null-key", "a\tb"]), &["invalid --build-null-key"]);
+    // The shared text holds the probe's delimiter, but the probe has its own.
+    ok(&job(&["--null-key", "a,b", "--probe-null-key", ""]));
+    assert!(Path::new(&out).join("_SUCCESS").exists());
+}
+
 /// The lines of the part files of the job output `dir` (which must hold `_SUCCESS`), part by part.
 fn parts_lines(dir: &str) -> Vec<String> {
     assert!(Path::new(dir).join("_SUCCESS").exists(), "{dir}");
