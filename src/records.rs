@@ -39,11 +39,13 @@ impl KeyField {
 
     /// The 0-based index of this field given a header line (for names).
     pub fn resolve(&self, header: Option<&[u8]>, delimiter: u8, file: &str) -> Result<usize> {
+        self.resolve_among(header_fields(header, delimiter, file)?.as_deref(), file)
+    }
+
+    /// [`resolve`](Self::resolve) given the header's fields, split once for all of a key's.
+    fn resolve_among(&self, header: Option<&[Vec<u8>]>, file: &str) -> Result<usize> {
         match (self, header) {
-            (KeyField::Index(i), Some(line)) => {
-                let mut scratch = Vec::new();
-                let fields = split_fields(trim_line_end(line), delimiter, &mut scratch)
-                    .map_err(|reason| Error::Malformed { path: file.to_string(), line: 1, reason })?;
+            (KeyField::Index(i), Some(fields)) => {
                 if *i > fields.len() {
                     return Err(Error::invalid(
                         "key",
@@ -53,10 +55,7 @@ impl KeyField {
                 Ok(i - 1)
             }
             (KeyField::Index(i), None) => Ok(i - 1),
-            (KeyField::Name(name), Some(line)) => {
-                let mut scratch = Vec::new();
-                let fields = split_fields(trim_line_end(line), delimiter, &mut scratch)
-                    .map_err(|reason| Error::Malformed { path: file.to_string(), line: 1, reason })?;
+            (KeyField::Name(name), Some(fields)) => {
                 // 1-based positions of the columns of that name: one, or the key is ambiguous
                 // (as Spark and DuckDB find it), and guessing would join on the wrong column.
                 let at: Vec<usize> = (1..=fields.len()).filter(|&i| fields[i - 1] == name.as_bytes()).collect();
@@ -81,6 +80,14 @@ impl KeyField {
             )),
         }
     }
+}
+
+/// The unquoted fields of a header line (`None` without one); a header that cannot be split is
+/// line 1 of `file`, malformed.
+fn header_fields(header: Option<&[u8]>, delimiter: u8, file: &str) -> Result<Option<Vec<Vec<u8>>>> {
+    let Some(line) = header else { return Ok(None) };
+    let mut scratch = Vec::new();
+    split_fields(trim_line_end(line), delimiter, &mut scratch).map(Some).map_err(|reason| Error::Malformed { path: file.to_string(), line: 1, reason })
 }
 
 /// The key of a record as the user named it: one field, or several whose values together make
@@ -122,7 +129,8 @@ impl Key {
     /// The 0-based index of every field, given a header line (for names). A field named twice
     /// is refused: it is a mistake, and the key would not join with the other side's.
     pub fn resolve(&self, header: Option<&[u8]>, delimiter: u8, file: &str) -> Result<Vec<usize>> {
-        let indexes = self.fields.iter().map(|f| f.resolve(header, delimiter, file)).collect::<Result<Vec<usize>>>()?;
+        let fields = header_fields(header, delimiter, file)?;
+        let indexes = self.fields.iter().map(|f| f.resolve_among(fields.as_deref(), file)).collect::<Result<Vec<usize>>>()?;
         for (i, index) in indexes.iter().enumerate() {
             if indexes[..i].contains(index) {
                 return Err(Error::invalid("key", format!("{file}: field {} is named twice in the key", index + 1)));
