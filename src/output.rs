@@ -113,7 +113,7 @@ fn not_job_output(dir: &Path) -> Result<Option<PathBuf>> {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if !(name.starts_with("part-") || name.starts_with('_') || name.starts_with('.')) {
+        if !(name.starts_with("part-") || crate::splits::is_hidden(&name)) {
             return Ok(Some(entry.path()));
         }
     }

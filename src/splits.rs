@@ -79,6 +79,13 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
     Ok(inputs)
 }
 
+/// Whether a file name is hidden from jobs, as Hadoop's `FileInputFormat` hides it: a name
+/// starting with `_` (`_SUCCESS`, `_temporary/`) or `.` (`.crc` checksums). Inputs skip such
+/// names, and an output directory holds only them and part files.
+pub fn is_hidden(name: &str) -> bool {
+    name.starts_with('_') || name.starts_with('.')
+}
+
 /// Adds the input files beneath directory `dir` to `files`. `open` holds the directories being
 /// listed, as their canonical paths, so that a symbolic link back up the tree is refused rather
 /// than followed forever.
@@ -92,7 +99,7 @@ fn files_beneath(dir: &Path, open: &mut Vec<PathBuf>, files: &mut Vec<Input>) ->
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        if name.starts_with('.') || name.starts_with('_') {
+        if is_hidden(&name) {
             continue;
         }
         let path = entry.path();
