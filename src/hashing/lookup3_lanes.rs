@@ -66,13 +66,21 @@ pub(crate) fn hash_group<V: LaneOps>(keys: &[&[u8]], words: [V; 6], pc: u32, out
         *len = key.len() as u32;
         longest = longest.max(key.len());
     }
-    let len = V::load(&lens[..V::KEYS]);
+    hash_lanes(V::load(&lens[..V::KEYS]), words, longest > 12, pc, out, at);
+    longest > MAX_LANE_LEN
+}
+
+/// The rounds of [`hash_group`], given the keys' lengths in lanes (each exact up to 24 bytes;
+/// a longer key's lane may hold any length over 12, its answer is replaced) and whether any key
+/// is over 12 bytes.
+#[inline(always)]
+pub(crate) fn hash_lanes<V: LaneOps>(len: V, words: [V; 6], any_over_12: bool, pc: u32, out: &mut Pairs, at: usize) {
     let init = len.add(V::splat(0xdead_beef_u32.wrapping_add(pc)));
     // The first 12 bytes; then, for keys of 13..=24 bytes, mix and add the next 12 (words 3..5
     // are zero for shorter keys, but the mix is not, so it is kept only where the key is long).
     // A group with no key over 12 bytes (ids, codes) skips the mix: one predictable branch.
     let (mut a, mut b, mut c) = (init.add(words[0]), init.add(words[1]), init.add(words[2]));
-    if longest > 12 {
+    if any_over_12 {
         let (mut ma, mut mb, mut mc) = (a, b, c);
         mix(&mut ma, &mut mb, &mut mc);
         a = V::where_over_12(len, ma.add(words[3]), a);
@@ -83,7 +91,6 @@ pub(crate) fn hash_group<V: LaneOps>(keys: &[&[u8]], words: [V; 6], pc: u32, out
     // An empty key is not finished: its hashes are the initial values.
     V::where_zero(len, init, c).store(&mut out.c[at..at + V::KEYS]);
     V::where_zero(len, init, b).store(&mut out.b[at..at + V::KEYS]);
-    longest > MAX_LANE_LEN
 }
 
 /// Replaces the lanes' answers for the keys over [`MAX_LANE_LEN`] bytes by the scalar hash's.

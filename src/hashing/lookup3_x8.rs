@@ -4,7 +4,7 @@
 //! Keys of up to 24 bytes are hashed in the lanes, longer ones one by one; answers are bit for
 //! bit those of [`super::lookup3::hashlittle2`] (see the test below).
 
-use super::lookup3_lanes::{hash_group, rehash_long_keys, LaneOps, MAX_LANE_LEN};
+use super::lookup3_lanes::{hash_lanes, rehash_long_keys, LaneOps, MAX_LANE_LEN};
 use super::lookup3_x16::MAX_KEYS;
 use super::Pairs;
 use std::arch::x86_64::*;
@@ -78,8 +78,7 @@ impl LaneOps for Lanes {
         })
     }
 
-    // Lengths compare as signed 32-bit lanes: a key of 2^31 bytes or more would count as short
-    // here, but it is over 24 bytes and hashed again one by one.
+    // Lengths compare as signed 32-bit lanes: [`transposed_words`] caps them at 32.
     #[inline(always)]
     fn where_over_12(len: Self, yes: Self, no: Self) -> Self {
         std::array::from_fn(|v| unsafe { _mm256_blendv_epi8(no[v], yes[v], _mm256_cmpgt_epi32(len[v], _mm256_set1_epi32(12))) })
@@ -102,95 +101,146 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     debug_assert!(keys.len() <= MAX_KEYS);
     let mut long = false;
     for (round, keys) in keys.chunks(ROUND).enumerate() {
-        let words: [[__m256i; 6]; VECTORS] = std::array::from_fn(|v| transposed_words(keys.get(v * LANES..).unwrap_or(&[])));
-        long |= hash_group::<Lanes>(keys, std::array::from_fn(|w| std::array::from_fn(|v| words[v][w])), pc, out, round * ROUND);
+        // Written out for the two vectors: as a closure, the loads were not inlined.
+        const _: () = assert!(VECTORS == 2);
+        let mut lens = [[0u32; LANES]; VECTORS];
+        let mut spare = [&[][..]; LANES];
+        let words = [
+            transposed_words(eight_keys(keys, &mut spare), &mut lens[0]),
+            transposed_words(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare), &mut lens[1]),
+        ];
+        let len = Lanes::load(lens.as_flattened());
+        let words = std::array::from_fn(|w| std::array::from_fn(|v| words[v][w]));
+        hash_lanes::<Lanes>(len, words, any_over(len, 12), pc, out, round * ROUND);
+        long |= any_over(len, MAX_LANE_LEN as i32);
     }
     if long {
         rehash_long_keys(keys, pc, out);
     }
 }
 
-/// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end; a key
-/// that starts in the last 32 bytes of a page is copied into a zeroed buffer first, since AVX2
-/// has no byte-masked load.
+/// The first 8 of `keys` in place, or, where there are fewer, all of them followed by empty
+/// keys in `spare`: a whole vector's worth, so that the loads and the transpose below test no
+/// key count, and the usual whole vector is read where it is, not copied.
+#[inline(always)]
+fn eight_keys<'a, 'k>(keys: &'a [&'k [u8]], spare: &'a mut [&'k [u8]; LANES]) -> &'a [&'k [u8]; LANES] {
+    match keys.first_chunk::<LANES>() {
+        Some(eight) => eight,
+        None => {
+            *spare = std::array::from_fn(|i| keys.get(i).copied().unwrap_or(&[]));
+            spare
+        }
+    }
+}
+
+/// Whether any lane of `len` (lengths of at most 32) is over `x`.
+#[inline(always)]
+fn any_over(len: Lanes, x: i32) -> bool {
+    // SAFETY: only called from functions compiled for AVX2.
+    len.iter().fold(0, |any, &len| any | unsafe { _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(x))) }) != 0
+}
+
+/// The first `n` ≤ 32 bytes of `key` in a 256-bit vector, zero past them; a key that starts in
+/// the last 32 bytes of a page is copied into a zeroed buffer first, since AVX2 has no
+/// byte-masked load.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn load_key(key: &[u8]) -> __m256i {
-    let n = key.len().min(MAX_LANE_LEN);
-    load_within_page(key, n).unwrap_or_else(|| {
-        let mut padded = [0u8; 32];
-        padded[..n].copy_from_slice(&key[..n]);
-        // SAFETY: `padded` is 32 bytes; an unaligned load needs no alignment.
-        unsafe { _mm256_loadu_si256(padded.as_ptr() as *const __m256i) }
-    })
+fn load_key(key: &[u8], n: usize) -> __m256i {
+    match load_within_page(key, n) {
+        Some(bytes) => bytes,
+        None => load_padded(key, n),
+    }
+}
+
+/// [`load_key`] for a key at the end of a page, about one in a hundred: out of line, so that
+/// the registers of the usual path are not saved around a call to copy the bytes.
+#[cold]
+#[inline(never)]
+#[target_feature(enable = "avx2")]
+fn load_padded(key: &[u8], n: usize) -> __m256i {
+    let mut padded = [0u8; 32];
+    padded[..n].copy_from_slice(&key[..n]);
+    // SAFETY: `padded` is 32 bytes; an unaligned load needs no alignment.
+    unsafe { _mm256_loadu_si256(padded.as_ptr() as *const __m256i) }
 }
 
 /// The first `n` ≤ 32 bytes of `key` in a 256-bit vector, zero after them, read as 32 bytes
 /// at once; None where those 32 bytes would reach into the next page, which may be unmapped.
 /// Reading the bytes past the key and clearing them in the register is much cheaper than
-/// gathering exactly the key's bytes (see [`super::lookup3_x16`]).
+/// gathering exactly the key's bytes (see [`super::lookup3_x16`]). No branch but the page's:
+/// an empty key reads [`KEEP`]'s zeros instead of its pointer, which may be dangling.
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) fn load_within_page(key: &[u8], n: usize) -> Option<__m256i> {
     debug_assert!(n <= key.len() && n <= 32);
-    let ptr = key.as_ptr();
-    if n == 0 {
-        // An empty key's pointer may be the first byte of the next page.
-        return Some(_mm256_setzero_si256());
-    }
+    let ptr = if n == 0 { KEEP.0[32..].as_ptr() } else { key.as_ptr() };
     if (ptr as usize) % 4096 > 4096 - 32 {
         return None;
     }
     let whole: __m256i;
-    // SAFETY: the 32 bytes at `ptr` are in the page of the key's first byte, which is mapped;
-    // the read is an instruction of its own (not a Rust read, which must stay inside the key),
-    // and the bytes past the first n are cleared below.
+    // SAFETY: the 32 bytes at `ptr` are in the page of the key's first byte (or of KEEP's
+    // zeros), which is mapped; the read is an instruction of its own (not a Rust read, which
+    // must stay inside the key), and the bytes past the first n are cleared below.
     unsafe {
         std::arch::asm!("vmovdqu {v}, ymmword ptr [{p}]", p = in(reg) ptr, v = out(ymm_reg) whole, options(pure, readonly, nostack, preserves_flags));
     }
     // SAFETY: 32 - n ≤ 32, so the 32 bytes read are inside KEEP's 64.
-    let keep = unsafe { _mm256_loadu_si256(KEEP.as_ptr().add(32 - n) as *const __m256i) };
+    let keep = unsafe { _mm256_loadu_si256(KEEP.0.as_ptr().add(32 - n) as *const __m256i) };
     Some(_mm256_and_si256(keep, whole))
 }
 
 /// 32 bytes of ones, then 32 of zeros: the 32 from offset 32 - n keep the first n bytes of a
 /// vector. One load, where comparing n with each byte's index took four instructions a key.
-static KEEP: [u8; 64] = {
+/// Aligned, so that its zeros never end a page (an empty key reads them).
+#[repr(align(64))]
+struct Keep([u8; 64]);
+static KEEP: Keep = {
     let mut keep = [0u8; 64];
     let mut i = 0;
     while i < 32 {
         keep[i] = 0xff;
         i += 1;
     }
-    keep
+    Keep(keep)
 };
 
-/// Words 0..6 of each of the first 8 keys, zero-padded past its end, as six vectors with key i
-/// in lane i (lanes past the keys hold zeros): the 8 × 8 word transpose of unpacks and
-/// 128-bit permutes.
+/// Words 0..6 of each of the 8 keys, zero-padded past its end, as six vectors with key i in
+/// lane i, and each key's length (up to 32: a longer key is hashed again one by one) in
+/// `lens`: the 8 × 8 word transpose of unpacks and 128-bit permutes.
+///
+/// A loop, not `array::from_fn`: a closure is not compiled for AVX2, and the loads were
+/// called, not inlined, from it.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn transposed_words(keys: &[&[u8]]) -> [__m256i; 6] {
-    let r: [__m256i; 8] = std::array::from_fn(|i| keys.get(i).map_or(_mm256_setzero_si256(), |key| load_key(key)));
-    // Per 128-bit half: (words 0-1 | 4-5) and (2-3 | 6-7) of key pairs, then of key quads.
-    let t: [__m256i; 8] = std::array::from_fn(|i| {
-        let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
-        if i % 2 == 0 { _mm256_unpacklo_epi32(x, y) } else { _mm256_unpackhi_epi32(x, y) }
-    });
-    // u[4q + j]: words j (low half) and j + 4 (high half) of keys 4q..4q + 4.
-    let u: [__m256i; 8] = std::array::from_fn(|i| {
-        let (q, j) = (i / 4, i % 4);
-        let (x, y) = (t[4 * q + j / 2], t[4 * q + j / 2 + 2]);
-        if j % 2 == 0 { _mm256_unpacklo_epi64(x, y) } else { _mm256_unpackhi_epi64(x, y) }
-    });
-    [
-        _mm256_permute2x128_si256::<0x20>(u[0], u[4]),
-        _mm256_permute2x128_si256::<0x20>(u[1], u[5]),
-        _mm256_permute2x128_si256::<0x20>(u[2], u[6]),
-        _mm256_permute2x128_si256::<0x20>(u[3], u[7]),
-        _mm256_permute2x128_si256::<0x31>(u[0], u[4]),
-        _mm256_permute2x128_si256::<0x31>(u[1], u[5]),
-    ]
+fn transposed_words(keys: &[&[u8]; LANES], lens: &mut [u32; LANES]) -> [__m256i; 6] {
+    let mut r = [_mm256_setzero_si256(); LANES];
+    for i in 0..LANES {
+        let n = keys[i].len().min(32);
+        lens[i] = n as u32;
+        r[i] = load_key(keys[i], n);
+    }
+    {
+        // Per 128-bit half: (words 0-1 | 4-5) and (2-3 | 6-7) of key pairs, then of key quads.
+        let t: [__m256i; 8] = std::array::from_fn(|i| {
+            let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
+            if i % 2 == 0 { _mm256_unpacklo_epi32(x, y) } else { _mm256_unpackhi_epi32(x, y) }
+        });
+        // u[4q + j]: words j (low half) and j + 4 (high half) of keys 4q..4q + 4.
+        let u: [__m256i; 8] = std::array::from_fn(|i| {
+            let (q, j) = (i / 4, i % 4);
+            let (x, y) = (t[4 * q + j / 2], t[4 * q + j / 2 + 2]);
+            if j % 2 == 0 { _mm256_unpacklo_epi64(x, y) } else { _mm256_unpackhi_epi64(x, y) }
+        });
+        [
+            _mm256_permute2x128_si256::<0x20>(u[0], u[4]),
+            _mm256_permute2x128_si256::<0x20>(u[1], u[5]),
+            _mm256_permute2x128_si256::<0x20>(u[2], u[6]),
+            _mm256_permute2x128_si256::<0x20>(u[3], u[7]),
+            _mm256_permute2x128_si256::<0x31>(u[0], u[4]),
+            _mm256_permute2x128_si256::<0x31>(u[1], u[5]),
+        ]
+
+    }
 }
 
 #[cfg(test)]
