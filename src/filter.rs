@@ -312,13 +312,15 @@ impl BloomFilter {
     #[target_feature(enable = "avx2,bmi2")]
     unsafe fn contains_batch_avx2<H: PairHash>(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         let k = self.spec.hashes;
-        // SAFETY (both): the caller checked that the CPU has AVX2.
-        self.contains_groups(
-            keys,
-            answers,
-            |spec, lines, group, probes| unsafe { probe_group_avx2::<H>(spec, lines, group, probes) },
-            |p| test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx2::test(line, z, k) }),
-        );
+        // SAFETY (all): the caller checked that the CPU has AVX2.
+        let probe = |spec, lines, group: &[&[u8]], probes: &mut _| unsafe { probe_group_avx2::<H>(spec, lines, group, probes) };
+        if k <= block_avx2::MAX_K {
+            // The usual k: one remix, whose demand is loaded once, not per key.
+            let demand = unsafe { block_avx2::demand(k) };
+            self.contains_groups(keys, answers, probe, |p| unsafe { block_avx2::test_demanding(self.bits.line(p.block), p.remixed(), demand) });
+        } else {
+            self.contains_groups(keys, answers, probe, |p| test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx2::test(line, z, k) }));
+        }
     }
 
     /// The batched blocked query, with `probe` hashing, probing and prefetching each group of
@@ -478,9 +480,13 @@ fn probe_group(spec: FilterSpec, lines: *const u8, group: &[&[u8]], pairs: impl 
 /// The probes of the first `len` keys of a group hashed into `pairs`, each line prefetched.
 #[inline(always)]
 fn probes_one_by_one(spec: FilterSpec, lines: *const u8, pairs: &Pairs, len: usize, probes: &mut [BlockProbe; BATCH]) {
-    for (i, probe) in probes[..len].iter_mut().enumerate() {
-        *probe = spec.block_probe_of(pairs.c[i], pairs.b[i]);
-        prefetch(lines.wrapping_add(probe.block * 64));
+    // One index for all three arrays (an iterator and its enumeration took two), and no bounds
+    // tests past this one.
+    assert!(len <= BATCH && BATCH <= pairs.c.len());
+    #[allow(clippy::needless_range_loop)]
+    for i in 0..len {
+        probes[i] = spec.block_probe_of(pairs.c[i], pairs.b[i]);
+        prefetch(lines.wrapping_add(probes[i].block * 64));
     }
 }
 

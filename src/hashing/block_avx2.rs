@@ -46,7 +46,28 @@ static ONES: [[u32; 8]; 8] = {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn test(line: &[u64; 8], z: u64, k: u32) -> bool {
+    test_demanding(line, z, demand(k))
+}
+
+/// [`ONES`]' row for k ≤ 7, which [`test_demanding`] takes: loaded once for a batch's tests.
+///
+/// # Safety
+/// The CPU must have AVX2 ([`available`]).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub unsafe fn demand(k: u32) -> __m256i {
     debug_assert!(k <= MAX_K);
+    // SAFETY: a row of ONES is 32 bytes; an unaligned load needs no alignment.
+    unsafe { _mm256_loadu_si256(ONES[k as usize].as_ptr() as *const __m256i) }
+}
+
+/// [`test`], with the demand of its k made by [`demand`].
+///
+/// # Safety
+/// The CPU must have AVX2 ([`available`]).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub unsafe fn test_demanding(line: &[u64; 8], z: u64, ones: __m256i) -> bool {
     // z shifted down to each position in four 64-bit lanes twice; the low 32 bits of each lane
     // then gathered into eight lanes in LANE_POSITION's order. Bits above a position's 9 are
     // left in place: every step below reads only the bits it needs.
@@ -67,7 +88,6 @@ pub unsafe fn test(line: &[u64; 8], z: u64, k: u32) -> bool {
     let words = _mm256_castps_si256(_mm256_blendv_ps(from_first, from_second, in_second));
     // Each tested position's bit, and none in the lanes at and above k; vptest's carry says
     // whether the words cover them all.
-    let ones = _mm256_loadu_si256(ONES[k as usize].as_ptr() as *const __m256i);
     let wanted = _mm256_sllv_epi32(ones, _mm256_and_si256(pos, _mm256_set1_epi32(31)));
     _mm256_testc_si256(words, wanted) == 1
 }
