@@ -174,7 +174,9 @@ fn load_padded(key: &[u8], n: usize) -> __m256i {
 pub(super) fn load_within_page(key: &[u8], n: usize) -> Option<__m256i> {
     debug_assert!(n <= key.len() && n <= 32);
     let ptr = if n == 0 { KEEP.0[32..].as_ptr() } else { key.as_ptr() };
-    if (ptr as usize) % 4096 > 4096 - 32 {
+    // Whether ptr is in the last 32 bytes of its page (the first of them too, which is
+    // needless but harmless): one add and one test.
+    if (ptr as usize).wrapping_add(32) & (4096 - 32) == 0 {
         return None;
     }
     let whole: __m256i;
