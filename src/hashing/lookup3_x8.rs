@@ -101,7 +101,8 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     debug_assert!(keys.len() <= MAX_KEYS);
     let mut long = false;
     for (round, keys) in keys.chunks(ROUND).enumerate() {
-        // Written out for the two vectors: as a closure, the loads were not inlined.
+        // Written out for the two vectors: through `array::from_fn`, the loads were not inlined
+        // (see `transposed_words`).
         const _: () = assert!(VECTORS == 2);
         let mut lens = [[0u32; LANES]; VECTORS];
         let mut spare = [&[][..]; LANES];
@@ -210,8 +211,8 @@ static KEEP: Keep = {
 /// lane i, and each key's length (up to 32: a longer key is hashed again one by one) in
 /// `lens`: the 8 × 8 word transpose of unpacks and 128-bit permutes.
 ///
-/// A loop, not `array::from_fn`: a closure is not compiled for AVX2, and the loads were
-/// called, not inlined, from it.
+/// A loop, not `array::from_fn`: from_fn's own code is not compiled for AVX2, and where the
+/// compiler kept it out of line, the loads (which are) were called from it, not inlined.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn transposed_words(keys: &[&[u8]; LANES], lens: &mut [u32; LANES]) -> [__m256i; 6] {
@@ -221,28 +222,25 @@ fn transposed_words(keys: &[&[u8]; LANES], lens: &mut [u32; LANES]) -> [__m256i;
         lens[i] = n as u32;
         r[i] = load_key(keys[i], n);
     }
-    {
-        // Per 128-bit half: (words 0-1 | 4-5) and (2-3 | 6-7) of key pairs, then of key quads.
-        let t: [__m256i; 8] = std::array::from_fn(|i| {
-            let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
-            if i % 2 == 0 { _mm256_unpacklo_epi32(x, y) } else { _mm256_unpackhi_epi32(x, y) }
-        });
-        // u[4q + j]: words j (low half) and j + 4 (high half) of keys 4q..4q + 4.
-        let u: [__m256i; 8] = std::array::from_fn(|i| {
-            let (q, j) = (i / 4, i % 4);
-            let (x, y) = (t[4 * q + j / 2], t[4 * q + j / 2 + 2]);
-            if j % 2 == 0 { _mm256_unpacklo_epi64(x, y) } else { _mm256_unpackhi_epi64(x, y) }
-        });
-        [
-            _mm256_permute2x128_si256::<0x20>(u[0], u[4]),
-            _mm256_permute2x128_si256::<0x20>(u[1], u[5]),
-            _mm256_permute2x128_si256::<0x20>(u[2], u[6]),
-            _mm256_permute2x128_si256::<0x20>(u[3], u[7]),
-            _mm256_permute2x128_si256::<0x31>(u[0], u[4]),
-            _mm256_permute2x128_si256::<0x31>(u[1], u[5]),
-        ]
-
-    }
+    // Per 128-bit half: (words 0-1 | 4-5) and (2-3 | 6-7) of key pairs, then of key quads.
+    let t: [__m256i; 8] = std::array::from_fn(|i| {
+        let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
+        if i % 2 == 0 { _mm256_unpacklo_epi32(x, y) } else { _mm256_unpackhi_epi32(x, y) }
+    });
+    // u[4q + j]: words j (low half) and j + 4 (high half) of keys 4q..4q + 4.
+    let u: [__m256i; 8] = std::array::from_fn(|i| {
+        let (q, j) = (i / 4, i % 4);
+        let (x, y) = (t[4 * q + j / 2], t[4 * q + j / 2 + 2]);
+        if j % 2 == 0 { _mm256_unpacklo_epi64(x, y) } else { _mm256_unpackhi_epi64(x, y) }
+    });
+    [
+        _mm256_permute2x128_si256::<0x20>(u[0], u[4]),
+        _mm256_permute2x128_si256::<0x20>(u[1], u[5]),
+        _mm256_permute2x128_si256::<0x20>(u[2], u[6]),
+        _mm256_permute2x128_si256::<0x20>(u[3], u[7]),
+        _mm256_permute2x128_si256::<0x31>(u[0], u[4]),
+        _mm256_permute2x128_si256::<0x31>(u[1], u[5]),
+    ]
 }
 
 #[cfg(test)]
