@@ -71,7 +71,7 @@ pub(crate) fn hash_group<V: LaneOps>(keys: &[&[u8]], words: [V; 6], pc: u32, out
 }
 
 /// The rounds of [`hash_group`], given the keys' lengths in lanes (each exact up to 24 bytes;
-/// a longer key's lane may hold any length over 12, its answer is replaced) and whether any key
+/// a longer key's lane may hold any length, as its answer is replaced) and whether any key
 /// is over 12 bytes.
 #[inline(always)]
 pub(crate) fn hash_lanes<V: LaneOps>(len: V, words: [V; 6], any_over_12: bool, pc: u32, out: &mut Pairs, at: usize) {
