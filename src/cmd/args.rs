@@ -168,7 +168,7 @@ pub fn parse_delimiter(flag: &str, text: &str) -> anyhow::Result<u8> {
 /// The text of NULL given to `flag` for fields split at `delimiter`, as the scan compares it
 /// with an unquoted field: one that holds the delimiter, a quote or a line end could never be
 /// such a field, so it would find no NULL at all.
-fn null_text(flag: &str, text: &str, delimiter: u8) -> anyhow::Result<Vec<u8>> {
+pub fn null_text(flag: &str, text: &str, delimiter: u8) -> anyhow::Result<Vec<u8>> {
     if let Some(&b) = text.as_bytes().iter().find(|&&b| b == delimiter || b == b'"' || b == b'\n' || b == b'\r') {
         bail!("invalid {flag} {text:?}: it holds {:?}, which no unquoted field holds (the delimiter, a quote or a line end)", b as char);
     }

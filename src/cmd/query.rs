@@ -2,7 +2,7 @@
 
 use bloomflow::format;
 use super::args::KeyTypeArg;
-use bloomflow::records::{bom_len, push_with_length, split_fields, trim_line_end, KeyForm, KeyRules, KeyType};
+use bloomflow::records::{bom_len, composite_key, split_fields, trim_line_end, KeyForm, KeyRules, KeyType};
 use bloomflow::splits::{SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
 use std::io::{BufWriter, Write};
@@ -29,6 +29,12 @@ pub struct Args {
     /// and LZ4 framing), or `none` for plain text. Default: told by its first bytes.
     #[arg(long, value_name = "CODEC", value_parser = super::args::codec_parser())]
     stdin_compression: Option<bloomflow::compressed::Compression>,
+    /// The text that stands for NULL, as the jobs' `--null-key` reads it: a key written so (for
+    /// `--composite`, a key with an unquoted field written so) has no value, joins nothing in
+    /// the jobs, and is answered `no` without a lookup; with `--key-type long`, it is not parsed.
+    /// Default: none, and every key is looked up.
+    #[arg(long, value_name = "TEXT")]
+    null_key: Option<String>,
 }
 
 /// Keys answered together from standard input: the filter's batched query hashes them in vectors
@@ -40,8 +46,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::bail!("--stdin-compression is for keys read from standard input, and keys were given as arguments");
     }
     let filter = format::load(&args.file)?.into_plain();
-    let encoding = KeyEncoding::for_filter(&args, filter.key_form()).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-    let mut answerer = Answerer { filter: &filter, encoding, encoded: Vec::new(), composed: Vec::new(), answers: Vec::new() };
+    let mut encoding = KeyEncoding::for_filter(&args, filter.key_form()).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    // The checks of the jobs' --null-key: what separates a composite key's fields, a quote or a
+    // line end is in no unquoted field (and a line end in no key read from a line).
+    encoding.null = args.null_key.as_deref().map(|text| super::args::null_text("--null-key", text, encoding.composite.unwrap_or(b'\n'))).transpose()?;
+    let mut answerer = Answerer { filter: &filter, encoding, encoded: Vec::new(), composed: Vec::new(), answers: Vec::new(), nulls: Vec::new() };
     let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     if !args.keys.is_empty() {
         let keys: Vec<&[u8]> = args.keys.iter().map(|k| k.as_bytes()).collect();
@@ -83,6 +92,8 @@ struct KeyEncoding {
     composite: Option<u8>,
     /// The number of fields every composite key must have, where the filter records it.
     fields: Option<usize>,
+    /// The text of a NULL key or field (`--null-key`).
+    null: Option<Vec<u8>>,
 }
 
 impl KeyEncoding {
@@ -112,7 +123,7 @@ impl KeyEncoding {
             }
             None => None,
         };
-        Ok(KeyEncoding { rules: KeyRules { key_type, reject_empty: false }, composite, fields })
+        Ok(KeyEncoding { rules: KeyRules { key_type, reject_empty: false }, composite, fields, null: None })
     }
 }
 
@@ -125,44 +136,60 @@ struct Answerer<'f> {
     /// Composite keys as they are hashed.
     composed: Vec<Vec<u8>>,
     answers: Vec<bool>,
+    /// Which keys of the batch are NULL (`--null-key`): answered `no`.
+    nulls: Vec<bool>,
 }
 
 impl Answerer<'_> {
     /// Writes `key<TAB>maybe` or `key<TAB>no` for each of `keys`, in order. A key that cannot
     /// be encoded fails the command, named by `place(i)` (where key `i` came from).
     fn answer(&mut self, keys: &[&[u8]], place: impl Fn(usize) -> String, out: &mut impl Write) -> anyhow::Result<()> {
+        let null = self.encoding.null.as_deref();
+        self.nulls.clear();
         match (self.encoding.rules.key_type, self.encoding.composite) {
             (KeyType::Bytes, Some(delimiter)) => {
                 let mut scratch = Vec::new();
                 self.composed.resize_with(keys.len(), Vec::new);
                 for (i, (key, composed)) in keys.iter().zip(&mut self.composed).enumerate() {
-                    let fields = split_fields(key, delimiter, &mut scratch).map_err(|e| anyhow::anyhow!("{}: {e}", place(i)))?;
-                    if let Some(want) = self.encoding.fields.filter(|&want| want != fields.len()) {
-                        anyhow::bail!("{}: a key of {} field(s), where the filter's keys have {want}", place(i), fields.len());
+                    let fields = split_fields(key, delimiter, &mut scratch).map_err(|e| anyhow::anyhow!("{}: {e}", place(i)))?.len();
+                    if let Some(want) = self.encoding.fields.filter(|&want| want != fields) {
+                        anyhow::bail!("{}: a key of {fields} field(s), where the filter's keys have {want}", place(i));
                     }
-                    composed.clear();
-                    for field in &fields {
-                        push_with_length(composed, field);
-                    }
+                    // The fields as the jobs make a composite key of them, NULLs included.
+                    let indexes: Vec<usize> = (0..fields).collect();
+                    let present = composite_key(key, delimiter, &indexes, true, null, &mut scratch, composed).map_err(|(index, e)| anyhow::anyhow!("{}: {}", place(i), e.describe(index)))?;
+                    self.nulls.push(!present);
                 }
                 let hashed: Vec<&[u8]> = self.composed[..keys.len()].iter().map(Vec::as_slice).collect();
                 self.filter.contains_batch(&hashed, &mut self.answers);
             }
-            (KeyType::Bytes, None) => self.filter.contains_batch(keys, &mut self.answers),
+            (KeyType::Bytes, None) => {
+                self.nulls.extend(keys.iter().map(|&key| Some(key) == null));
+                self.filter.contains_batch(keys, &mut self.answers);
+            }
             (KeyType::Long, _) => {
                 self.encoded.clear();
-                for (i, key) in keys.iter().enumerate() {
+                for (i, &key) in keys.iter().enumerate() {
+                    let is_null = Some(key) == null;
+                    // A NULL is not parsed: zeros stand in for it, looked up and answered no.
                     let mut buf = [0u8; 8];
-                    let encoded = self.encoding.rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
-                    self.encoded.push(encoded.try_into().expect("a long is 8 bytes"));
+                    let encoded = match is_null {
+                        true => [0u8; 8],
+                        false => {
+                            let encoded = self.encoding.rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
+                            encoded.try_into().expect("a long is 8 bytes")
+                        }
+                    };
+                    self.encoded.push(encoded);
+                    self.nulls.push(is_null);
                 }
                 let hashed: Vec<&[u8]> = self.encoded.iter().map(|b| &b[..]).collect();
                 self.filter.contains_batch(&hashed, &mut self.answers);
             }
         }
-        for (key, &maybe) in keys.iter().zip(&self.answers) {
+        for ((key, &maybe), &is_null) in keys.iter().zip(&self.answers).zip(&self.nulls) {
             out.write_all(key)?;
-            out.write_all(if maybe { b"\tmaybe\n" } else { b"\tno\n" })?;
+            out.write_all(if maybe && !is_null { b"\tmaybe\n" } else { b"\tno\n" })?;
         }
         Ok(())
     }

@@ -71,6 +71,43 @@ fn query_names_the_line_or_argument_of_a_key_that_is_not_a_long() {
     fails_with(&run(&["query", &f, "--key-type", "long", "--", "7", "-3", "x"]), &["key argument 3", "\"x\""]);
 }
 
+/// `--null-key`: a key written as the NULL text is answered no without a lookup (the filters
+/// here hold that very text, so a lookup would say maybe), as is a composite key with an
+/// unquoted NULL field, while a quoted one is text; with `--key-type long`, a NULL is not parsed.
+#[test]
+fn query_answers_no_for_a_null_key() {
+    let dir = tempdir();
+    let spec = FilterSpec::native(10_000, 7, 0).unwrap();
+    let f = write_filter(dir.path(), "a.bloom", spec, &["apple", "\\N", ""]);
+    assert_eq!(ok(&run_with_stdin(&["query", &f], b"apple\n\\N\n\n")), "apple\tmaybe\n\\N\tmaybe\n\tmaybe\n");
+    assert_eq!(ok(&run_with_stdin(&["query", &f, "--null-key", "\\N"], b"apple\n\\N\n\n")), "apple\tmaybe\n\\N\tno\n\tmaybe\n");
+    assert_eq!(ok(&run(&["query", &f, "--null-key", "", "apple", "", "\\N"])), "apple\tmaybe\n\tno\n\\N\tmaybe\n");
+
+    // Composite keys, as the jobs compose them: each field after its length.
+    let composed = |fields: &[&str]| {
+        let mut key = Vec::new();
+        for field in fields {
+            bloomflow::records::push_with_length(&mut key, field.as_bytes());
+        }
+        String::from_utf8(key).unwrap()
+    };
+    let (x1, null1) = (composed(&["x", "1"]), composed(&["\\N", "1"]));
+    let pairs = write_filter(dir.path(), "pairs.bloom", spec, &[&x1, &null1]);
+    let keys = ["x,1", "\\N,1", "\"\\N\",1"];
+    assert_eq!(ok(&run(&[&["query", &pairs, "--composite", ","][..], &keys].concat())), "x,1\tmaybe\n\\N,1\tmaybe\n\"\\N\",1\tmaybe\n");
+    let with_null = ok(&run(&[&["query", &pairs, "--composite", ",", "--null-key", "\\N"][..], &keys].concat()));
+    assert_eq!(with_null, "x,1\tmaybe\n\\N,1\tno\n\"\\N\",1\tmaybe\n");
+
+    // Longs: the NULL text is not a number, and is not parsed.
+    let seven = String::from_utf8(7i64.to_le_bytes().to_vec()).unwrap();
+    let longs = write_filter(dir.path(), "longs.bloom", spec, &[&seven]);
+    assert_eq!(ok(&run(&["query", &longs, "--key-type", "long", "--null-key", "\\N", "--", "7", "\\N", "8"])), "7\tmaybe\n\\N\tno\n8\tno\n");
+    fails_with(&run(&["query", &longs, "--key-type", "long", "--", "7", "\\N"]), &["key argument 2", "signed 64-bit"]);
+
+    // A NULL text no unquoted field can hold is refused, as the jobs refuse it.
+    fails_with(&run(&["query", &pairs, "--composite", ",", "--null-key", "a,b", "x,1"]), &["invalid --null-key \"a,b\"", "','"]);
+}
+
 #[test]
 fn query_into_a_closed_pipe_is_not_an_error() {
     let dir = tempdir();
