@@ -513,7 +513,7 @@ unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, gr
 }
 
 /// [`probe_group`] for the avx2 kernel: the scheme's wide hash if it has one, then the probes
-/// computed four to a vector where the filter has fewer than 2^32 blocks.
+/// one by one.
 ///
 /// # Safety
 /// The CPU must have AVX2.
@@ -522,16 +522,9 @@ unsafe fn probe_group_avx512<H: PairHash>(spec: FilterSpec, lines: *const u8, gr
 #[target_feature(enable = "avx2,bmi2")]
 unsafe fn probe_group_avx2<H: PairHash>(spec: FilterSpec, lines: *const u8, group: &[&[u8]], probes: &mut [BlockProbe; BATCH]) {
     let mut pairs = Pairs::default();
-    // SAFETY (both): the caller checked that the CPU has AVX2.
+    // SAFETY: the caller checked that the CPU has AVX2.
     unsafe { H::pairs_avx2(group, spec.seed, &mut pairs) };
-    let blocks = spec.bits / BLOCK_BITS;
-    if blocks >= 1 << 32 {
-        return probes_one_by_one(spec, lines, &pairs, group.len(), probes);
-    }
-    unsafe { block_avx2::probes(&pairs, blocks, probes) };
-    for probe in &probes[..group.len()] {
-        prefetch(lines.wrapping_add(probe.block * 64));
-    }
+    probes_one_by_one(spec, lines, &pairs, group.len(), probes);
 }
 
 /// Asks the CPU to start loading the cache line at `line` into L2: a hint, which reads nothing
