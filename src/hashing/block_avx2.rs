@@ -6,7 +6,9 @@
 //! from both, and tested sign bits: callgrind counted 11 fewer per single-key query and 9 per
 //! batched one without them, and batched queries took 8-20% less time in interleaved runs.)
 //! Selected at run time; the scalar test in `filter.rs` is the reference (see the test below).
+//! A batch's probes (block and remix) are also computed here, four keys to a vector ([`probes`]).
 
+use super::{BlockProbe, Pairs, GROUP};
 use std::arch::x86_64::*;
 
 /// The largest k this test handles: the positions one remix holds.
@@ -92,6 +94,63 @@ pub unsafe fn test_demanding(line: &[u64; 8], z: u64, ones: __m256i) -> bool {
     _mm256_testc_si256(words, wanted) == 1
 }
 
+/// The probes of a group's keys whose hash pairs are `pairs` ([`BlockProbe::new`] for each
+/// (`pairs.c[i]`, `pairs.b[i]`)), four to a vector, in a filter of `blocks` < 2^32 blocks. One by
+/// one, a probe took 21 instructions (its block, the remix's two 64-bit multiplies, shifts and
+/// moves); four to a vector, about 8 each.
+///
+/// The block is the high half of x · blocks, x = c << 32 | b, from two 32 × 32-bit multiplies
+/// (exact for blocks < 2^32: x_hi · blocks + (x_lo · blocks >> 32) < 2^64), as in
+/// [`super::block_avx512::probes`]. AVX2 has no 64-bit lane multiply: the remix's are made of
+/// three 32 × 32-bit ones each ([`mul64`]).
+///
+/// # Safety
+/// The CPU must have AVX2 ([`available`]).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub unsafe fn probes(pairs: &Pairs, blocks: u64, out: &mut [BlockProbe; GROUP]) {
+    debug_assert!(blocks < 1 << 32);
+    // In every 32-bit lane, though vpmuludq reads only the low one of each pair: with zero
+    // high halves the compiler saw 64-bit multiplies and made each of three.
+    let n = _mm256_set1_epi32(blocks as i32);
+    for v in 0..GROUP / 8 {
+        // SAFETY: lanes 8v..8v + 8 are inside both arrays; unaligned loads need no alignment.
+        let (c, b) = unsafe { (_mm256_loadu_si256(pairs.c.as_ptr().add(8 * v) as *const _), _mm256_loadu_si256(pairs.b.as_ptr().add(8 * v) as *const _)) };
+        // x as (b, c) dword pairs, b low. The unpacks work within 128-bit halves: the first
+        // holds keys 0, 1, 4, 5 of the eight, the second keys 2, 3, 6, 7.
+        for (x, first) in [(_mm256_unpacklo_epi32(b, c), 0), (_mm256_unpackhi_epi32(b, c), 2)] {
+            let low_product = _mm256_srli_epi64::<32>(_mm256_mul_epu32(x, n));
+            let block = _mm256_srli_epi64::<32>(_mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64::<32>(x), n), low_product));
+            let mut z = _mm256_xor_si256(x, _mm256_srli_epi64::<30>(x));
+            z = mul64(z, 0xBF58_476D_1CE4_E5B9);
+            z = _mm256_xor_si256(z, _mm256_srli_epi64::<27>(z));
+            z = mul64(z, 0x94D0_49BB_1331_11EB);
+            z = _mm256_xor_si256(z, _mm256_srli_epi64::<31>(z));
+            // (block, z) of the half's first key in each 128-bit lane, then of its second.
+            let (even, odd) = (_mm256_unpacklo_epi64(block, z), _mm256_unpackhi_epi64(block, z));
+            let at = out[8 * v + first..].as_mut_ptr() as *mut __m256i;
+            // SAFETY: `BlockProbe` is `repr(C)` (block: usize, z: u64), 16 bytes: keys `first`
+            // and `first + 1` are the 32 bytes at `at`, keys `first + 4` and `first + 5` those
+            // 64 bytes on, all inside `out`; unaligned stores need no alignment.
+            unsafe {
+                _mm256_storeu_si256(at, _mm256_permute2x128_si256::<0x20>(even, odd));
+                _mm256_storeu_si256(at.add(2), _mm256_permute2x128_si256::<0x31>(even, odd));
+            }
+        }
+    }
+}
+
+/// Each 64-bit lane of `x` times `k`, modulo 2^64: x_lo · k_lo + ((x_hi · k_lo + x_lo · k_hi) << 32),
+/// whose last term drops the x_hi · k_hi that overflows.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn mul64(x: __m256i, k: u64) -> __m256i {
+    // vpmuludq reads each lane's low 32 bits: the full constant stands for k_lo.
+    let (k_lo, k_hi) = (_mm256_set1_epi64x(k as i64), _mm256_set1_epi64x((k >> 32) as i64));
+    let cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64::<32>(x), k_lo), _mm256_mul_epu32(x, k_hi));
+    _mm256_add_epi64(_mm256_mul_epu32(x, k_lo), _mm256_slli_epi64::<32>(cross))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +163,16 @@ mod tests {
         }
         // SAFETY: the CPU has AVX2 (checked above).
         crate::hashing::block_kernel::check_against_scalar(0..=MAX_K, |line, z, k| unsafe { test(line, z, k) });
+    }
+
+    /// The vector probes equal `BlockProbe::new`'s for random pairs, from one block to 2^32 − 1.
+    #[test]
+    fn probes_equal_the_scalar_probes() {
+        if !available() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        // SAFETY: the CPU has the features (checked above).
+        crate::hashing::block_kernel::check_probes(|pairs, blocks, out| unsafe { probes(pairs, blocks, out) });
     }
 }

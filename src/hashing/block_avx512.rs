@@ -109,22 +109,7 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX-512F/BW/VL/DQ");
             return;
         }
-        let mut rng = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D);
-        let mut next = || rng.next();
-        for blocks in [1, 2, 3, 1000, 195_313, 1 << 20, (1 << 31) + 7, u32::MAX as u64] {
-            for _ in 0..200 {
-                let mut pairs = Pairs::default();
-                for i in 0..MAX_KEYS {
-                    (pairs.c[i], pairs.b[i]) = (next() as u32, next() as u32);
-                }
-                let mut out = [BlockProbe::default(); MAX_KEYS];
-                // SAFETY: the CPU has the features (checked above).
-                unsafe { probes(&pairs, blocks, &mut out) };
-                for (i, got) in out.iter().enumerate() {
-                    let want = BlockProbe::new(pairs.c[i], pairs.b[i], blocks);
-                    assert_eq!((got.block, got.remixed()), (want.block, want.remixed()), "pair {i}, {blocks} blocks");
-                }
-            }
-        }
+        // SAFETY: the CPU has the features (checked above).
+        crate::hashing::block_kernel::check_probes(|pairs, blocks, out| unsafe { probes(pairs, blocks, out) });
     }
 }

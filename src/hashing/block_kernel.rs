@@ -124,6 +124,29 @@ pub(crate) fn check_against_scalar(ks: std::ops::RangeInclusive<u32>, test: impl
     assert!(yes > 100_000 && no > 100_000, "both answers exercised: {yes} yes, {no} no");
 }
 
+/// What the tests of every vector kernel's `probes` check: for random hash pairs, in filters
+/// from one block to 2^32 − 1, `probes` writes `BlockProbe::new`'s probe for every pair.
+#[cfg(all(test, target_arch = "x86_64"))]
+pub(crate) fn check_probes(probes: impl Fn(&super::Pairs, u64, &mut [super::BlockProbe; super::GROUP])) {
+    use super::{BlockProbe, Pairs, GROUP};
+    let mut rng = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D);
+    let mut next = || rng.next();
+    for blocks in [1, 2, 3, 1000, 195_313, 1 << 20, (1 << 31) + 7, u32::MAX as u64] {
+        for _ in 0..200 {
+            let mut pairs = Pairs::default();
+            for i in 0..GROUP {
+                (pairs.c[i], pairs.b[i]) = (next() as u32, next() as u32);
+            }
+            let mut out = [BlockProbe::default(); GROUP];
+            probes(&pairs, blocks, &mut out);
+            for (i, got) in out.iter().enumerate() {
+                let want = BlockProbe::new(pairs.c[i], pairs.b[i], blocks);
+                assert_eq!((got.block, got.remixed()), (want.block, want.remixed()), "pair {i}, {blocks} blocks");
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
