@@ -485,8 +485,9 @@ fn pipelined(keys: &[&[u8]], lines: *const u8, mut probe: impl FnMut(&[&[u8]], &
 /// tests. Issued all at once after a group's probes (computed four or eight to a vector), 64
 /// prefetches cost time, likely waiting for the CPU's miss buffers (this host has no counters
 /// to tell): with the filter in DRAM, batched queries took 32.4 ns where prefetches issued one
-/// per probe as it was computed took 27.6 (interleaved medians); spread this way, 19.8. Every group but the last has as many keys as the one after
-/// it, so none of the next group's lines is missed.
+/// per probe as it was computed took 27.6 (interleaved medians); spread this way, 19.8. Every
+/// group but the last has as many keys as the one after it, so none of the next group's lines
+/// is missed.
 #[inline(always)]
 fn prefetch_next(next: &[BlockProbe], i: usize, lines: *const u8) {
     if let Some(probe) = next.get(i) {

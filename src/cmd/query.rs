@@ -148,7 +148,7 @@ impl Answerer<'_> {
         self.nulls.clear();
         match (self.encoding.rules.key_type, self.encoding.composite) {
             (KeyType::Bytes, Some(delimiter)) => {
-                let mut scratch = Vec::new();
+                let (mut scratch, mut indexes) = (Vec::new(), Vec::new());
                 self.composed.resize_with(keys.len(), Vec::new);
                 for (i, (key, composed)) in keys.iter().zip(&mut self.composed).enumerate() {
                     let fields = split_fields(key, delimiter, &mut scratch).map_err(|e| anyhow::anyhow!("{}: {e}", place(i)))?.len();
@@ -156,7 +156,8 @@ impl Answerer<'_> {
                         anyhow::bail!("{}: a key of {fields} field(s), where the filter's keys have {want}", place(i));
                     }
                     // The fields as the jobs make a composite key of them, NULLs included.
-                    let indexes: Vec<usize> = (0..fields).collect();
+                    indexes.clear();
+                    indexes.extend(0..fields);
                     let present = composite_key(key, delimiter, &indexes, true, null, &mut scratch, composed).map_err(|(index, e)| anyhow::anyhow!("{}: {}", place(i), e.describe(index)))?;
                     self.nulls.push(!present);
                 }
@@ -172,10 +173,10 @@ impl Answerer<'_> {
                 for (i, &key) in keys.iter().enumerate() {
                     let is_null = Some(key) == null;
                     // A NULL is not parsed: zeros stand in for it, looked up and answered no.
-                    let mut buf = [0u8; 8];
                     let encoded = match is_null {
                         true => [0u8; 8],
                         false => {
+                            let mut buf = [0u8; 8];
                             let encoded = self.encoding.rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
                             encoded.try_into().expect("a long is 8 bytes")
                         }
