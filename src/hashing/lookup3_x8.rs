@@ -104,14 +104,11 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
         // Written out for the two vectors: through `array::from_fn`, the loads were not inlined
         // (see `transposed_words`).
         const _: () = assert!(VECTORS == 2);
-        let mut lens = [[0u32; LANES]; VECTORS];
         let mut spare = [&[][..]; LANES];
-        let words = [
-            transposed_words(eight_keys(keys, &mut spare), &mut lens[0]),
-            transposed_words(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare), &mut lens[1]),
-        ];
-        let len = Lanes::load(lens.as_flattened());
-        let words = std::array::from_fn(|w| std::array::from_fn(|v| words[v][w]));
+        let (first, first_len) = transposed_words(eight_keys(keys, &mut spare));
+        let (second, second_len) = transposed_words(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare));
+        let len = [first_len, second_len];
+        let words = std::array::from_fn(|w| [first[w], second[w]]);
         hash_lanes::<Lanes>(len, words, any_over(len, 12), pc, out, round * ROUND);
         long |= any_over(len, MAX_LANE_LEN as i32);
     }
@@ -141,6 +138,109 @@ fn any_over(len: Lanes, x: i32) -> bool {
     len.iter().fold(0, |any, &len| any | unsafe { _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(x))) }) != 0
 }
 
+/// Words 0..6 of each of the 8 keys, zero past its end, as six vectors with key i in lane i,
+/// and the keys' lengths (capped at 32: a longer key is hashed again one by one) in lanes.
+///
+/// Each key's first 32 bytes are read as one vector ([`rows_in_place`], or where that may not
+/// be read, [`rows_one_by_one`]), the 8 × 8 words are transposed, and the bytes past each key's
+/// end are cleared in the transposed words, 8 keys to an instruction.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn transposed_words(keys: &[&[u8]; LANES]) -> ([__m256i; 6], __m256i) {
+    let (rows, len) = match rows_in_place(keys) {
+        Some(found) => found,
+        None => rows_one_by_one(keys),
+    };
+    (keep_key_bytes(transpose(rows), len), len)
+}
+
+/// Whether `&[u8]` is laid out as (pointer, length), which [`rows_in_place`] reads 8 of as
+/// vectors. Rust does not promise the layout of a slice reference; every compiler so far has
+/// used this one, and the compiler folds this test to a constant.
+#[inline(always)]
+fn slices_are_pointer_then_length() -> bool {
+    let bytes = [0u8; 3];
+    let slice: &[u8] = &bytes[1..];
+    // SAFETY: a slice reference is two words, whichever their order; reading a pointer as an
+    // integer is defined.
+    let words: [usize; 2] = unsafe { std::mem::transmute(slice) };
+    words == [slice.as_ptr() as usize, slice.len()]
+}
+
+/// Each key's first 32 bytes read where it is, as a row, unmasked, and the keys' lengths
+/// (capped at 32): the usual case, with its tests done 4 keys to an instruction. None where a key
+/// is empty (its pointer may be dangling) or starts in the last 32 bytes of its page (the next
+/// page may be unmapped): about one vector in twenty in a job's read buffer.
+///
+/// One by one, reading each key's length, capping it, testing its pointer and storing its
+/// length took 16 instructions a key; here it takes about 5.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn rows_in_place(keys: &[&[u8]; LANES]) -> Option<([__m256i; LANES], __m256i)> {
+    if !slices_are_pointer_then_length() {
+        return None;
+    }
+    let at = keys.as_ptr() as *const __m256i;
+    // SAFETY: the 8 slice references are 128 bytes at `at`: (pointer, length) pairs, two to a
+    // vector (checked above); unaligned loads need no alignment.
+    let pairs: [__m256i; 4] = std::array::from_fn(|i| unsafe { _mm256_loadu_si256(at.add(i)) });
+    // Per 128-bit half, the pointers (or the lengths) of two pairs' vectors: keys 0, 2, 1, 3
+    // (and 4, 6, 5, 7) as 64-bit lanes.
+    let take = |x: __m256i, y: __m256i, lengths: bool| {
+        let (x, y) = (_mm256_castsi256_pd(x), _mm256_castsi256_pd(y));
+        _mm256_castpd_si256(if lengths { _mm256_unpackhi_pd(x, y) } else { _mm256_unpacklo_pd(x, y) })
+    };
+    let pointers = [take(pairs[0], pairs[1], false), take(pairs[2], pairs[3], false)];
+    let lengths = [take(pairs[0], pairs[1], true), take(pairs[2], pairs[3], true)];
+    // (pointer + 32) & 0xfe0 == 0 in the last 32 bytes of a page, as in `load_within_page`.
+    let at_page_end = |p: __m256i| _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_add_epi64(p, _mm256_set1_epi64x(32)), _mm256_set1_epi64x(4096 - 32)), _mm256_setzero_si256());
+    let empty = |n: __m256i| _mm256_cmpeq_epi64(n, _mm256_setzero_si256());
+    let refused = _mm256_or_si256(_mm256_or_si256(at_page_end(pointers[0]), at_page_end(pointers[1])), _mm256_or_si256(empty(lengths[0]), empty(lengths[1])));
+    if _mm256_testz_si256(refused, refused) == 0 {
+        return None;
+    }
+    // Lengths over 32 as 32 (signed compares: no slice is longer than isize::MAX), then the low
+    // halves of the 64-bit lanes, in key order.
+    let capped = lengths.map(|n| {
+        let cap = _mm256_set1_epi64x(32);
+        _mm256_blendv_epi8(n, cap, _mm256_cmpgt_epi64(n, cap))
+    });
+    let low_halves = _mm256_castps_si256(_mm256_shuffle_ps::<0b10_00_10_00>(_mm256_castsi256_ps(capped[0]), _mm256_castsi256_ps(capped[1])));
+    // Now keys 0, 2, 4, 6 | 1, 3, 5, 7.
+    let len = _mm256_permutevar8x32_epi32(low_halves, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    let rows = std::array::from_fn(|i| {
+        let ptr = keys[i].as_ptr();
+        let row: __m256i;
+        // SAFETY: the key is not empty and its first byte is not in the last 32 bytes of its
+        // page (tested above), so the 32 bytes at `ptr` are in mapped memory. The read is an
+        // instruction of its own, not a Rust read (which must stay inside the key); the bytes
+        // past the key are cleared by `keep_key_bytes`.
+        unsafe {
+            std::arch::asm!("vmovdqu {v}, ymmword ptr [{p}]", p = in(reg) ptr, v = out(ymm_reg) row, options(pure, readonly, nostack, preserves_flags));
+        }
+        row
+    });
+    Some((rows, len))
+}
+
+/// [`rows_in_place`] for a vector that holds an empty key or one at a page's end: each key
+/// read as a row on its own ([`load_key`]), its length stored and the lengths loaded as one.
+/// Out of line, so that the usual path saves no registers for it.
+#[cold]
+#[inline(never)]
+#[target_feature(enable = "avx2")]
+fn rows_one_by_one(keys: &[&[u8]; LANES]) -> ([__m256i; LANES], __m256i) {
+    let mut lens = [0u32; LANES];
+    let mut rows = [_mm256_setzero_si256(); LANES];
+    for i in 0..LANES {
+        let n = keys[i].len().min(32);
+        lens[i] = n as u32;
+        rows[i] = load_key(keys[i], n);
+    }
+    // SAFETY: `lens` is 32 bytes; an unaligned load needs no alignment.
+    (rows, unsafe { _mm256_loadu_si256(lens.as_ptr() as *const __m256i) })
+}
+
 /// The first `n` ≤ 32 bytes of `key` in a 256-bit vector, zero past them; a key that starts in
 /// the last 32 bytes of a page is copied into a zeroed buffer first, since AVX2 has no
 /// byte-masked load.
@@ -152,7 +252,6 @@ fn load_key(key: &[u8], n: usize) -> __m256i {
         None => load_padded(key, n),
     }
 }
-
 /// [`load_key`] for a key at the end of a page, about one in a hundred: out of line, so that
 /// the registers of the usual path are not saved around a call to copy the bytes.
 #[cold]
@@ -207,27 +306,17 @@ static KEEP: Keep = {
     Keep(keep)
 };
 
-/// Words 0..6 of each of the 8 keys, zero-padded past its end, as six vectors with key i in
-/// lane i, and each key's length (up to 32: a longer key is hashed again one by one) in
-/// `lens`: the 8 × 8 word transpose of unpacks and 128-bit permutes.
-///
-/// A loop, not `array::from_fn`: from_fn's own code is not compiled for AVX2, and where the
-/// compiler kept it out of line, the loads (which are) were called from it, not inlined.
+/// Words 0..6 of 8 rows of 8 words as six vectors, word w of row i in lane i of vector w: the
+/// 8 × 8 word transpose of unpacks and 128-bit permutes (words 6 and 7 are not needed).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn transposed_words(keys: &[&[u8]; LANES], lens: &mut [u32; LANES]) -> [__m256i; 6] {
-    let mut r = [_mm256_setzero_si256(); LANES];
-    for i in 0..LANES {
-        let n = keys[i].len().min(32);
-        lens[i] = n as u32;
-        r[i] = load_key(keys[i], n);
-    }
-    // Per 128-bit half: (words 0-1 | 4-5) and (2-3 | 6-7) of key pairs, then of key quads.
+fn transpose(r: [__m256i; LANES]) -> [__m256i; 6] {
+    // Per 128-bit half: (words 0-1 | 4-5) and (2-3 | 6-7) of row pairs, then of row quads.
     let t: [__m256i; 8] = std::array::from_fn(|i| {
         let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
         if i % 2 == 0 { _mm256_unpacklo_epi32(x, y) } else { _mm256_unpackhi_epi32(x, y) }
     });
-    // u[4q + j]: words j (low half) and j + 4 (high half) of keys 4q..4q + 4.
+    // u[4q + j]: words j (low half) and j + 4 (high half) of rows 4q..4q + 4.
     let u: [__m256i; 8] = std::array::from_fn(|i| {
         let (q, j) = (i / 4, i % 4);
         let (x, y) = (t[4 * q + j / 2], t[4 * q + j / 2 + 2]);
@@ -241,6 +330,22 @@ fn transposed_words(keys: &[&[u8]; LANES], lens: &mut [u32; LANES]) -> [__m256i;
         _mm256_permute2x128_si256::<0x31>(u[0], u[4]),
         _mm256_permute2x128_si256::<0x31>(u[1], u[5]),
     ]
+}
+
+/// `words` with the bytes at and past each lane's length `len` (at most 32) cleared: byte b of
+/// word w is kept where 4w + b < len, each lane's length copied to its four bytes and compared
+/// with those indexes, two instructions a word for 8 keys. (Shifting a lane of ones by the bytes
+/// to clear took six: the compiler guards a variable shift of 32 or more.)
+#[inline]
+#[target_feature(enable = "avx2")]
+fn keep_key_bytes(words: [__m256i; 6], len: __m256i) -> [__m256i; 6] {
+    let len_in_bytes = _mm256_shuffle_epi8(len, _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12));
+    let mut first = 0;
+    words.map(|word| {
+        let index = _mm256_add_epi8(_mm256_set1_epi32(0x0302_0100), _mm256_set1_epi8(first));
+        first += 4;
+        _mm256_and_si256(word, _mm256_cmpgt_epi8(len_in_bytes, index))
+    })
 }
 
 #[cfg(test)]
