@@ -192,6 +192,25 @@ pub fn composite_key(
     Ok(present)
 }
 
+/// Every field of `line` encoded as [`composite_key`] encodes the fields it is given (CSV
+/// quoting applies; NULLs included), with how many fields there are and whether none is NULL:
+/// a composite key written whole, as `query --composite` reads one. One walk over the fields,
+/// where counting them first ([`split_fields`]) copied each.
+pub fn composite_key_of_every_field(line: &[u8], delimiter: u8, null: Option<&[u8]>, scratch: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<(usize, bool), (usize, KeyError)> {
+    out.clear();
+    let mut present = true;
+    let mut index = 0;
+    loop {
+        match key_or_null(line, delimiter, index, true, null, scratch) {
+            Ok(Some(value)) => push_with_length(out, value),
+            Ok(None) => present = false,
+            Err(KeyError::MissingField { .. }) => return Ok((index, present)),
+            Err(e) => return Err((index, e)),
+        }
+        index += 1;
+    }
+}
+
 /// Field `index` of `line` (terminator trimmed) as [`extract_key`] reads it (`quoted`: the line
 /// may hold quotes), or `None` where it is written as the text `null` stands for: SQL's NULL, as
 /// `--null-key` names it (Hive writes `\N`; Spark, DuckDB and Polars read an empty unquoted

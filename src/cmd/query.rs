@@ -2,7 +2,7 @@
 
 use bloomflow::format;
 use super::args::KeyTypeArg;
-use bloomflow::records::{bom_len, composite_key, split_fields, trim_line_end, KeyForm, KeyRules, KeyType};
+use bloomflow::records::{bom_len, composite_key_of_every_field, trim_line_end, KeyForm, KeyRules, KeyType};
 use bloomflow::splits::{SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
 use std::io::{BufWriter, Write};
@@ -148,17 +148,14 @@ impl Answerer<'_> {
         self.nulls.clear();
         match (self.encoding.rules.key_type, self.encoding.composite) {
             (KeyType::Bytes, Some(delimiter)) => {
-                let (mut scratch, mut indexes) = (Vec::new(), Vec::new());
+                let mut scratch = Vec::new();
                 self.composed.resize_with(keys.len(), Vec::new);
                 for (i, (key, composed)) in keys.iter().zip(&mut self.composed).enumerate() {
-                    let fields = split_fields(key, delimiter, &mut scratch).map_err(|e| anyhow::anyhow!("{}: {e}", place(i)))?.len();
+                    // The fields as the jobs make a composite key of them, NULLs included.
+                    let (fields, present) = composite_key_of_every_field(key, delimiter, null, &mut scratch, composed).map_err(|(index, e)| anyhow::anyhow!("{}: {}", place(i), e.describe(index)))?;
                     if let Some(want) = self.encoding.fields.filter(|&want| want != fields) {
                         anyhow::bail!("{}: a key of {fields} field(s), where the filter's keys have {want}", place(i));
                     }
-                    // The fields as the jobs make a composite key of them, NULLs included.
-                    indexes.clear();
-                    indexes.extend(0..fields);
-                    let present = composite_key(key, delimiter, &indexes, true, null, &mut scratch, composed).map_err(|(index, e)| anyhow::anyhow!("{}: {}", place(i), e.describe(index)))?;
                     self.nulls.push(!present);
                 }
                 let hashed: Vec<&[u8]> = self.composed[..keys.len()].iter().map(Vec::as_slice).collect();

@@ -579,6 +579,10 @@ fn a_filter_records_its_key_form_and_refuses_keys_encoded_otherwise() {
     fails_with(&run(&["query", &pair, "--composite", ",", "x,1", "x,1,2"]), &["key argument 2", "3 field(s)", "have 2"]);
     fails_with(&run_with_stdin(&["query", &pair, "--composite", ","], b"x,1\ny\n"), &["standard input line 2", "1 field(s)"]);
     assert_eq!(ok(&run(&["query", &pair, "--composite", ",", "x,1", "x,2"])), "x,1\tmaybe\nx,2\tno\n");
+    // CSV quoting applies to a composite key's fields, and a malformed one is named.
+    assert_eq!(ok(&run(&["query", &pair, "--composite", ",", "\"x\",1", "x,\"2\""])), "\"x\",1\tmaybe\nx,\"2\"\tno\n");
+    fails_with(&run(&["query", &pair, "--composite", ",", "x,1", "\"x,1"]), &["key argument 2", "unclosed quote"]);
+    fails_with(&run_with_stdin(&["query", &pair, "--composite", ","], b"\"x\"y,1\n"), &["standard input line 1", "characters after a closing quote"]);
     fails_with(&run(&["query", &one, "--composite", ",", "x,1"]), &["one.bloom", "1 field (bytes)", "--composite gives keys of 2 fields"]);
     assert_eq!(ok(&run(&["query", &one, "x", "z"])), "x\tmaybe\nz\tno\n");
 
