@@ -170,13 +170,12 @@ impl Answerer<'_> {
                 for (i, &key) in keys.iter().enumerate() {
                     let is_null = Some(key) == null;
                     // A NULL is not parsed: zeros stand in for it, looked up and answered no.
-                    let encoded = match is_null {
-                        true => [0u8; 8],
-                        false => {
-                            let mut buf = [0u8; 8];
-                            let encoded = self.encoding.rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
-                            encoded.try_into().expect("a long is 8 bytes")
-                        }
+                    let encoded = if is_null {
+                        [0u8; 8]
+                    } else {
+                        let mut buf = [0u8; 8];
+                        let encoded = self.encoding.rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
+                        encoded.try_into().expect("a long is 8 bytes")
                     };
                     self.encoded.push(encoded);
                     self.nulls.push(is_null);

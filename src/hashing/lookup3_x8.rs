@@ -208,24 +208,17 @@ fn rows_in_place(keys: &[&[u8]; LANES]) -> Option<([__m256i; LANES], __m256i)> {
     let low_halves = _mm256_castps_si256(_mm256_shuffle_ps::<0b10_00_10_00>(_mm256_castsi256_ps(capped[0]), _mm256_castsi256_ps(capped[1])));
     // Now keys 0, 2, 4, 6 | 1, 3, 5, 7.
     let len = _mm256_permutevar8x32_epi32(low_halves, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    let rows = std::array::from_fn(|i| {
-        let ptr = keys[i].as_ptr();
-        let row: __m256i;
-        // SAFETY: the key is not empty and its first byte is not in the last 32 bytes of its
-        // page (tested above), so the 32 bytes at `ptr` are in mapped memory. The read is an
-        // instruction of its own, not a Rust read (which must stay inside the key); the bytes
-        // past the key are cleared by `keep_key_bytes`.
-        unsafe {
-            std::arch::asm!("vmovdqu {v}, ymmword ptr [{p}]", p = in(reg) ptr, v = out(ymm_reg) row, options(pure, readonly, nostack, preserves_flags));
-        }
-        row
-    });
+    // SAFETY: each key is not empty and its first byte is not in the last 32 bytes of its page
+    // (tested above), so the 32 bytes there are in mapped memory; the bytes past the key are
+    // cleared by `keep_key_bytes`.
+    let rows = std::array::from_fn(|i| unsafe { read_32(keys[i].as_ptr()) });
     Some((rows, len))
 }
 
 /// [`rows_in_place`] for a vector that holds an empty key or one at a page's end: each key
-/// read as a row on its own ([`load_key`]), its length stored and the lengths loaded as one.
-/// Out of line, so that the usual path saves no registers for it.
+/// read as a row on its own ([`read_within_page`], or a copy where that cannot read it), its
+/// length stored and the lengths loaded as one. Out of line, so that the usual path saves no
+/// registers for it.
 #[cold]
 #[inline(never)]
 #[target_feature(enable = "avx2")]
@@ -235,25 +228,16 @@ fn rows_one_by_one(keys: &[&[u8]; LANES]) -> ([__m256i; LANES], __m256i) {
     for i in 0..LANES {
         let n = keys[i].len().min(32);
         lens[i] = n as u32;
-        rows[i] = load_key(keys[i], n);
+        rows[i] = match read_within_page(keys[i], n) {
+            Some(row) => row,
+            None => load_padded(keys[i], n),
+        };
     }
     // SAFETY: `lens` is 32 bytes; an unaligned load needs no alignment.
     (rows, unsafe { _mm256_loadu_si256(lens.as_ptr() as *const __m256i) })
 }
 
-/// The first `n` ≤ 32 bytes of `key` in a 256-bit vector, zero past them; a key that starts in
-/// the last 32 bytes of a page is copied into a zeroed buffer first, since AVX2 has no
-/// byte-masked load.
-#[inline]
-#[target_feature(enable = "avx2")]
-fn load_key(key: &[u8], n: usize) -> __m256i {
-    match load_within_page(key, n) {
-        Some(bytes) => bytes,
-        None => load_padded(key, n),
-    }
-}
-
-/// [`load_key`] for a key at the end of a page, about one in a hundred: out of line, so that
+/// [`read_within_page`] for a key at the end of a page, about one in a hundred: out of line, so that
 /// the registers of the usual path are not saved around a call to copy the bytes.
 #[cold]
 #[inline(never)]
@@ -266,13 +250,25 @@ fn load_padded(key: &[u8], n: usize) -> __m256i {
 }
 
 /// The first `n` ≤ 32 bytes of `key` in a 256-bit vector, zero after them, read as 32 bytes
-/// at once; None where those 32 bytes would reach into the next page, which may be unmapped.
-/// Reading the bytes past the key and clearing them in the register is much cheaper than
-/// gathering exactly the key's bytes (see [`super::lookup3_x16`]). No branch but the page's:
-/// an empty key reads [`KEEP`]'s zeros instead of its pointer, which may be dangling.
+/// at once ([`read_within_page`]); None where those 32 bytes would reach into the next page,
+/// which may be unmapped. Reading the bytes past the key and clearing them in the register is
+/// much cheaper than gathering exactly the key's bytes (see [`super::lookup3_x16`]).
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) fn load_within_page(key: &[u8], n: usize) -> Option<__m256i> {
+    let whole = read_within_page(key, n)?;
+    // SAFETY: 32 - n ≤ 32, so the 32 bytes read are inside KEEP's 64.
+    let keep = unsafe { _mm256_loadu_si256(KEEP.0.as_ptr().add(32 - n) as *const __m256i) };
+    Some(_mm256_and_si256(keep, whole))
+}
+
+/// The 32 bytes from `key`'s start, its first `n` ≤ 32 bytes and whatever follows them (which
+/// the caller clears); None where they would reach into the next page, which may be unmapped.
+/// No branch but the page's: an empty key reads [`KEEP`]'s zeros instead of its pointer, which
+/// may be dangling.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn read_within_page(key: &[u8], n: usize) -> Option<__m256i> {
     debug_assert!(n <= key.len() && n <= 32);
     let ptr = if n == 0 { KEEP.0[32..].as_ptr() } else { key.as_ptr() };
     // Whether ptr is in the last 32 bytes of its page (the first of them too, which is
@@ -280,16 +276,25 @@ pub(super) fn load_within_page(key: &[u8], n: usize) -> Option<__m256i> {
     if (ptr as usize).wrapping_add(32) & (4096 - 32) == 0 {
         return None;
     }
-    let whole: __m256i;
     // SAFETY: the 32 bytes at `ptr` are in the page of the key's first byte (or of KEEP's
-    // zeros), which is mapped; the read is an instruction of its own (not a Rust read, which
-    // must stay inside the key), and the bytes past the first n are cleared below.
+    // zeros), which is mapped.
+    Some(unsafe { read_32(ptr) })
+}
+
+/// The 32 bytes at `ptr`, read by an instruction of its own: a Rust read must stay inside the
+/// key, and these 32 bytes may run past it.
+///
+/// # Safety
+/// The 32 bytes at `ptr` must be mapped memory.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn read_32(ptr: *const u8) -> __m256i {
+    let bytes: __m256i;
+    // SAFETY: the caller's promise; the read has no other effect.
     unsafe {
-        std::arch::asm!("vmovdqu {v}, ymmword ptr [{p}]", p = in(reg) ptr, v = out(ymm_reg) whole, options(pure, readonly, nostack, preserves_flags));
+        std::arch::asm!("vmovdqu {v}, ymmword ptr [{p}]", p = in(reg) ptr, v = out(ymm_reg) bytes, options(pure, readonly, nostack, preserves_flags));
     }
-    // SAFETY: 32 - n ≤ 32, so the 32 bytes read are inside KEEP's 64.
-    let keep = unsafe { _mm256_loadu_si256(KEEP.0.as_ptr().add(32 - n) as *const __m256i) };
-    Some(_mm256_and_si256(keep, whole))
+    bytes
 }
 
 /// 32 bytes of ones, then 32 of zeros: the 32 from offset 32 - n keep the first n bytes of a
