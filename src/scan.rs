@@ -8,6 +8,7 @@ use crate::records::{bom_len, composite_key, key_or_null, trim_line_end, unquote
 use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
 use crate::bzip2_blocks::Bzip2SplitReader;
+use crate::bytemask::ByteIter;
 use crate::splits::{self, line_number, Input, Split, SplitReader};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
@@ -256,7 +257,6 @@ impl Source {
         let input = &self.inputs[split.input];
         let opts = &self.options;
         let delimiter = opts.format.delimiter;
-        let mut lines = Vec::with_capacity(BATCH_LINES);
         let mut items: Vec<(Range<usize>, KeyAt)> = Vec::with_capacity(BATCH_LINES);
         let null = opts.null_key.as_deref();
         let mut nulls = Vec::new();
@@ -291,119 +291,137 @@ impl Source {
         // is kept across batches, empty, in these.
         let (mut spare_keys, mut spare_records): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
         loop {
-            let first_offset = reader.next_batch(BATCH_LINES, &mut lines)?;
-            let Some(end) = lines.last().map(|last| last.end) else { break };
+            let (region_offset, region) = reader.next_lines(line)?;
+            if region.is_empty() {
+                break;
+            }
             let buf = reader.buffer();
-            let batch_bytes = (end - lines[0].start) as u64;
+            let mut at = region.start;
             if std::mem::take(&mut at_input_start) {
-                lines[0].start += bom_len(&buf[lines[0].clone()]);
+                at += bom_len(&buf[region.clone()]);
             }
-            let quoted = memchr::memchr(b'"', &buf[lines[0].start..end]).is_some();
-            // Without quotes, a byte key is a slice of its line, so the batch is assembled as it
-            // is read; otherwise some keys land in the arena, and are placed once it stops growing.
-            let direct = !quoted && opts.key_rules.key_type == KeyType::Bytes && !opts.key.is_composite();
-            let mut keys = recycle(std::mem::take(&mut spare_keys));
-            let mut records = recycle(std::mem::take(&mut spare_records));
-            items.clear();
-            arena.clear();
-            nulls.clear();
-            let mut header_line = None;
-            // The usual batch's lines go through the fast path, up to the first that it leaves
-            // to the general one (an empty or malformed line, a NULL key), which takes the rest.
-            let mut general_from = 0;
-            if let (true, false, Some(index)) = (direct, skip_header, single_index) {
-                let reject_empty = opts.key_rules.reject_empty;
-                // Made twice, so that a scan without a NULL text makes no test for one.
-                general_from = match null {
-                    None => direct_lines(buf, &lines, delimiter, index, |key| reject_empty && key.is_empty(), &mut keys, &mut records),
-                    Some(null) => direct_lines(buf, &lines, delimiter, index, |key| reject_empty && key.is_empty() || key == null, &mut keys, &mut records),
-                };
-                line += general_from as u64;
-                stats.records += general_from as u64;
-            }
-            for range in &lines[general_from..] {
-                line += 1;
-                let text = trim_line_end(&buf[range.clone()]);
-                if skip_header {
-                    skip_header = false;
-                    header_line = Some(range.clone());
-                    if key_index.is_none() {
-                        key_index = Some(opts.key.resolve(Some(text), delimiter, &input.name())?);
-                        (single_index, first_index) = single(&key_index);
+            // Where the next quote is (the region's end if none): lines before it take the
+            // fast path; the line holding it takes the general one, which parses quotes.
+            let quote_from = |from: usize| memchr::memchr(b'"', &buf[from..region.end]).map_or(region.end, |i| from + i);
+            let mut quote = quote_from(at);
+            // Batches of up to BATCH_LINES lines.
+            let mut batch_from = region.start;
+            while at < region.end {
+                let mut keys = recycle(std::mem::take(&mut spare_keys));
+                let mut records = recycle(std::mem::take(&mut spare_records));
+                items.clear();
+                arena.clear();
+                nulls.clear();
+                let mut header_line = None;
+                let mut taken = 0;
+                while taken < BATCH_LINES && at < region.end {
+                    // The usual lines go through the fast path, up to the first that it leaves to
+                    // the general one (a line with a quote, an empty or malformed line, a NULL key),
+                    // which takes that one line. A key in the arena puts every later key of the
+                    // batch aside too, so that the batch keeps its lines' order.
+                    if let (KeyType::Bytes, false, Some(index), true) = (opts.key_rules.key_type, skip_header, single_index, items.is_empty()) {
+                        let reject_empty = opts.key_rules.reject_empty;
+                        let room = BATCH_LINES - taken;
+                        // Made twice, so that a scan without a NULL text makes no test for one.
+                        let (took, next) = match null {
+                            None => direct_lines(buf, at..quote, delimiter, index, |key| reject_empty && key.is_empty(), room, &mut keys, &mut records),
+                            Some(null) => direct_lines(buf, at..quote, delimiter, index, |key| reject_empty && key.is_empty() || key == null, room, &mut keys, &mut records),
+                        };
+                        (taken, at) = (taken + took, next);
+                        line += took as u64;
+                        stats.records += took as u64;
+                        if taken == BATCH_LINES || at == region.end {
+                            break;
+                        }
                     }
-                    continue;
-                }
-                if text.is_empty() {
-                    continue;
-                }
-                stats.records += 1;
-                // The field a malformed record is described by.
-                let mut failed = first_index;
-                let key = match single_index {
-                    Some(index) => key_or_null(text, delimiter, index, quoted, null, &mut scratch),
-                    None => {
-                        let indexes = key_index.as_deref().expect("key indexes are resolved before the first record");
-                        composite_key(text, delimiter, indexes, quoted, null, &mut scratch, &mut composite).map(|present| present.then_some(&composite[..])).map_err(|(index, e)| {
-                            failed = index;
-                            e
-                        })
+                    let end = memchr::memchr(b'\n', &buf[at..region.end]).map_or(region.end, |i| at + i + 1);
+                    let range = at..end;
+                    (taken, at) = (taken + 1, end);
+                    let quoted = end > quote;
+                    if quoted {
+                        quote = quote_from(end);
                     }
-                };
-                let key = match key {
-                    Ok(Some(key)) => Ok(key),
-                    Ok(None) => {
-                        stats.null_keys += 1;
-                        if opts.keep_null_records {
-                            // In its place in the batch, with an empty key that nothing looks up.
-                            nulls.push(keys.len() + items.len());
-                            if direct {
-                                keys.push(&buf[range.start..range.start]);
-                                records.push(&buf[range.clone()]);
-                            } else {
-                                items.push((range.clone(), KeyAt::Buffer(range.start..range.start)));
-                            }
+                    line += 1;
+                    let text = trim_line_end(&buf[range.clone()]);
+                    if skip_header {
+                        skip_header = false;
+                        header_line = Some(range.clone());
+                        if key_index.is_none() {
+                            key_index = Some(opts.key.resolve(Some(text), delimiter, &input.name())?);
+                            (single_index, first_index) = single(&key_index);
                         }
                         continue;
                     }
-                    Err(err) => Err(err),
-                };
-                match key.and_then(|key| opts.key_rules.encode(key, &mut long_buf)) {
-                    Ok(key) => match locate_key(buf, key, &mut arena) {
-                        KeyAt::Buffer(at) if direct => {
-                            keys.push(&buf[at]);
-                            records.push(&buf[range.clone()]);
+                    if text.is_empty() {
+                        continue;
+                    }
+                    stats.records += 1;
+                    // The field a malformed record is described by.
+                    let mut failed = first_index;
+                    let key = match single_index {
+                        Some(index) => key_or_null(text, delimiter, index, quoted, null, &mut scratch),
+                        None => {
+                            let indexes = key_index.as_deref().expect("key indexes are resolved before the first record");
+                            composite_key(text, delimiter, indexes, quoted, null, &mut scratch, &mut composite).map(|present| present.then_some(&composite[..])).map_err(|(index, e)| {
+                                failed = index;
+                                e
+                            })
                         }
-                        at => {
-                            // Order: a direct batch must not put any record aside.
-                            assert!(!direct, "an unquoted byte key is a slice of its line");
-                            items.push((range.clone(), at))
+                    };
+                    let key = match key {
+                        Ok(Some(key)) => Ok(key),
+                        Ok(None) => {
+                            stats.null_keys += 1;
+                            if opts.keep_null_records {
+                                // In its place in the batch, with an empty key that nothing looks up.
+                                nulls.push(keys.len() + items.len());
+                                if items.is_empty() {
+                                    keys.push(&buf[range.start..range.start]);
+                                    records.push(&buf[range.clone()]);
+                                } else {
+                                    items.push((range.clone(), KeyAt::Buffer(range.start..range.start)));
+                                }
+                            }
+                            continue;
                         }
-                    },
-                    Err(err) => {
-                        // Finding a line number may mean counting newlines from the file's start:
-                        // done only for the records that are described.
-                        let described = opts.strict || err.is_fatal() || stats.malformed_examples.len() < MALFORMED_EXAMPLES;
-                        let offset = first_offset + (range.start - lines[0].start) as u64;
-                        let at = if described { line_of(offset, line) } else { 0 };
-                        self.malformed(err, failed, input, at, stats)?;
+                        Err(err) => Err(err),
+                    };
+                    match key.and_then(|key| opts.key_rules.encode(key, &mut long_buf)) {
+                        Ok(key) => match locate_key(buf, key, &mut arena) {
+                            KeyAt::Buffer(at) if items.is_empty() => {
+                                keys.push(&buf[at]);
+                                records.push(&buf[range.clone()]);
+                            }
+                            at => items.push((range.clone(), at)),
+                        },
+                        Err(err) => {
+                            // Finding a line number may mean counting newlines from the file's start:
+                            // done only for the records that are described.
+                            let described = opts.strict || err.is_fatal() || stats.malformed_examples.len() < MALFORMED_EXAMPLES;
+                            let offset = region_offset + (range.start - region.start) as u64;
+                            let at = if described { line_of(offset, line) } else { 0 };
+                            self.malformed(err, failed, input, at, stats)?;
+                        }
                     }
                 }
-            }
-            stats.bytes += batch_bytes;
-            keys.extend(items.iter().map(|(_, k)| k.get(buf, &arena)));
-            records.extend(items.iter().map(|(r, _)| &buf[r.clone()]));
-            on_batch(&RecordBatch { keys: &keys, records: &records, nulls: &nulls, header: header_line.map(|r| &buf[r]) })?;
-            (spare_keys, spare_records) = (recycle(keys), recycle(records));
-            // Progress and abort are shared by every worker: touched once per MiB, not once per
-            // batch, so that the workers do not pass their cache line back and forth.
-            read += batch_bytes;
-            let at = position(read);
-            if at - reported >= PROGRESS_STEP {
-                tick();
-                progress.fetch_add(at - reported, Ordering::Relaxed);
-                reported = at;
-                if abort.load(Ordering::Relaxed) {
-                    return Ok(());
+                let batch_bytes = (at - batch_from) as u64;
+                batch_from = at;
+                stats.bytes += batch_bytes;
+                keys.extend(items.iter().map(|(_, k)| k.get(buf, &arena)));
+                records.extend(items.iter().map(|(r, _)| &buf[r.clone()]));
+                on_batch(&RecordBatch { keys: &keys, records: &records, nulls: &nulls, header: header_line.map(|r| &buf[r]) })?;
+                (spare_keys, spare_records) = (recycle(keys), recycle(records));
+                // Progress and abort are shared by every worker: touched once per MiB, not once per
+                // batch, so that the workers do not pass their cache line back and forth.
+                read += batch_bytes;
+                let at = position(read);
+                if at - reported >= PROGRESS_STEP {
+                    tick();
+                    progress.fetch_add(at - reported, Ordering::Relaxed);
+                    reported = at;
+                    if abort.load(Ordering::Relaxed) {
+                        return Ok(());
+                    }
                 }
             }
         }
@@ -509,41 +527,59 @@ impl KeyAt {
     }
 }
 
-/// The fast path of [`Source::scan_split`] for a batch without quotes and a one-field byte key:
-/// each line's key (field `index`) and record pushed as slices of `buf`, in a loop with none of
-/// the general path's cases. Stops at the first line it cannot take as it is (empty, without the
-/// field, or with a key that it `leaves` to the general path: an empty key that Hadoop's filters
-/// refuse, a NULL) and returns its position in `lines` (`lines.len()` when it took them all);
-/// the general path takes that line and the rest. (Made once for both cases, the test for a
-/// NULL cost 6 instructions a line with no NULL text given: 646.5 → 658.6 million for the
-/// build below.)
-/// Building a filter of the 2M-row probe took 755 million instructions with every line on the
-/// general path, 675 million with this one (callgrind; 805 million before `unquoted_field` was
-/// always inlined). Interleaved, 6 runs each on the 20M-row probe: build `-w 1` 1.39–1.74 →
-/// 1.22–1.63 s, `-w 2` 0.71–0.85 → 0.68–0.79 s.
-#[inline(always)]
+/// The fast path of [`Source::scan_split`] for lines without quotes and a one-field byte key:
+/// from `lines.start`, up to `max` whole lines of `buf[lines]`, each line's key (field `index`)
+/// and record pushed as slices of `buf`, in a loop with none of the general path's cases. Stops
+/// at the first line it cannot take as it is (empty, without the field, with a key that it
+/// `leaves` to the general path: an empty key that Hadoop's filters refuse, a NULL; or not
+/// ending in `lines`, which end where a quote or the input's end without a newline is) and
+/// returns the lines taken and where the next begins.
+///
+/// The lines are found as their keys are, in one pass over the bytes, and the loop is a
+/// function of its own, whose values fit in registers (inlined into the scan, it kept most on
+/// the stack). Callgrind, against the reader finding a batch's lines first and this loop then
+/// finding their keys: the build of the 2M-row probe 608.4 → 568.2 million instructions, the
+/// semi-join `--exact` 265.0 → 245.8 a probe record. (Made once for both cases, the test for a
+/// NULL cost 6 instructions a line with no NULL text given.)
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
 fn direct_lines<'b>(
     buf: &'b [u8],
-    lines: &[Range<usize>],
+    lines: Range<usize>,
     delimiter: u8,
     index: usize,
     leaves: impl Fn(&[u8]) -> bool,
+    max: usize,
     keys: &mut Vec<&'b [u8]>,
     records: &mut Vec<&'b [u8]>,
-) -> usize {
-    for (i, range) in lines.iter().enumerate() {
-        let record = &buf[range.clone()];
-        let text = trim_line_end(record);
+) -> (usize, usize) {
+    let mut start = lines.start;
+    let mut taken = 0;
+    // Pushed to as locals: through the references, each push loaded and stored the length.
+    let (mut found_keys, mut found_records) = (std::mem::take(keys), std::mem::take(records));
+    found_keys.reserve(max);
+    found_records.reserve(max);
+    for newline in ByteIter::new(&buf[lines.clone()], b'\n') {
+        let end = lines.start + newline + 1;
+        let record = &buf[start..end];
+        // The line ends in a newline: only a carriage return before it is left to trim.
+        let text = &record[..record.len() - 1 - record.ends_with(b"\r\n") as usize];
         match unquoted_field(text, delimiter, index) {
             // Not a blank line (no record), nor a key that the general path must see.
             Ok(key) if !(text.is_empty() || leaves(key)) => {
-                keys.push(key);
-                records.push(record);
+                found_keys.push(key);
+                found_records.push(record);
             }
-            _ => return i,
+            _ => break,
+        }
+        start = end;
+        taken += 1;
+        if taken == max {
+            break;
         }
     }
-    lines.len()
+    (*keys, *records) = (found_keys, found_records);
+    (taken, start)
 }
 
 /// Records where `key` is: a range of `buf` when it is a slice of it, else a copy in `arena`.
@@ -663,6 +699,87 @@ mod tests {
             assert_eq!((stats.records, stats.malformed), (6, lines.len() as u64), "reject_empty {reject_empty}");
             let described: Vec<&str> = stats.malformed_examples.iter().map(|e| e.split(':').nth(1).unwrap()).collect();
             assert_eq!(described, lines.iter().map(|l| l.to_string()).collect::<Vec<_>>(), "{:?}", stats.malformed_examples);
+        }
+    }
+
+    /// Whatever the mix of lines (plain, quoted, blank, CRLF, short of the key's field, NULL,
+    /// longer than a mask's window, an empty key) and however the file is cut into splits, the
+    /// scan's batches hold every record with its key, in order, as the general path's
+    /// `key_or_null` finds them line by line: the fast path and the hand-overs between it and
+    /// the general path keep every line and its order.
+    #[test]
+    fn the_scan_reads_every_mix_of_lines_as_the_general_path_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mix.csv");
+        let mut rng = crate::xorshift::XorShift::new(0x9E37_79B9_7F4A_7C15);
+        let mut text = Vec::new();
+        for i in 0..3000 {
+            let r = rng.next();
+            let filler = "f".repeat((r >> 8) as usize % 90);
+            // The first 300 lines are plain: runs longer than a batch.
+            let line = match if i < 300 { 18 } else { r % 19 } {
+                0 => String::new(),
+                1 => format!("{i},\"q,{i}\",x"),
+                2 => format!("{i},k{i},\"a\"\"b\""),
+                3 => format!("{i}"),
+                4 => format!("{i},NULL,x"),
+                5 => format!("{i},\"NULL\",x"),
+                6 => format!("{i},,x"),
+                9 => format!("{i},\"k\"\"{i}\",x"),
+                7 => format!("{filler},k{i}"),
+                _ => format!("{i},k{i},{filler}"),
+            };
+            text.extend(line.as_bytes());
+            text.extend(if r.is_multiple_of(5) { &b"\r\n"[..] } else { b"\n" });
+        }
+        text.extend(b"last,k-last");
+        std::fs::write(&path, &text).unwrap();
+        for (null, keep_null_records) in [(None, false), (Some(b"NULL".to_vec()), false), (Some(b"NULL".to_vec()), true)] {
+            // The oracle: every physical line on its own, through the general path's function.
+            let mut want: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let mut scratch = Vec::new();
+            for line in text.split_inclusive(|&b| b == b'\n') {
+                let trimmed = trim_line_end(line);
+                if trimmed.is_empty() {
+                    continue;
+                }
+                match key_or_null(trimmed, b',', 1, true, null.as_deref(), &mut scratch) {
+                    Ok(Some(key)) => want.push((key.to_vec(), line.to_vec())),
+                    Ok(None) if keep_null_records => want.push((Vec::new(), line.to_vec())),
+                    _ => {}
+                }
+            }
+            for split_size in [100, 777, 64 << 10] {
+                let options = ScanOptions {
+                    format: RecordFormat { delimiter: b',', has_header: false },
+                    key: Key::single(KeyField::Index(2)),
+                    split_size,
+                    max_record: 1 << 20,
+                    strict: false,
+                    key_rules: KeyRules { key_type: KeyType::Bytes, reject_empty: false },
+                    stdin_compression: None,
+                    null_key: null.clone(),
+                    keep_null_records,
+                };
+                let source = Source::plan(std::slice::from_ref(&path), options, 1).unwrap();
+                let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+                let mut read: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+                let mut by_split = source.splits.iter().map(|s| s.index).collect::<Vec<_>>().into_iter();
+                let stats = source
+                    .scan_feed(&mut by_split, &abort, &progress, |batch| {
+                        assert!(batch.keys.len() <= BATCH_LINES && batch.keys.len() == batch.records.len());
+                        read.extend(batch.keys.iter().zip(batch.records).map(|(k, r)| (k.to_vec(), r.to_vec())));
+                        Ok(())
+                    })
+                    .unwrap();
+                if let Some(i) = (0..read.len().min(want.len())).find(|&i| read[i] != want[i]) {
+                    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                    panic!("record {i} read as {:?} {:?}, not {:?} {:?}", text(&read[i].0), text(&read[i].1), text(&want[i].0), text(&want[i].1));
+                }
+                assert_eq!(read.len(), want.len(), "null {null:?}, kept {keep_null_records}, split size {split_size}");
+                assert!(read == want, "null {null:?}, kept {keep_null_records}, split size {split_size}");
+                assert_eq!(stats.bytes, text.len() as u64);
+            }
         }
     }
 

@@ -6,6 +6,7 @@
 //! every process — except where workers claim splits as they go (`jobs::claims`, the filter
 //! build).
 
+use crate::bytemask::ByteIter;
 use crate::compressed::Compression;
 use crate::error::{Error, Result};
 use std::fs::File;
@@ -397,55 +398,68 @@ impl<R: Read> SplitReader<R> {
         }
     }
 
-    /// Up to `max` complete records that start in this split, as ranges of [`buffer`], each with
-    /// its terminator (a last line may lack one). Returns the file offset of the first; `out` is
-    /// empty once the split is done. The ranges stay valid until the next call.
+    /// Every complete record in the buffer that starts in this split, as one range of
+    /// [`buffer`]: whole lines, each with its terminator (the input's last line may lack one),
+    /// the first at the returned file offset. Empty once the split is done; reads more when
+    /// the buffer holds no complete record. The range stays valid until the next call.
+    ///
+    /// The caller walks the lines itself ([`run_lines`]), or as it looks for their fields
+    /// (`scan`): one pass over the bytes, where finding a batch's lines here first made two
+    /// (see `scan::direct_lines`). `taken` is the number of records of this reader the caller
+    /// has taken so far, by which a record over the limit is numbered.
     ///
     /// [`buffer`]: SplitReader::buffer
-    pub fn next_batch(&mut self, max: usize, out: &mut Vec<std::ops::Range<usize>>) -> Result<u64> {
-        out.clear();
+    pub fn next_lines(&mut self, taken: u64) -> Result<(u64, std::ops::Range<usize>)> {
+        self.records = taken;
         loop {
-            let first_offset = self.offset;
-            if first_offset >= self.end {
-                return Ok(first_offset);
+            let offset = self.offset;
+            if offset >= self.end {
+                return Ok((offset, self.pos..self.pos));
             }
-            let base = self.pos;
-            let mut line_start = base;
-            for nl in ByteIter::new(&self.buf[base..self.filled], b'\n') {
-                let end = base + nl + 1;
-                if end - line_start > self.max_record {
-                    self.offset = first_offset + (line_start - base) as u64;
-                    return Err(self.too_long());
+            let ready = &self.buf[self.pos..self.filled];
+            // The split's last record holds its byte end - 1, and ends at the first newline
+            // from there; if that is not in the buffer yet, the records before it are ready.
+            let last = (self.end - offset - 1).min(ready.len() as u64) as usize;
+            let complete = memchr::memchr(b'\n', &ready[last..])
+                .map(|i| last + i + 1)
+                .or_else(|| memchr::memrchr(b'\n', &ready[..last]).map(|i| i + 1));
+            let len = match complete {
+                Some(len) => len,
+                // The input's last line, without a newline (or nothing: the split is done).
+                None if self.eof => ready.len(),
+                None => {
+                    self.refill()?;
+                    continue;
                 }
-                out.push(line_start..end);
-                line_start = end;
-                // The next record belongs to a later split, or the batch is full.
-                if first_offset + (line_start - base) as u64 >= self.end || out.len() == max {
-                    break;
-                }
+            };
+            if len > self.max_record {
+                self.check_lengths(len)?;
             }
-            if out.is_empty() && !self.refill()? {
-                if self.filled > self.pos {
-                    // A last line without a newline.
-                    if self.filled - self.pos > self.max_record {
-                        return Err(self.too_long());
-                    }
-                    out.push(self.pos..self.filled);
-                    line_start = self.filled;
-                } else {
-                    return Ok(self.offset);
-                }
-            }
-            if !out.is_empty() {
-                self.records += out.len() as u64;
-                self.offset = first_offset + (line_start - self.pos) as u64;
-                self.pos = line_start;
-                return Ok(first_offset);
-            }
+            let start = self.pos;
+            self.pos += len;
+            self.offset += len as u64;
+            return Ok((offset, start..start + len));
         }
     }
 
-    /// The buffer that [`next_batch`](SplitReader::next_batch)'s ranges index.
+    /// Fails for the first of the next `len` bytes' records that is longer than the limit:
+    /// only a limit below the buffer's size lets one be read whole.
+    #[cold]
+    fn check_lengths(&mut self, len: usize) -> Result<()> {
+        let mut start = 0;
+        let ends = memchr::memchr_iter(b'\n', &self.buf[self.pos..self.pos + len]).map(|i| i + 1).chain(std::iter::once(len));
+        for end in ends {
+            if end - start > self.max_record {
+                self.offset += start as u64;
+                return Err(self.too_long());
+            }
+            self.records += 1;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// The buffer that [`next_lines`](SplitReader::next_lines)' ranges index.
     pub fn buffer(&self) -> &[u8] {
         &self.buf
     }
@@ -461,57 +475,34 @@ impl<R: Read> SplitReader<R> {
     }
 }
 
-/// The positions of one byte in a slice, in order, found 64 bytes at a time as a bitmask.
-/// Delimited lines are short (tens of bytes): `memchr_iter` paid its setup once per line, more
-/// than the search itself; a mask costs four compares per 64 bytes and one `tzcnt` per match.
-struct ByteIter<'a> {
-    bytes: &'a [u8],
-    needle: u8,
-    /// Start of the block `mask` describes.
-    block: usize,
-    /// The needle's unvisited positions in the block, as bits.
-    mask: u64,
+/// The lines of a run of [`SplitReader::next_lines`], each with its terminator (the last may
+/// lack one).
+pub fn run_lines(run: &[u8]) -> RunLines<'_> {
+    RunLines { run, start: 0, newlines: ByteIter::new(run, b'\n') }
 }
 
-impl<'a> ByteIter<'a> {
-    fn new(bytes: &'a [u8], needle: u8) -> Self {
-        ByteIter { bytes, needle, block: 0, mask: byte_mask64(bytes, needle) }
+/// The iterator of [`run_lines`].
+pub struct RunLines<'a> {
+    run: &'a [u8],
+    /// Where the next line starts.
+    start: usize,
+    newlines: ByteIter<'a>,
+}
+
+impl<'a> Iterator for RunLines<'a> {
+    type Item = &'a [u8];
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let end = match self.newlines.next() {
+            Some(newline) => newline + 1,
+            None if self.start < self.run.len() => self.run.len(),
+            None => return None,
+        };
+        let line = &self.run[self.start..end];
+        self.start = end;
+        Some(line)
     }
-}
-
-impl Iterator for ByteIter<'_> {
-    type Item = usize;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<usize> {
-        while self.mask == 0 {
-            self.block += 64;
-            if self.block >= self.bytes.len() {
-                return None;
-            }
-            self.mask = byte_mask64(&self.bytes[self.block..], self.needle);
-        }
-        let at = self.block + self.mask.trailing_zeros() as usize;
-        self.mask &= self.mask - 1;
-        Some(at)
-    }
-}
-
-/// Bit i set where `bytes[i] == needle`, for i < min(64, bytes.len()).
-#[inline(always)]
-fn byte_mask64(bytes: &[u8], needle: u8) -> u64 {
-    match bytes.first_chunk::<64>() {
-        Some(block) => crate::bytemask::mask64(block, needle),
-        None => short_mask(bytes, needle),
-    }
-}
-
-/// [`byte_mask64`] of a slice shorter than 64 bytes (the end of a buffer): padded, then masked.
-#[cold]
-fn short_mask(bytes: &[u8], needle: u8) -> u64 {
-    let mut padded = [0u8; 64];
-    padded[..bytes.len()].copy_from_slice(bytes);
-    crate::bytemask::mask64(&padded, needle) & ((1u64 << bytes.len()) - 1)
 }
 
 /// The 1-based line number of the record at `offset` in `path`, for error messages (counts the
@@ -536,24 +527,6 @@ pub fn line_number(path: &Path, offset: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn byte_iter_finds_every_needle_in_order_at_any_length_and_offset() {
-        let mut rng = crate::xorshift::XorShift::new(0x2545_f491_4f6c_dd1d);
-        for len in 0..300 {
-            let bytes: Vec<u8> = (0..len)
-                .map(|_| {
-                    let r = rng.next();
-                    if r.is_multiple_of(5) { b'\n' } else { b'a' + (r % 7) as u8 }
-                })
-                .collect();
-            for start in 0..len.min(70) {
-                let slice = &bytes[start..];
-                let want: Vec<usize> = slice.iter().enumerate().filter(|(_, &b)| b == b'\n').map(|(i, _)| i).collect();
-                assert_eq!(ByteIter::new(slice, b'\n').collect::<Vec<_>>(), want, "len {len} start {start}");
-            }
-        }
-    }
 
     /// Every record of `data` read through splits of `size` bytes, with the records' offsets.
     fn read_all(data: &[u8], size: u64) -> Vec<(u64, Vec<u8>)> {
@@ -588,34 +561,50 @@ mod tests {
     }
 
     #[test]
-    fn batches_give_the_same_records_as_one_at_a_time() {
+    fn runs_of_lines_give_the_same_records_as_one_at_a_time() {
         let data = b"a,1\nbb,22\r\n\nccc,333\r\nlast-no-newline";
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in");
         std::fs::write(&path, data).unwrap();
         let inputs = resolve_inputs(std::slice::from_ref(&path)).unwrap();
         for size in 1..=data.len() as u64 + 1 {
-            for max in [1, 2, 3, 64] {
-                let mut got = Vec::new();
-                for split in plan_splits(&inputs, size, size).unwrap() {
-                    let mut r = SplitReader::open(&path, &split, 1 << 20).unwrap();
-                    let mut lines = Vec::new();
-                    loop {
-                        let mut offset = r.next_batch(max, &mut lines).unwrap();
-                        if lines.is_empty() {
-                            break;
-                        }
-                        assert!(lines.len() <= max);
-                        for l in &lines {
-                            assert!(offset >= split.start && offset < split.end, "size {size}");
-                            got.push((offset, r.buffer()[l.clone()].to_vec()));
-                            offset += l.len() as u64;
-                        }
+            let mut got = Vec::new();
+            for split in plan_splits(&inputs, size, size).unwrap() {
+                // A buffer smaller than a line, so that runs are cut where the buffer ends.
+                let file = File::open(&path).unwrap();
+                let mut r = SplitReader::open(&path, &split, 1 << 20).unwrap();
+                if split.start == 0 {
+                    r = SplitReader::with_capacity(file, 0, split.end, 1 << 20, "in".into(), 3);
+                }
+                let mut taken = 0;
+                loop {
+                    let (mut offset, run) = r.next_lines(taken).unwrap();
+                    if run.is_empty() {
+                        break;
+                    }
+                    for line in run_lines(&r.buffer()[run]) {
+                        assert!(offset >= split.start && offset < split.end, "size {size}");
+                        got.push((offset, line.to_vec()));
+                        offset += line.len() as u64;
+                        taken += 1;
                     }
                 }
-                assert_eq!(got, whole(data), "split size {size}, batch {max}");
             }
+            assert_eq!(got, whole(data), "split size {size}");
         }
+    }
+
+    /// A limit below the buffer's size: a run of whole lines is checked, and the first line
+    /// over the limit is named by its number.
+    #[test]
+    fn a_run_with_a_line_over_a_small_limit_is_an_error_naming_it() {
+        let data = b"short\nlonger line\nok\n";
+        let mut r = SplitReader::new(&data[..], 0, u64::MAX, 8, "small".into());
+        let err = r.next_lines(0).unwrap_err().to_string();
+        assert!(err.contains("small") && err.contains(":2") && err.contains("longer than the limit of 8 bytes"), "{err}");
+        let mut r = SplitReader::new(&data[..], 0, u64::MAX, 12, "small".into());
+        let (_, run) = r.next_lines(0).unwrap();
+        assert_eq!(&r.buffer()[run], &data[..]);
     }
 
     #[test]

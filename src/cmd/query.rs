@@ -3,7 +3,7 @@
 use bloomflow::format;
 use super::args::KeyTypeArg;
 use bloomflow::records::{bom_len, composite_key_of_every_field, trim_line_end, KeyForm, KeyRules, KeyType};
-use bloomflow::splits::{SplitReader, DEFAULT_MAX_RECORD};
+use bloomflow::splits::{run_lines, SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -60,23 +60,33 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         // (Decompressed first if it is compressed, as the jobs' standard input is.)
         let stdin = bloomflow::compressed::stdin(args.stdin_compression).map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
         let mut reader = SplitReader::new(stdin, 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
-        let (mut lines, mut keys) = (Vec::with_capacity(BATCH), Vec::with_capacity(BATCH));
+        let mut keys = Vec::with_capacity(BATCH);
         let mut first_line = 1;
         loop {
-            reader.next_batch(BATCH, &mut lines)?;
-            if lines.is_empty() {
+            let (_, run) = reader.next_lines(first_line - 1)?;
+            if run.is_empty() {
                 break;
             }
             let buf = reader.buffer();
+            let mut at = run.start;
             if first_line == 1 {
                 // A byte order mark is dropped where the input starts, as the jobs drop it.
-                lines[0].start += bom_len(&buf[lines[0].clone()]);
+                at += bom_len(&buf[run.clone()]);
             }
-            let mut batch = bloomflow::scan::recycle(std::mem::take(&mut keys));
-            batch.extend(lines.iter().map(|line| trim_line_end(&buf[line.clone()])));
-            answerer.answer(&batch, |i| format!("standard input line {}", first_line + i as u64), &mut out)?;
-            keys = bloomflow::scan::recycle(batch);
-            first_line += lines.len() as u64;
+            let mut lines = run_lines(&buf[at..run.end]);
+            loop {
+                let mut batch = bloomflow::scan::recycle(std::mem::take(&mut keys));
+                batch.extend(lines.by_ref().take(BATCH).map(trim_line_end));
+                let taken = batch.len() as u64;
+                if taken > 0 {
+                    answerer.answer(&batch, |i| format!("standard input line {}", first_line + i as u64), &mut out)?;
+                }
+                keys = bloomflow::scan::recycle(batch);
+                if taken == 0 {
+                    break;
+                }
+                first_line += taken;
+            }
         }
     }
     out.flush()?;
