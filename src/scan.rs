@@ -555,10 +555,11 @@ fn direct_lines<'b>(
 ) -> (usize, usize) {
     let mut start = lines.start;
     let mut taken = 0;
-    // Pushed to as locals: through the references, each push loaded and stored the length.
-    let (mut found_keys, mut found_records) = (std::mem::take(keys), std::mem::take(records));
-    found_keys.reserve(max);
-    found_records.reserve(max);
+    keys.reserve(max);
+    records.reserve(max);
+    // Written into the vectors' spare room, at one index: pushed, each kept its own length
+    // and capacity, more values than the loop has registers for.
+    let (key_slots, record_slots) = (&mut keys.spare_capacity_mut()[..max], &mut records.spare_capacity_mut()[..max]);
     for newline in ByteIter::new(&buf[lines.clone()], b'\n') {
         let end = lines.start + newline + 1;
         let record = &buf[start..end];
@@ -567,8 +568,8 @@ fn direct_lines<'b>(
         match unquoted_field(text, delimiter, index) {
             // Not a blank line (no record), nor a key that the general path must see.
             Ok(key) if !(text.is_empty() || leaves(key)) => {
-                found_keys.push(key);
-                found_records.push(record);
+                key_slots[taken].write(key);
+                record_slots[taken].write(record);
             }
             _ => break,
         }
@@ -578,7 +579,11 @@ fn direct_lines<'b>(
             break;
         }
     }
-    (*keys, *records) = (found_keys, found_records);
+    // SAFETY (both): the first `taken` spare slots were written, above.
+    unsafe {
+        keys.set_len(keys.len() + taken);
+        records.set_len(records.len() + taken);
+    }
     (taken, start)
 }
 
