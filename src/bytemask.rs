@@ -32,8 +32,9 @@ pub fn mask32(block: &[u8; 32], byte: u8) -> u32 {
 /// The mask of 64 bytes.
 #[inline(always)]
 pub fn mask64(block: &[u8; 64], byte: u8) -> u64 {
-    let quarter = |i: usize| mask16(block[16 * i..16 * i + 16].try_into().expect("16 bytes"), byte) << (16 * i);
-    quarter(0) | quarter(1) | quarter(2) | quarter(3)
+    let (lo, hi) = block.split_at(32);
+    let half = |h: &[u8]| mask32(h.try_into().expect("32 bytes"), byte) as u64;
+    half(lo) | half(hi) << 32
 }
 
 /// The positions of one byte in a slice, in order, found 64 bytes at a time as a bitmask.
