@@ -321,11 +321,11 @@ impl Source {
                     // batch aside too, so that the batch keeps its lines' order.
                     if let (KeyType::Bytes, false, Some(index), true) = (opts.key_rules.key_type, skip_header, single_index, items.is_empty()) {
                         let reject_empty = opts.key_rules.reject_empty;
-                        let room = BATCH_LINES - taken;
+                        let run = Run { buf, lines: at..quote, delimiter, index, max: BATCH_LINES - taken };
                         // Made twice, so that a scan without a NULL text makes no test for one.
                         let (took, next) = match null {
-                            None => direct_lines(buf, at..quote, delimiter, index, |key| reject_empty && key.is_empty(), room, &mut keys, &mut records),
-                            Some(null) => direct_lines(buf, at..quote, delimiter, index, |key| reject_empty && key.is_empty() || key == null, room, &mut keys, &mut records),
+                            None => direct_lines(run, |key| reject_empty && key.is_empty(), &mut keys, &mut records),
+                            Some(null) => direct_lines(run, |key| reject_empty && key.is_empty() || key == null, &mut keys, &mut records),
                         };
                         (taken, at) = (taken + took, next);
                         line += took as u64;
@@ -527,41 +527,43 @@ impl KeyAt {
     }
 }
 
-/// The fast path of [`Source::scan_split`] for lines without quotes and a one-field byte key:
-/// from `lines.start`, up to `max` whole lines of `buf[lines]`, each line's key (field `index`)
-/// and record pushed as slices of `buf`, in a loop with none of the general path's cases. Stops
-/// at the first line it cannot take as it is (empty, without the field, with a key that it
-/// `leaves` to the general path: an empty key that Hadoop's filters refuse, a NULL; or not
-/// ending in `lines`, which end where a quote or the input's end without a newline is) and
-/// returns the lines taken and where the next begins.
-///
-/// The lines are found as their keys are, in one pass over the bytes, and the loop is a
-/// function of its own, whose values fit in registers (inlined into the scan, it kept most on
-/// the stack). Callgrind, against the reader finding a batch's lines first and this loop then
-/// finding their keys: the build of the 2M-row probe 608.4 → 568.2 million instructions, the
-/// semi-join `--exact` 265.0 → 245.8 a probe record. (Made once for both cases, the test for a
-/// NULL cost 6 instructions a line with no NULL text given.) Compiled a second time for AVX2,
-/// chosen at run time, whose 32-byte compares find newlines and delimiters: 232.2 → 213.6
-/// instructions a probe record (with `bytemask::mask64` made of two 32-byte halves, which the
-/// compiler joins into one compare each).
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn direct_lines<'b>(
+/// What [`direct_lines`] reads: up to `max` whole lines of `buf[lines]`, whose keys are
+/// field `index` (from 0) of fields separated by `delimiter`.
+#[derive(Clone)]
+struct Run<'b> {
     buf: &'b [u8],
     lines: Range<usize>,
     delimiter: u8,
     index: usize,
-    leaves: impl Fn(&[u8]) -> bool,
     max: usize,
-    keys: &mut Vec<&'b [u8]>,
-    records: &mut Vec<&'b [u8]>,
-) -> (usize, usize) {
+}
+
+/// The fast path of [`Source::scan_split`] for lines without quotes and a one-field byte key:
+/// the lines of a [`Run`], from its start, each line's key and record pushed as slices of its
+/// buffer, in a loop with none of the general path's cases. Stops at the first line it cannot
+/// take as it is (empty, without the field, with a key that it `leaves` to the general path:
+/// an empty key that Hadoop's filters refuse, a NULL; or not ending in the run, which ends
+/// where a quote or the input's end without a newline is) and returns the lines taken and
+/// where the next begins.
+///
+/// The lines are found as their keys are, in one pass over the bytes, and the loop is a
+/// function of its own, whose values fit in registers (inlined into the scan, it kept most on
+/// the stack; its keys and records are written at one index into the vectors' spare room, as
+/// pushes kept a length and a capacity each). It is compiled a second time for AVX2, chosen at
+/// run time, whose 32-byte compares find newlines and delimiters (`bytemask::mask64` is two
+/// 32-byte halves, which the compiler joins into one compare each). Callgrind, against the
+/// reader finding a batch's lines first and this loop then finding their keys and pushing
+/// them: the semi-join `--exact` 265.0 → 214.5 instructions a probe record, the build of the
+/// 2M-row probe 608.4 → 505.9 million. (Made once for both cases, the test for a NULL cost 6
+/// instructions a line with no NULL text given.)
+#[inline(never)]
+fn direct_lines<'b>(run: Run<'b>, leaves: impl Fn(&[u8]) -> bool, keys: &mut Vec<&'b [u8]>, records: &mut Vec<&'b [u8]>) -> (usize, usize) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2.
-        return unsafe { direct_lines_avx2(buf, lines, delimiter, index, leaves, max, keys, records) };
+        return unsafe { direct_lines_avx2(run, leaves, keys, records) };
     }
-    direct_lines_with(buf, lines, delimiter, index, leaves, max, keys, records)
+    direct_lines_with(run, leaves, keys, records)
 }
 
 /// [`direct_lines`] compiled for AVX2.
@@ -570,33 +572,14 @@ fn direct_lines<'b>(
 /// The CPU must have AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn direct_lines_avx2<'b>(
-    buf: &'b [u8],
-    lines: Range<usize>,
-    delimiter: u8,
-    index: usize,
-    leaves: impl Fn(&[u8]) -> bool,
-    max: usize,
-    keys: &mut Vec<&'b [u8]>,
-    records: &mut Vec<&'b [u8]>,
-) -> (usize, usize) {
-    direct_lines_with(buf, lines, delimiter, index, leaves, max, keys, records)
+unsafe fn direct_lines_avx2<'b>(run: Run<'b>, leaves: impl Fn(&[u8]) -> bool, keys: &mut Vec<&'b [u8]>, records: &mut Vec<&'b [u8]>) -> (usize, usize) {
+    direct_lines_with(run, leaves, keys, records)
 }
 
 /// The body of [`direct_lines`], for each CPU it is compiled for.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn direct_lines_with<'b>(
-    buf: &'b [u8],
-    lines: Range<usize>,
-    delimiter: u8,
-    index: usize,
-    leaves: impl Fn(&[u8]) -> bool,
-    max: usize,
-    keys: &mut Vec<&'b [u8]>,
-    records: &mut Vec<&'b [u8]>,
-) -> (usize, usize) {
+fn direct_lines_with<'b>(run: Run<'b>, leaves: impl Fn(&[u8]) -> bool, keys: &mut Vec<&'b [u8]>, records: &mut Vec<&'b [u8]>) -> (usize, usize) {
+    let Run { buf, lines, delimiter, index, max } = run;
     let mut start = lines.start;
     let mut taken = 0;
     keys.reserve(max);
@@ -846,9 +829,10 @@ mod tests {
         fn run(text: &[u8], portable: bool) -> (Vec<&[u8]>, Vec<&[u8]>, Vec<usize>) {
             let (mut at, mut keys, mut records, mut takes) = (0, Vec::new(), Vec::new(), Vec::new());
             while at < text.len() {
+                let run = Run { buf: text, lines: at..text.len(), delimiter: b',', index: 1, max: 100 };
                 let (taken, next) = match portable {
-                    true => direct_lines_with(text, at..text.len(), b',', 1, |k| k.is_empty(), 100, &mut keys, &mut records),
-                    false => direct_lines(text, at..text.len(), b',', 1, |k| k.is_empty(), 100, &mut keys, &mut records),
+                    true => direct_lines_with(run, |k| k.is_empty(), &mut keys, &mut records),
+                    false => direct_lines(run, |k| k.is_empty(), &mut keys, &mut records),
                 };
                 takes.push(taken);
                 // Past a line the fast path leaves (a short or blank one), as the general path goes.
