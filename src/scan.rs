@@ -388,19 +388,19 @@ impl Source {
                     };
                     match key.and_then(|key| opts.key_rules.encode(key, &mut long_buf)) {
                         Ok(key) => match locate_key(buf, key, &mut arena) {
-                            KeyAt::Buffer(at) if items.is_empty() => {
-                                keys.push(&buf[at]);
+                            KeyAt::Buffer(key) if items.is_empty() => {
+                                keys.push(&buf[key]);
                                 records.push(&buf[range.clone()]);
                             }
-                            at => items.push((range.clone(), at)),
+                            key => items.push((range.clone(), key)),
                         },
                         Err(err) => {
                             // Finding a line number may mean counting newlines from the file's start:
                             // done only for the records that are described.
                             let described = opts.strict || err.is_fatal() || stats.malformed_examples.len() < MALFORMED_EXAMPLES;
                             let offset = region_offset + (range.start - region.start) as u64;
-                            let at = if described { line_of(offset, line) } else { 0 };
-                            self.malformed(err, failed, input, at, stats)?;
+                            let numbered = if described { line_of(offset, line) } else { 0 };
+                            self.malformed(err, failed, input, numbered, stats)?;
                         }
                     }
                 }
@@ -414,11 +414,11 @@ impl Source {
                 // Progress and abort are shared by every worker: touched once per MiB, not once per
                 // batch, so that the workers do not pass their cache line back and forth.
                 read += batch_bytes;
-                let at = position(read);
-                if at - reported >= PROGRESS_STEP {
+                let now = position(read);
+                if now - reported >= PROGRESS_STEP {
                     tick();
-                    progress.fetch_add(at - reported, Ordering::Relaxed);
-                    reported = at;
+                    progress.fetch_add(now - reported, Ordering::Relaxed);
+                    reported = now;
                     if abort.load(Ordering::Relaxed) {
                         return Ok(());
                     }
