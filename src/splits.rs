@@ -594,6 +594,16 @@ mod tests {
         }
     }
 
+    /// A record longer than the limit and than the buffer: the run is never complete, and
+    /// the buffer stops growing at the limit.
+    #[test]
+    fn a_run_whose_record_outgrows_the_limit_is_an_error() {
+        let data = vec![b'x'; 3 << 20];
+        let mut r = SplitReader::new(&data[..], 0, u64::MAX, 1 << 20, "big".into());
+        let err = r.next_lines(0).unwrap_err().to_string();
+        assert!(err.contains("big:1") && err.contains("longer than the limit"), "{err}");
+    }
+
     /// A limit below the buffer's size: a run of whole lines is checked, and the first line
     /// over the limit is named by its number.
     #[test]

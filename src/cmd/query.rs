@@ -80,12 +80,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 let taken = batch.len() as u64;
                 if taken > 0 {
                     answerer.answer(&batch, |i| format!("standard input line {}", first_line + i as u64), &mut out)?;
+                    first_line += taken;
                 }
                 keys = bloomflow::scan::recycle(batch);
-                if taken == 0 {
+                if taken < BATCH as u64 {
                     break;
                 }
-                first_line += taken;
             }
         }
     }
