@@ -1,10 +1,10 @@
 //! lookup3 `hashlittle2` with one 32-bit vector lane per key: the recipe shared by the AVX-512
 //! ([`super::lookup3_x16`]) and AVX2 ([`super::lookup3_x8`]) hashes, written once over the lane
-//! operations ([`LaneOps`]) that each implements. Each of them only reads and transposes its keys'
-//! bytes into words; the rounds, the choice between one and two blocks, the empty key and the
+//! operations ([`LaneOps`]) that each implements. The AVX2 hash reads and transposes the keys'
+//! bytes into words (the AVX-512 one joins its halves); the rounds, the choice between one and two blocks, the empty key and the
 //! keys too long for the lanes are here.
 
-use super::{Pairs, GROUP};
+use super::Pairs;
 
 /// The longest key the lanes hash (lookup3's at most one mixed block and one finished tail,
 /// which covers ids, dates, names and short strings); longer ones are hashed one by one.
@@ -17,8 +17,6 @@ pub(crate) trait LaneOps: Copy {
     const KEYS: usize;
     /// `x` in every lane.
     fn splat(x: u32) -> Self;
-    /// Lanes from `KEYS` values.
-    fn load(values: &[u32]) -> Self;
     /// The lanes into `KEYS` values.
     fn store(self, out: &mut [u32]);
     fn add(self, other: Self) -> Self;
@@ -54,25 +52,11 @@ fn finish<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
     *c = c.xor(*b).sub(b.rot::<24>());
 }
 
-/// `hashlittle2(key, pc, 0)` of `V::KEYS` keys (the lanes past `keys` hash nothing), into
-/// `out.c[at..]` and `out.b[at..]`. `words` are the keys' first 24 bytes as six zero-padded
-/// little-endian words, word w of key i in lane i of `words[w]`. Keys over 24 bytes get a wrong
-/// answer here, and the return says whether there was one: [`rehash_long_keys`] replaces it.
-#[inline(always)]
-pub(crate) fn hash_group<V: LaneOps>(keys: &[&[u8]], words: [V; 6], pc: u32, out: &mut Pairs, at: usize) -> bool {
-    let mut lens = [0u32; GROUP];
-    let mut longest = 0;
-    for (len, key) in lens.iter_mut().zip(keys) {
-        *len = key.len() as u32;
-        longest = longest.max(key.len());
-    }
-    hash_lanes(V::load(&lens[..V::KEYS]), words, longest > 12, pc, out, at);
-    longest > MAX_LANE_LEN
-}
-
-/// The rounds of [`hash_group`], given the keys' lengths in lanes (each exact up to 24 bytes;
-/// a longer key's lane may hold any length, as its answer is replaced) and whether any key
-/// is over 12 bytes.
+/// `hashlittle2(key, pc, 0)` of `V::KEYS` keys, into `out.c[at..]` and `out.b[at..]`.
+/// `words` are the keys' first 24 bytes as six zero-padded little-endian words, word w of key
+/// i in lane i of `words[w]`; `len` their lengths in lanes (each exact up to 24 bytes: a longer
+/// key gets a wrong answer here, which [`rehash_long_keys`] replaces); `any_over_12` whether
+/// any key is over 12 bytes.
 #[inline(always)]
 pub(crate) fn hash_lanes<V: LaneOps>(len: V, words: [V; 6], any_over_12: bool, pc: u32, out: &mut Pairs, at: usize) {
     let init = len.add(V::splat(0xdead_beef_u32.wrapping_add(pc)));

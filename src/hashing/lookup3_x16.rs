@@ -7,26 +7,28 @@
 //! ids, dates, names and short strings) are hashed in the lanes; a longer key's lane is computed
 //! and then replaced by the scalar hash. Answers are bit for bit those of
 //! [`super::lookup3::hashlittle2`] (see the test below).
+//!
+//! The keys' bytes are read and transposed by the AVX2 hash's code ([`super::lookup3_x8`]), 8
+//! keys at a time, and two such halves joined into each 512-bit vector: what AVX-512 adds is
+//! the rounds' one-instruction rotates and compares into mask registers, on 16 lanes at once.
 
-use super::lookup3_lanes::{hash_group, rehash_long_keys, LaneOps, MAX_LANE_LEN};
-use super::lookup3_x8::load_within_page;
+use super::lookup3_lanes::{hash_lanes, rehash_long_keys, LaneOps, MAX_LANE_LEN};
+use super::lookup3_x8::{eight_keys, transposed_words};
 pub use super::Pairs;
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
 pub const LANES: usize = 16;
 
-/// Vectors hashed side by side: the hash of one vector is a chain of about 50 dependent
-/// operations, and four independent chains keep the vector units busy where one left them
-/// waiting (one vector per call took 4.4 ns per key, more than the scalar hash's 4.2).
-const VECTORS: usize = 4;
+/// The most keys one call hashes: a whole [`Pairs`], a vector at a time. (Two or four vectors
+/// side by side, as independent chains of operations, made batched queries slower on the
+/// Zen 4 this was measured on: 0.90-0.95x the avx2 kernel's time with two, 0.93-0.95x with
+/// four, 0.79-0.81x with one.)
+pub const MAX_KEYS: usize = 64;
+const _: () = assert!(MAX_KEYS == super::GROUP && MAX_KEYS.is_multiple_of(LANES));
 
-/// The most keys one call hashes: a whole [`Pairs`].
-pub const MAX_KEYS: usize = LANES * VECTORS;
-const _: () = assert!(MAX_KEYS == super::GROUP);
-
-/// Whether the CPU has what [`hashlittle2_wide`] needs: AVX-512F, and BW with VL for the
-/// byte-masked loads that read a key without reading past its end.
+/// Whether the CPU has what [`hashlittle2_wide`] needs: AVX-512F, and BW with VL, which every
+/// AVX-512 CPU has and which the other AVX-512 code here asks for.
 #[inline(always)]
 pub fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
@@ -34,127 +36,88 @@ pub fn available() -> bool {
         && std::arch::is_x86_feature_detected!("avx512vl")
 }
 
-/// One 32-bit lane per key, [`MAX_KEYS`] keys.
-type Lanes = [__m512i; VECTORS];
-
 /// `hashlittle2(keys[i], pc, 0)` for the (at most [`MAX_KEYS`]) keys, as (`out.c[i]`,
 /// `out.b[i]`); the lanes past the keys hold hashes of nothing.
 ///
 /// # Safety
-/// The CPU must have AVX-512F, BW and VL ([`available`]).
+/// The CPU must have AVX-512F, BW and VL ([`available`]), and so AVX2.
 #[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     debug_assert!(keys.len() <= MAX_KEYS);
-    let words: [[__m512i; 6]; VECTORS] = std::array::from_fn(|v| transposed_words(keys.get(v * LANES..).unwrap_or(&[])));
-    if hash_group::<Lanes>(keys, std::array::from_fn(|w| std::array::from_fn(|v| words[v][w])), pc, out, 0) {
+    // Words 0..6 and the lengths (capped at 32) of the first 8 of `keys`, empty keys past its
+    // end. A closure, which has this function's features and inlines: as a function of its
+    // own it was called, its results passed through memory, and batched queries took 0.95x
+    // the avx2 kernel's time instead of 0.80-0.87x.
+    let eight_words = |keys: &[&[u8]]| {
+        let mut spare = [&[][..]; 8];
+        transposed_words(eight_keys(keys, &mut spare))
+    };
+    let mut long = false;
+    for (v, keys) in keys.chunks(LANES).enumerate() {
+        let (low, low_len) = eight_words(keys);
+        let (high, high_len) = eight_words(keys.get(8..).unwrap_or(&[]));
+        let join = |low: __m256i, high: __m256i| _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high);
+        let len = join(low_len, high_len);
+        hash_lanes::<__m512i>(len, std::array::from_fn(|w| join(low[w], high[w])), any_over(len, 12), pc, out, v * LANES);
+        long |= any_over(len, MAX_LANE_LEN as u32);
+    }
+    if long {
         rehash_long_keys(keys, pc, out);
     }
 }
 
-/// The first (up to) 24 bytes of `key` in a 256-bit vector, zero past the key's end.
-///
-/// A byte-masked load would read exactly the key's bytes, but on the Zen 4 this was measured
-/// on it made the whole hash slower than the scalar one (4.4 ns per key against 1.9 with
-/// [`load_within_page`]). So the masked load is taken only by a key that starts in the last 32
-/// bytes of a page, where the next page may be unmapped.
+/// Whether any lane of `len` is over `x`.
 #[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-fn load_key(key: &[u8]) -> __m256i {
-    let n = key.len().min(MAX_LANE_LEN);
-    load_within_page(key, n).unwrap_or_else(|| {
-        // SAFETY: the mask selects bytes 0..n of the key, which are inside it; masked-off bytes
-        // are not read (AVX-512 suppresses their faults).
-        unsafe { _mm256_maskz_loadu_epi8(((1u64 << n) - 1) as __mmask32, key.as_ptr() as *const i8) }
-    })
+#[target_feature(enable = "avx512f")]
+fn any_over(len: __m512i, x: u32) -> bool {
+    _mm512_cmpgt_epu32_mask(len, _mm512_set1_epi32(x as i32)) != 0
 }
 
-/// Words 0..6 of each of the first 16 keys, zero-padded past its end, as six vectors with key
-/// i in lane i (lanes past the keys hold zeros).
-///
-/// Each key's first 24 bytes are read ([`load_key`]) into a 256-bit half; the halves are
-/// paired into 512-bit registers and transposed in three rounds of shuffles.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-fn transposed_words(keys: &[&[u8]]) -> [__m512i; 6] {
-    let load = |i: usize| keys.get(i).map_or(_mm256_setzero_si256(), |key| load_key(key));
-    // pairs[j]: key 2j's words 0..8 in lanes 0..8, key 2j + 1's in lanes 8..16.
-    let pairs: [__m512i; 8] = std::array::from_fn(|j| _mm512_inserti64x4::<1>(_mm512_castsi256_si512(load(2 * j)), load(2 * j + 1)));
+impl LaneOps for __m512i {
+    const KEYS: usize = LANES;
 
-    // Round 1: four keys (two pairs) at a time, words 0..4 and words 4..8, word-major: lane
-    // 4w + t holds word w of key t.
-    let lo4 = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
-    let hi4 = _mm512_add_epi32(lo4, _mm512_set1_epi32(4));
-    let quad = |x: usize, idx: __m512i| _mm512_permutex2var_epi32(pairs[2 * x], idx, pairs[2 * x + 1]);
-    let (q_lo, q_hi): ([__m512i; 4], [__m512i; 4]) = (std::array::from_fn(|x| quad(x, lo4)), std::array::from_fn(|x| quad(x, hi4)));
-
-    // Round 2: eight keys (two quads) at a time, two words each, word-major: lane 8w + t.
-    let first2 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-    let next2 = _mm512_add_epi32(first2, _mm512_set1_epi32(8));
-    let oct = |q: &[__m512i; 4], half: usize, idx: __m512i| _mm512_permutex2var_epi32(q[2 * half], idx, q[2 * half + 1]);
-    // Per half of the keys (0..8, 8..16): words 0-1, 2-3, 4-5.
-    let w01 = [oct(&q_lo, 0, first2), oct(&q_lo, 1, first2)];
-    let w23 = [oct(&q_lo, 0, next2), oct(&q_lo, 1, next2)];
-    let w45 = [oct(&q_hi, 0, first2), oct(&q_hi, 1, first2)];
-
-    // Round 3: the two halves of the keys side by side, one word per register.
-    let even = |w: &[__m512i; 2]| _mm512_shuffle_i64x2::<0b01_00_01_00>(w[0], w[1]);
-    let odd = |w: &[__m512i; 2]| _mm512_shuffle_i64x2::<0b11_10_11_10>(w[0], w[1]);
-    [even(&w01), odd(&w01), even(&w23), odd(&w23), even(&w45), odd(&w45)]
-}
-
-impl LaneOps for Lanes {
-    const KEYS: usize = MAX_KEYS;
-
-    // SAFETY (all): only called from functions compiled for AVX-512F; loads and stores are of
-    // the 16 lanes of each vector, inside the `KEYS` values given.
+    // SAFETY (all): only called from functions compiled for AVX-512F; stores are of the 16
+    // lanes, inside the `KEYS` values given.
     #[inline(always)]
     fn splat(x: u32) -> Self {
-        [unsafe { _mm512_set1_epi32(x as i32) }; VECTORS]
-    }
-
-    #[inline(always)]
-    fn load(values: &[u32]) -> Self {
-        assert!(values.len() >= MAX_KEYS);
-        std::array::from_fn(|v| unsafe { _mm512_loadu_si512(values.as_ptr().add(v * LANES) as *const _) })
+        unsafe { _mm512_set1_epi32(x as i32) }
     }
 
     #[inline(always)]
     fn store(self, out: &mut [u32]) {
-        assert!(out.len() >= MAX_KEYS);
-        for (v, lanes) in self.into_iter().enumerate() {
-            unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(v * LANES) as *mut _, lanes) };
-        }
+        assert!(out.len() >= LANES);
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr() as *mut _, self) };
     }
 
     #[inline(always)]
     fn add(self, other: Self) -> Self {
-        std::array::from_fn(|v| unsafe { _mm512_add_epi32(self[v], other[v]) })
+        unsafe { _mm512_add_epi32(self, other) }
     }
 
     #[inline(always)]
     fn sub(self, other: Self) -> Self {
-        std::array::from_fn(|v| unsafe { _mm512_sub_epi32(self[v], other[v]) })
+        unsafe { _mm512_sub_epi32(self, other) }
     }
 
     #[inline(always)]
     fn xor(self, other: Self) -> Self {
-        std::array::from_fn(|v| unsafe { _mm512_xor_si512(self[v], other[v]) })
+        unsafe { _mm512_xor_si512(self, other) }
     }
 
     #[inline(always)]
     fn rot<const K: i32>(self) -> Self {
-        std::array::from_fn(|v| unsafe { _mm512_rol_epi32::<K>(self[v]) })
+        unsafe { _mm512_rol_epi32::<K>(self) }
     }
 
     #[inline(always)]
     fn where_over_12(len: Self, yes: Self, no: Self) -> Self {
-        std::array::from_fn(|v| unsafe { _mm512_mask_mov_epi32(no[v], _mm512_cmpgt_epu32_mask(len[v], _mm512_set1_epi32(12)), yes[v]) })
+        unsafe { _mm512_mask_mov_epi32(no, _mm512_cmpgt_epu32_mask(len, _mm512_set1_epi32(12)), yes) }
     }
 
     #[inline(always)]
     fn where_zero(len: Self, yes: Self, no: Self) -> Self {
-        std::array::from_fn(|v| unsafe { _mm512_mask_mov_epi32(no[v], _mm512_cmpeq_epu32_mask(len[v], _mm512_setzero_si512()), yes[v]) })
+        unsafe { _mm512_mask_mov_epi32(no, _mm512_cmpeq_epu32_mask(len, _mm512_setzero_si512()), yes) }
     }
 }
 

@@ -1,6 +1,9 @@
 //! lookup3 `hashlittle2` of 8 keys to a vector with AVX2, for CPUs without AVX-512: the same
-//! lanes as [`super::lookup3_x16`], with half as many per vector, rotates of two shifts, and
-//! no byte-masked loads (a key near the end of its page is copied into a padded buffer instead).
+//! lanes as [`super::lookup3_x16`], with half as many per vector and rotates of two shifts.
+//! Its reading of the keys into transposed words ([`transposed_words`]) serves both: a key is
+//! read as 32 bytes where it is and the bytes past its end cleared, and a key near the end of
+//! its page is copied into a padded buffer (a byte-masked AVX-512 load of each key, tried
+//! first, made the AVX-512 hash slower than the scalar one on a Zen 4).
 //! Keys of up to 24 bytes are hashed in the lanes, longer ones one by one; answers are bit for
 //! bit those of [`super::lookup3::hashlittle2`] (see the test below).
 
@@ -32,17 +35,11 @@ type Lanes = [__m256i; VECTORS];
 impl LaneOps for Lanes {
     const KEYS: usize = ROUND;
 
-    // SAFETY (all): only called from functions compiled for AVX2; loads and stores are of the 8
+    // SAFETY (all): only called from functions compiled for AVX2; stores are of the 8
     // lanes of each vector, inside the `KEYS` values given.
     #[inline(always)]
     fn splat(x: u32) -> Self {
         [unsafe { _mm256_set1_epi32(x as i32) }; VECTORS]
-    }
-
-    #[inline(always)]
-    fn load(values: &[u32]) -> Self {
-        assert!(values.len() >= ROUND);
-        std::array::from_fn(|v| unsafe { _mm256_loadu_si256(values.as_ptr().add(v * LANES) as *const _) })
     }
 
     #[inline(always)]
@@ -121,7 +118,7 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
 /// keys in `spare`: a whole vector's worth, so that the loads and the transpose below test no
 /// key count, and the usual whole vector is read where it is, not copied.
 #[inline(always)]
-fn eight_keys<'a, 'k>(keys: &'a [&'k [u8]], spare: &'a mut [&'k [u8]; LANES]) -> &'a [&'k [u8]; LANES] {
+pub(super) fn eight_keys<'a, 'k>(keys: &'a [&'k [u8]], spare: &'a mut [&'k [u8]; LANES]) -> &'a [&'k [u8]; LANES] {
     match keys.first_chunk::<LANES>() {
         Some(eight) => eight,
         None => {
@@ -146,7 +143,7 @@ fn any_over(len: Lanes, x: i32) -> bool {
 /// end are cleared in the transposed words, 8 keys to an instruction.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn transposed_words(keys: &[&[u8]; LANES]) -> ([__m256i; 6], __m256i) {
+pub(super) fn transposed_words(keys: &[&[u8]; LANES]) -> ([__m256i; 6], __m256i) {
     let (rows, len) = match rows_in_place(keys) {
         Some(found) => found,
         None => rows_one_by_one(keys),
@@ -192,7 +189,7 @@ fn rows_in_place(keys: &[&[u8]; LANES]) -> Option<([__m256i; LANES], __m256i)> {
     };
     let pointers = [take(pairs[0], pairs[1], false), take(pairs[2], pairs[3], false)];
     let lengths = [take(pairs[0], pairs[1], true), take(pairs[2], pairs[3], true)];
-    // (pointer + 32) & 0xfe0 == 0 in the last 32 bytes of a page, as in `load_within_page`.
+    // (pointer + 32) & 0xfe0 == 0 in the last 32 bytes of a page, as in [`read_within_page`].
     let at_page_end = |p: __m256i| _mm256_cmpeq_epi64(_mm256_and_si256(_mm256_add_epi64(p, _mm256_set1_epi64x(32)), _mm256_set1_epi64x(4096 - 32)), _mm256_setzero_si256());
     let empty = |n: __m256i| _mm256_cmpeq_epi64(n, _mm256_setzero_si256());
     let refused = _mm256_or_si256(_mm256_or_si256(at_page_end(pointers[0]), at_page_end(pointers[1])), _mm256_or_si256(empty(lengths[0]), empty(lengths[1])));
@@ -247,19 +244,6 @@ fn load_padded(key: &[u8], n: usize) -> __m256i {
     padded[..n].copy_from_slice(&key[..n]);
     // SAFETY: `padded` is 32 bytes; an unaligned load needs no alignment.
     unsafe { _mm256_loadu_si256(padded.as_ptr() as *const __m256i) }
-}
-
-/// The first `n` ≤ 32 bytes of `key` in a 256-bit vector, zero after them, read as 32 bytes
-/// at once ([`read_within_page`]); None where those 32 bytes would reach into the next page,
-/// which may be unmapped. Reading the bytes past the key and clearing them in the register is
-/// much cheaper than gathering exactly the key's bytes (see [`super::lookup3_x16`]).
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) fn load_within_page(key: &[u8], n: usize) -> Option<__m256i> {
-    let whole = read_within_page(key, n)?;
-    // SAFETY: 32 - n ≤ 32, so the 32 bytes read are inside KEEP's 64.
-    let keep = unsafe { _mm256_loadu_si256(KEEP.0.as_ptr().add(32 - n) as *const __m256i) };
-    Some(_mm256_and_si256(keep, whole))
 }
 
 /// The 32 bytes from `key`'s start, its first `n` ≤ 32 bytes and whatever follows them (which
