@@ -61,6 +61,29 @@ fn query_answers_many_stdin_lines_in_order() {
     }
 }
 
+/// The answer lines repeat each key exactly, whatever its length (the query copies keys of
+/// 4–16 bytes as two overlapping words): every length 0–40, over several batches and blocks of
+/// output; and the answers of the batches before a key that fails are written.
+#[test]
+fn query_echoes_keys_of_every_length() {
+    let dir = tempdir();
+    let keys: Vec<String> = (0..30_000usize).map(|i| (0..i % 41).map(|j| (b'a' + ((i * 7 + j * 13) % 26) as u8) as char).collect()).collect();
+    let present: Vec<&str> = keys.iter().step_by(2).map(String::as_str).collect();
+    let f = write_filter(dir.path(), "a.bloom", FilterSpec::sized_for(Scheme::NativeLookup3, Layout::Blocked, 20_000, 0.01, 0).unwrap(), &present);
+    let filter = native::read(std::path::Path::new(&f)).unwrap().into_plain();
+    let expected: String = keys.iter().map(|k| format!("{k}\t{}\n", if filter.contains(k.as_bytes()) { "maybe" } else { "no" })).collect();
+    assert_eq!(ok(&run_with_stdin(&["query", &f], keys.join("\n").as_bytes())), expected);
+    assert!(present.iter().all(|k| expected.contains(&format!("\n{k}\tmaybe\n")) || k.is_empty()));
+    // A long filter: the lines before the bad key are answered on standard output.
+    let f = write_filter(dir.path(), "long.bloom", FilterSpec::native(10_000, 7, 0).unwrap(), &[]);
+    let input: String = (0..3000).map(|i| if i == 2999 { "x\n".to_string() } else { format!("{}\n", i * 1_000_003) }).collect();
+    let out = run_with_stdin(&["query", &f, "--key-type", "long"], input.as_bytes());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // Every batch of 1024 keys before the failing one, in order.
+    let answered: Vec<String> = (0..2048).map(|i| format!("{}\tno", i * 1_000_003)).collect();
+    assert!(!out.status.success() && stdout.lines().take(2048).eq(answered.iter().map(String::as_str)), "{stdout:.200}");
+}
+
 /// A key that `--key-type long` cannot parse is named by where it came from.
 #[test]
 fn query_names_the_line_or_argument_of_a_key_that_is_not_a_long() {

@@ -26,13 +26,19 @@ pub fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Written by a thread of its own while the output is read: a command that answers as it
+    // reads would otherwise fill its output pipe and wait, as this would on its input pipe.
     // A command that fails before it reads its input (a refused option) may have exited and
     // closed the pipe already: its output is what the test checks, not the write.
-    match child.stdin.take().unwrap().write_all(stdin) {
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_vec();
+    let writer = std::thread::spawn(move || match pipe.write_all(&input) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         written => written.unwrap(),
-    }
-    child.wait_with_output().unwrap()
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    output
 }
 
 /// Runs `bloomflow ARGS` with no standard input.
