@@ -1,8 +1,8 @@
 //! lookup3 `hashlittle2` with one 32-bit vector lane per key: the recipe shared by the AVX-512
 //! ([`super::lookup3_x16`]) and AVX2 ([`super::lookup3_x8`]) hashes, written once over the lane
 //! operations ([`LaneOps`]) that each implements. The AVX2 hash reads and transposes the keys'
-//! bytes into words (the AVX-512 one joins its halves); the rounds, the choice between one and two blocks, the empty key and the
-//! keys too long for the lanes are here.
+//! bytes into words (the AVX-512 one joins two of its halves); the rounds, the choice between
+//! one and two blocks, the empty key and the keys too long for the lanes are here.
 
 use super::Pairs;
 

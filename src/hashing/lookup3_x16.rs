@@ -23,7 +23,7 @@ pub const LANES: usize = 16;
 /// The most keys one call hashes: a whole [`Pairs`], a vector at a time. (Two or four vectors
 /// side by side, as independent chains of operations, made batched queries slower on the
 /// Zen 4 this was measured on: 0.90-0.95x the avx2 kernel's time with two, 0.93-0.95x with
-/// four, 0.79-0.81x with one.)
+/// four, 0.79-0.87x with one.)
 pub const MAX_KEYS: usize = 64;
 const _: () = assert!(MAX_KEYS == super::GROUP && MAX_KEYS.is_multiple_of(LANES));
 
@@ -37,7 +37,8 @@ pub fn available() -> bool {
 }
 
 /// `hashlittle2(keys[i], pc, 0)` for the (at most [`MAX_KEYS`]) keys, as (`out.c[i]`,
-/// `out.b[i]`); the lanes past the keys hold hashes of nothing.
+/// `out.b[i]`); the other lanes of the last vector hash empty keys, and those past it are left
+/// as they were.
 ///
 /// # Safety
 /// The CPU must have AVX-512F, BW and VL ([`available`]), and so AVX2.

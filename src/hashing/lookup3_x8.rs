@@ -88,7 +88,8 @@ impl LaneOps for Lanes {
 }
 
 /// `hashlittle2(keys[i], pc, 0)` for the (at most [`MAX_KEYS`]) keys, as (`out.c[i]`,
-/// `out.b[i]`); the lanes past the keys hold hashes of nothing.
+/// `out.b[i]`); the other lanes of the last round of vectors hash empty keys, and those past it
+/// are left as they were.
 ///
 /// # Safety
 /// The CPU must have AVX2 ([`available`]).
