@@ -23,7 +23,7 @@ pub const LANES: usize = 16;
 /// The most keys one call hashes: a whole [`Pairs`], a vector at a time. (Two or four vectors
 /// side by side, as independent chains of operations, made batched queries slower on the
 /// Zen 4 this was measured on: 0.90-0.95x the avx2 kernel's time with two, 0.93-0.95x with
-/// four, 0.79-0.87x with one.)
+/// four, 0.79-0.88x with one.)
 pub const MAX_KEYS: usize = 64;
 const _: () = assert!(MAX_KEYS == super::GROUP && MAX_KEYS.is_multiple_of(LANES));
 
@@ -49,7 +49,7 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     // Words 0..6 and the lengths (capped at 32) of the first 8 of `keys`, empty keys past its
     // end. A closure, which has this function's features and inlines: as a function of its
     // own it was called, its results passed through memory, and batched queries took 0.95x
-    // the avx2 kernel's time instead of 0.80-0.87x.
+    // the avx2 kernel's time instead of 0.86-0.88x.
     let eight_words = |keys: &[&[u8]]| {
         let mut spare = [&[][..]; 8];
         transposed_words(eight_keys(keys, &mut spare))
