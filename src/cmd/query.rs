@@ -229,8 +229,9 @@ struct AnswerText {
 }
 
 impl AnswerText {
-    /// Room past the end of a line for [`copy_short`]'s and the answer's whole-word writes.
-    const SLACK: usize = 16;
+    /// Room past the end of a key for the answer, written as one 8-byte word ([`copy_short`]
+    /// writes only the key's own bytes).
+    const SLACK: usize = 8;
     /// The size of a block written: standard output's line buffering passes a block that ends
     /// in a newline straight to the file, uncopied.
     const BLOCK: usize = 1 << 18;
