@@ -122,7 +122,7 @@ struct Part {
 impl Part {
     fn with_capacity(keys: usize) -> Part {
         let slots = (keys * 3 / 2 + 1).max(16);
-        Part { slots: crate::limits::zeroed_huge(slots), arena: Vec::new(), keys: 0 }
+        Part { slots: crate::limits::zeroed_written(slots), arena: Vec::new(), keys: 0 }
     }
 
     /// The slot after `i`, wrapping at the end.
@@ -173,7 +173,7 @@ impl Part {
     /// Doubles the table (only when a partition gets more keys than it was sized for).
     fn grow(&mut self) {
         let doubled = self.slots.len() * 2;
-        let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_huge(doubled));
+        let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_written(doubled));
         let h = hasher();
         for slot in old.iter().filter(|s| s.tag != 0) {
             let (i, _) = slot_and_tag(h.hash_one(stored_key(&self.arena, slot)), doubled);

@@ -66,10 +66,19 @@ fn advise_huge_pages(start: usize, bytes: usize) {
     }
 }
 
+/// The pages a large zeroed block is backed by: see [`zeroed_huge`] and [`zeroed_written`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pages {
+    /// Transparent huge pages, asked for with `madvise`.
+    Huge,
+    /// The kernel's usual 4 KiB pages.
+    Small,
+}
+
 /// Allocates `n` zeroed values, asking the kernel for transparent huge pages when the block is
-/// large: a filter or key table is accessed at random, and with 4 KiB pages each access may also
-/// miss the TLB, and each first touch fault. Where huge pages are not available this is a plain
-/// zeroed allocation.
+/// large: a filter is accessed at random, once per record, and with 4 KiB pages each access may
+/// also miss the TLB, and each first touch fault. Where huge pages are not available this is a
+/// plain zeroed allocation.
 ///
 /// The memory is allocated untouched, advised, and only then zeroed, which writes every page
 /// once. The order matters twice over:
@@ -89,6 +98,23 @@ pub fn zeroed_huge<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
 /// of fresh memory can take 40–50 ms for a 24 MB filter, and the other workers waited that long
 /// for their first splits.
 pub fn zeroed_huge_ticking<T: bytemuck::Zeroable>(n: usize, tick: &mut dyn FnMut()) -> Vec<T> {
+    zeroed_pages(n, Pages::Huge, tick)
+}
+
+/// `n` zeroed values in 4 KiB pages, every page written now (not left to map the shared zero
+/// page, as [`zeroed_huge`] explains): for a large block that is looked up far less often than a
+/// filter, such as the exact join's key table (probed by the Bloom step's survivors only). On a
+/// virtual machine a huge page often comes from memory the host has not backed yet, whose first
+/// touch costs 1.2–2 ms a MB, where 4 KiB pages, recycled from what earlier processes freed, cost
+/// about 0.45 ms a MB, and a warm huge page 0.04. Measured on the benchmark's exact semi-join, the
+/// key set's phase (the broadcast and the table's build), medians of 15 interleaved rounds: 2
+/// processes × 1, where each process builds the whole 24 MB table, 119 -> 105 ms (the slowest
+/// 177 -> 119); 1 × 2 37 -> 29 ms; `-w 1`, which alone rarely meets cold memory, 40 -> 49 ms.
+pub fn zeroed_written<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
+    zeroed_pages(n, Pages::Small, &mut || {})
+}
+
+fn zeroed_pages<T: bytemuck::Zeroable>(n: usize, pages: Pages, tick: &mut dyn FnMut()) -> Vec<T> {
     const PIECE: usize = 2 << 20;
     let bytes = n * std::mem::size_of::<T>();
     if bytes < 4 << 20 {
@@ -100,7 +126,9 @@ pub fn zeroed_huge_ticking<T: bytemuck::Zeroable>(n: usize, tick: &mut dyn FnMut
     if ptr.is_null() {
         std::alloc::handle_alloc_error(layout);
     }
-    advise_huge_pages(ptr as usize, bytes);
+    if pages == Pages::Huge {
+        advise_huge_pages(ptr as usize, bytes);
+    }
     // SAFETY: `ptr` is a fresh allocation of `layout`, `bytes` long; all-zero bytes are a valid
     // `T` (Zeroable), so after the write it holds n initialised values, and the Vec frees it
     // with the same layout (an array of n `T`).
@@ -127,5 +155,39 @@ mod tests {
         let mut ticks = 0;
         let small: Vec<u64> = super::zeroed_huge_ticking(1000, &mut || ticks += 1);
         assert!(ticks == 0 && small.iter().all(|&w| w == 0));
+        let written: Vec<u64> = super::zeroed_written((5 << 17) + 1);
+        assert!(written.len() == (5 << 17) + 1 && written.iter().all(|&w| w == 0));
+    }
+
+    /// The flags of the memory mapping that holds `address`, as /proc/self/smaps lists them
+    /// (`hg`: advised for huge pages), or None where there is no such file.
+    #[cfg(target_os = "linux")]
+    fn mapping_flags(address: usize) -> Option<String> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ').filter(|(range, _)| range.contains('-') && !range.ends_with(':')) {
+                let (start, end) = range.split_once('-').expect("a range");
+                let (start, end) = (usize::from_str_radix(start, 16).ok()?, usize::from_str_radix(end, 16).ok()?);
+                inside = (start..end).contains(&address);
+            } else if let Some(flags) = line.strip_prefix("VmFlags:").filter(|_| inside) {
+                return Some(flags.to_string());
+            }
+        }
+        None
+    }
+
+    /// A filter's block is advised for huge pages; a key table's is not.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn only_the_huge_block_is_advised_for_huge_pages() {
+        let huge: Vec<u64> = super::zeroed_huge(1 << 20);
+        let written: Vec<u64> = super::zeroed_written(1 << 20);
+        let (Some(huge_flags), Some(written_flags)) = (mapping_flags(huge.as_ptr() as usize + 4096), mapping_flags(written.as_ptr() as usize + 4096)) else {
+            eprintln!("skipped: no /proc/self/smaps");
+            return;
+        };
+        assert!(huge_flags.split_whitespace().any(|f| f == "hg"), "{huge_flags}");
+        assert!(!written_flags.split_whitespace().any(|f| f == "hg"), "{written_flags}");
     }
 }
