@@ -229,35 +229,18 @@ fn run(n: usize) {
     let fbf_insert = time_inserts(present, |k| {
         fbf.insert(k);
     });
-    // sbbf takes a 64-bit hash: xxh3, the fastest good hash, as its users pair it.
-    let mut sb = sbbf_rs_safe::Filter::new(10, n);
-    let sb_insert = time_inserts(present, |k| {
-        sb.insert_hash(xxhash_rust::xxh3::xxh3_64(k));
-    });
-    // The same filter fed bloomflow's own Jenkins hash (lookup3 hashlittle2, 64 bits): this
-    // row compares the two blocked layouts alone, with the hash's cost equal on both sides.
+    // bloomflow's own Jenkins hash (lookup3 hashlittle2, 64 bits), for sbbf's rows that compare
+    // the two blocked layouts alone, with the hash's cost equal on both sides.
     let jenkins = |k: &[u8]| {
         let (a, b) = bloomflow::hashing::lookup3::hashlittle2(k, 0, 0);
         ((a as u64) << 32) | b as u64
     };
-    let mut sbj = sbbf_rs_safe::Filter::new(10, n);
-    let sbj_insert = time_inserts(present, |k| {
-        sbj.insert_hash(jenkins(k));
-    });
     // The target compares the layouts at the same measured false-positive rate: at 10 bits a
-    // key sbbf's is about 1.26%, the blocked filter's 0.99%. These two are sized to the
-    // blocked filter's rate (measured over the same absent keys).
+    // key sbbf's is about 1.26%, the blocked filter's 0.99%. Two of sbbf's rows are sized to
+    // the blocked filter's rate (measured over the same absent keys).
     let blocked = &ours.iter().find(|(_, filter, _)| filter.spec().layout == Layout::Blocked).expect("a blocked filter above").1;
     let blocked_fpp = absent.iter().filter(|k| blocked.contains(k)).count() as f64 / n as f64;
     let xxh3 = |k: &[u8]| xxhash_rust::xxh3::xxh3_64(k);
-    let mut sbm = sbbf_rs_safe::Filter::new(1, sbbf_bits_for_rate(present, absent, xxh3, blocked_fpp));
-    let sbm_insert = time_inserts(present, |k| {
-        sbm.insert_hash(xxh3(k));
-    });
-    let mut sbjm = sbbf_rs_safe::Filter::new(1, sbbf_bits_for_rate(present, absent, jenkins, blocked_fpp));
-    let sbjm_insert = time_inserts(present, |k| {
-        sbjm.insert_hash(jenkins(k));
-    });
 
     let mut contenders = Vec::new();
     for (name, filter, insert_ns) in &ours {
@@ -286,33 +269,15 @@ fn run(n: usize) {
             }
         }
     }
-    let (fb, fbf, sb, sbj, sbm, sbjm) = (&fb, &fbf, &sb, &sbj, &sbm, &sbjm);
+    let (fb, fbf) = (&fb, &fbf);
     contenders.push(Contender { name: "fastbloom 0.17 (SipHash)", bits: fb.num_bits() as f64, insert_ns: Some(fb_insert), pass: pass(present, absent, |k| fb.contains(k)) });
     contenders.push(Contender { name: "fastbloom 0.17 + foldhash", bits: fbf.num_bits() as f64, insert_ns: Some(fbf_insert), pass: pass(present, absent, |k| fbf.contains(k)) });
-    contenders.push(Contender {
-        name: "sbbf-rs-safe 0.3 + xxh3",
-        bits: (sb.as_bytes().len() * 8) as f64,
-        insert_ns: Some(sb_insert),
-        pass: pass(present, absent, |k| sb.contains_hash(xxhash_rust::xxh3::xxh3_64(k))),
-    });
-    contenders.push(Contender {
-        name: "sbbf-rs-safe 0.3 + lookup3",
-        bits: (sbj.as_bytes().len() * 8) as f64,
-        insert_ns: Some(sbj_insert),
-        pass: pass(present, absent, move |k| sbj.contains_hash(jenkins(k))),
-    });
-    contenders.push(Contender {
-        name: SBBF_AT_OUR_RATE,
-        bits: (sbm.as_bytes().len() * 8) as f64,
-        insert_ns: Some(sbm_insert),
-        pass: pass(present, absent, move |k| sbm.contains_hash(xxh3(k))),
-    });
-    contenders.push(Contender {
-        name: SBBF_LOOKUP3_AT_OUR_RATE,
-        bits: (sbjm.as_bytes().len() * 8) as f64,
-        insert_ns: Some(sbjm_insert),
-        pass: pass(present, absent, move |k| sbjm.contains_hash(jenkins(k))),
-    });
+    // sbbf takes a 64-bit hash: xxh3, the fastest good hash, as its users pair it, and
+    // bloomflow's Jenkins hash; each at 10 bits a key and at the blocked filter's rate.
+    contenders.push(sbbf_contender("sbbf-rs-safe 0.3 + xxh3", present, absent, (10, n), xxh3));
+    contenders.push(sbbf_contender("sbbf-rs-safe 0.3 + lookup3", present, absent, (10, n), jenkins));
+    contenders.push(sbbf_contender(SBBF_AT_OUR_RATE, present, absent, (1, sbbf_bits_for_rate(present, absent, xxh3, blocked_fpp)), xxh3));
+    contenders.push(sbbf_contender(SBBF_LOOKUP3_AT_OUR_RATE, present, absent, (1, sbbf_bits_for_rate(present, absent, jenkins, blocked_fpp)), jenkins));
     let rows = measure_all(&contenders, n);
 
     println!("\nn = {n} string keys of 8-20 bytes, target false-positive rate {p}\n");
@@ -358,6 +323,18 @@ fn sbbf_bits_for_rate(present: &Keys, absent: &Keys, hash: impl Fn(&[u8]) -> u64
             absent.iter().filter(|k| filter.contains_hash(hash(k))).count() as f64 / n as f64 <= fpp
         })
         .expect("some size reaches the rate")
+}
+
+/// sbbf-rs-safe's filter of `present` hashed by `hash`, `Filter::new(size.0, size.1)` (bits a
+/// key and keys, or 1 and bits), its inserts timed, as a contender (`hash` is compiled into its
+/// query pass, as the other contenders' hashes are).
+fn sbbf_contender<'a>(name: &'static str, present: &'a Keys, absent: &'a Keys, size: (usize, usize), hash: impl Fn(&[u8]) -> u64 + Copy + 'a) -> Contender<'a> {
+    let mut filter = sbbf_rs_safe::Filter::new(size.0, size.1);
+    let insert_ns = time_inserts(present, |k| {
+        filter.insert_hash(hash(k));
+    });
+    let bits = (filter.as_bytes().len() * 8) as f64;
+    Contender { name, bits, insert_ns: Some(insert_ns), pass: pass(present, absent, move |k| filter.contains_hash(hash(k))) }
 }
 
 /// Target 5 of the performance issue: the blocked layout's query costs no more than
