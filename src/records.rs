@@ -184,12 +184,18 @@ pub fn composite_key(
     let mut present = true;
     for &index in indexes {
         // Every field is read, past a NULL too: a record without one is malformed all the same.
-        match key_or_null(line, delimiter, index, quoted, null, scratch).map_err(|e| (index, e))? {
-            Some(value) => push_with_length(out, value),
-            None => present = false,
-        }
+        push_field(out, key_or_null(line, delimiter, index, quoted, null, scratch).map_err(|e| (index, e))?, &mut present);
     }
     Ok(present)
+}
+
+/// Appends one field of a composite key, length-prefixed, or notes that it is NULL.
+#[inline]
+fn push_field(out: &mut Vec<u8>, field: Option<&[u8]>, present: &mut bool) {
+    match field {
+        Some(value) => push_with_length(out, value),
+        None => *present = false,
+    }
 }
 
 /// Every field of `line` encoded as [`composite_key`] encodes the fields it is given (CSV
@@ -202,8 +208,7 @@ pub fn composite_key_of_every_field(line: &[u8], delimiter: u8, null: Option<&[u
     let mut index = 0;
     loop {
         match key_or_null(line, delimiter, index, true, null, scratch) {
-            Ok(Some(value)) => push_with_length(out, value),
-            Ok(None) => present = false,
+            Ok(field) => push_field(out, field, &mut present),
             Err(KeyError::MissingField { .. }) => return Ok((index, present)),
             Err(e) => return Err((index, e)),
         }
