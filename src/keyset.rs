@@ -94,7 +94,7 @@ pub fn chunks(encoded: &[u8], size: usize) -> Vec<&[u8]> {
     out
 }
 
-/// One slot of the open-addressing table: 16 bytes, four to a cache line.
+/// One slot of the table of other keys ([`Others`]): 16 bytes, four to a cache line.
 #[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 struct Slot {
@@ -105,43 +105,109 @@ struct Slot {
     data: [u8; 8],
 }
 
-/// The open-addressing table of a [`KeySet`], at most 2/3 full. Its size is not rounded to a
-/// power of two (a key's first slot comes from a multiply-shift, not a mask): rounded, the
-/// table of 1M keys took 32 MB instead of 24, and on a virtual machine every fresh megabyte
-/// can cost a millisecond or more to touch. Measured on the benchmark's exact semi-join
-/// (interleaved medians of 11): 2 processes × 1, where each process builds the whole set, 344 ->
-/// 332 ms; in one process, where the fuller table makes lookups longer, `-w 2` 302 -> 309 ms and
-/// `-w 1` 546 -> 554 (of 7) in one series, 298 -> 299 and 542 -> 538 (of 9) in another; peak
-/// RSS at `-w 2` 52 -> 44 MiB.
-struct Part {
+/// A table's slot count for `keys` keys: at most 2/3 full. Not rounded to a power of two (a
+/// key's first slot comes from a multiply-shift, not a mask): rounded, the table of 1M keys took
+/// a third more memory, and on a virtual machine every fresh megabyte can cost a millisecond or
+/// more to touch.
+fn slots_for(keys: usize) -> usize {
+    (keys * 3 / 2 + 1).max(16)
+}
+
+/// Whether a table of `slots` slots needs to grow before it takes one more key beyond `keys`.
+fn full(keys: usize, slots: usize) -> bool {
+    (keys + 1) * 3 > slots * 2
+}
+
+/// The slot after `i` among `n`, wrapping at the end (linear probing).
+#[inline(always)]
+fn next(i: usize, n: usize) -> usize {
+    if i + 1 == n { 0 } else { i + 1 }
+}
+
+/// The open-addressing table of short keys (see [`short_word`]): each slot is the key's word
+/// itself, 8 bytes, so the whole key is compared in one instruction and eight slots share a
+/// cache line. For the benchmark's 1M ids of 7–8 digits the table takes 12 MB where 16-byte
+/// slots took 24. Measured on the benchmark's exact semi-join (interleaved medians of 9):
+/// 2 processes × 1, where each process builds the whole table, 334 -> 314 ms; `-w 2` 297 -> 278
+/// ms; peak RSS at `-w 2` 42 -> 31 MiB.
+struct Words {
+    slots: Vec<u64>,
+    keys: usize,
+}
+
+impl Words {
+    fn with_capacity(keys: usize) -> Words {
+        Words { slots: crate::limits::zeroed_written(slots_for(keys)), keys: 0 }
+    }
+
+    #[inline(always)]
+    fn first(&self, hash: u64) -> usize {
+        slot_of(hash, self.slots.len())
+    }
+
+    fn insert(&mut self, hash: u64, word: u64) {
+        if full(self.keys, self.slots.len()) {
+            self.grow();
+        }
+        let mut i = self.first(hash);
+        while self.slots[i] != 0 {
+            i = next(i, self.slots.len());
+        }
+        self.slots[i] = word;
+        self.keys += 1;
+    }
+
+    /// Doubles the table (only when a partition gets more keys than it was sized for).
+    fn grow(&mut self) {
+        let doubled = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_written(doubled));
+        let h = hasher();
+        for &word in old.iter().filter(|&&w| w != 0) {
+            let mut i = self.first(h.hash_one(word));
+            while self.slots[i] != 0 {
+                i = next(i, self.slots.len());
+            }
+            self.slots[i] = word;
+        }
+    }
+
+    #[inline(always)]
+    fn probe(&self, hash: u64, word: u64) -> bool {
+        let mut i = self.first(hash);
+        loop {
+            match self.slots[i] {
+                0 => return false,
+                w if w == word => return true,
+                _ => i = next(i, self.slots.len()),
+            }
+        }
+    }
+}
+
+/// The open-addressing table of the keys that are not short: longer than 8 bytes (held in an
+/// arena), the empty key, and 8-byte keys that end in a byte below 8.
+struct Others {
     slots: Vec<Slot>,
     arena: Vec<u8>,
     keys: usize,
 }
 
-impl Part {
-    fn with_capacity(keys: usize) -> Part {
-        let slots = (keys * 3 / 2 + 1).max(16);
-        Part { slots: crate::limits::zeroed_written(slots), arena: Vec::new(), keys: 0 }
+impl Others {
+    fn with_capacity(keys: usize) -> Others {
+        Others { slots: crate::limits::zeroed_written(slots_for(keys)), arena: Vec::new(), keys: 0 }
     }
 
-    /// The slot after `i`, wrapping at the end.
-    #[inline(always)]
-    fn next(&self, i: usize) -> usize {
-        if i + 1 == self.slots.len() { 0 } else { i + 1 }
-    }
-
-    /// The first empty slot from `i` on (linear probing).
+    /// The first empty slot from `i` on.
     #[inline(always)]
     fn free_from(&self, mut i: usize) -> usize {
         while self.slots[i].tag != 0 {
-            i = self.next(i);
+            i = next(i, self.slots.len());
         }
         i
     }
 
     fn insert(&mut self, hash: u64, key: &[u8]) {
-        if (self.keys + 1) * 3 > self.slots.len() * 2 {
+        if full(self.keys, self.slots.len()) {
             self.grow();
         }
         let (i, tag) = slot_and_tag(hash, self.slots.len());
@@ -155,19 +221,6 @@ impl Part {
         };
         self.slots[i] = Slot { tag, len: key.len() as u32, data };
         self.keys += 1;
-    }
-
-    /// Inserts a group of keys with their hashes (whose slots were prefetched), prefetching the
-    /// slots of the next group's keys as it goes.
-    fn insert_group_prefetching(&mut self, group: &[(u64, &[u8])], next: &[(u64, &[u8])]) {
-        for i in 0..group.len().max(next.len()) {
-            if let Some(&(hash, _)) = next.get(i) {
-                prefetch(&self.slots[slot_and_tag(hash, self.slots.len()).0]);
-            }
-            if let Some(&(hash, key)) = group.get(i) {
-                self.insert(hash, key);
-            }
-        }
     }
 
     /// Doubles the table (only when a partition gets more keys than it was sized for).
@@ -205,8 +258,103 @@ impl Part {
                     return true;
                 }
             }
-            i = self.next(i);
+            i = next(i, self.slots.len());
         }
+    }
+}
+
+/// A key as the tables take it: its hash, and its word if it is short (0 if not).
+#[derive(Clone, Copy)]
+struct Hashed<'a> {
+    hash: u64,
+    word: u64,
+    key: &'a [u8],
+}
+
+impl<'a> Hashed<'a> {
+    #[inline(always)]
+    fn new(h: &foldhash::fast::FixedState, key: &'a [u8]) -> Self {
+        match short_word(key) {
+            // A word hashes in a few instructions where bytes of varying length take a loop.
+            Some(word) => Hashed { hash: h.hash_one(word), word, key },
+            None => Hashed { hash: h.hash_one(key), word: 0, key },
+        }
+    }
+}
+
+/// One partition of a [`KeySet`]: its short keys and the others, apart.
+struct Part {
+    words: Words,
+    others: Others,
+}
+
+impl Part {
+    fn with_capacity(short: usize, others: usize) -> Part {
+        Part { words: Words::with_capacity(short), others: Others::with_capacity(others) }
+    }
+
+    fn keys(&self) -> usize {
+        self.words.keys + self.others.keys
+    }
+
+    #[inline(always)]
+    fn insert(&mut self, k: Hashed) {
+        if k.word != 0 {
+            self.words.insert(k.hash, k.word);
+        } else {
+            self.others.insert(k.hash, k.key);
+        }
+    }
+
+    /// Hints the cache to load the first slot a key would look at.
+    #[inline(always)]
+    fn prefetch(&self, k: Hashed) {
+        if k.word != 0 {
+            prefetch(&self.words.slots[self.words.first(k.hash)]);
+        } else {
+            prefetch(&self.others.slots[slot_and_tag(k.hash, self.others.slots.len()).0]);
+        }
+    }
+
+    /// Inserts a group of keys (whose slots were prefetched), prefetching the slots of the next
+    /// group's keys as it goes.
+    fn insert_group_prefetching(&mut self, group: &[Hashed], next: &[Hashed]) {
+        for i in 0..group.len().max(next.len()) {
+            if let Some(&k) = next.get(i) {
+                self.prefetch(k);
+            }
+            if let Some(&k) = group.get(i) {
+                self.insert(k);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn probe(&self, k: Hashed) -> bool {
+        if k.word != 0 {
+            self.words.probe(k.hash, k.word)
+        } else {
+            self.others.probe(k.hash, k.key)
+        }
+    }
+}
+
+/// A key as one nonzero word, if it fits with its length: keys of 1–7 bytes, zero-padded, with
+/// the length in the top byte (1–7); keys of 8 bytes whose last byte, the top byte, is 8 or more
+/// (so that no 8-byte key's word equals a shorter key's). Identifiers (numbers, codes) nearly
+/// all are short; the rest (the empty key, longer keys, and 8-byte keys ending in a control
+/// byte below 8) go to the table of others.
+#[inline(always)]
+fn short_word(key: &[u8]) -> Option<u64> {
+    let len = key.len();
+    if !(1..=INLINE).contains(&len) {
+        return None;
+    }
+    let word = inline_word(key);
+    if len < INLINE {
+        Some(word | (len as u64) << 56)
+    } else {
+        (word >> 56 >= 8).then_some(word)
     }
 }
 
@@ -239,12 +387,19 @@ fn stored_key<'a>(arena: &'a [u8], slot: &'a Slot) -> &'a [u8] {
 /// tag, which is the high half (with the lowest bit set: 0 marks an empty slot).
 #[inline(always)]
 fn slot_and_tag(hash: u64, slots: usize) -> (usize, u32) {
-    (crate::hashing::mulshift(hash.rotate_left(32), slots as u64) as usize, ((hash >> 32) as u32) | 1)
+    (slot_of(hash, slots), ((hash >> 32) as u32) | 1)
+}
+
+/// A key's first slot among `slots` (see [`slot_and_tag`]).
+#[inline(always)]
+fn slot_of(hash: u64, slots: usize) -> usize {
+    crate::hashing::mulshift(hash.rotate_left(32), slots as u64) as usize
 }
 
 /// An exact set of keys, built once and then only queried. Keys of up to 8 bytes live in the
-/// table itself, so a lookup touches one cache line, and batched lookups prefetch those lines so
-/// that the misses overlap; longer keys live in an arena. About 24 bytes per key.
+/// tables themselves, so a lookup touches one cache line, and batched lookups prefetch those
+/// lines so that the misses overlap; longer keys live in an arena. About 12 bytes per short key
+/// (see [`short_word`]), 24 per other key plus the arena.
 ///
 /// The set is cut into partitions by hash, so that the workers of a process can each build one
 /// at the same time (see [`KeySet::build_partition`]); a key is looked up in its own partition only.
@@ -265,6 +420,13 @@ fn hasher() -> foldhash::fast::FixedState {
 #[inline(always)]
 fn partition_of(hash: u64, parts: usize) -> usize {
     crate::hashing::mulshift(hash.wrapping_mul(0x9E37_79B9_7F4A_7C15), parts as u64) as usize
+}
+
+/// How many keys of encoded pieces are short (see [`short_word`]).
+fn count_short(pieces: &[Vec<u8>]) -> usize {
+    let mut short = 0;
+    for_each_key(pieces, |key| short += short_word(key).is_some() as usize);
+    short
 }
 
 /// Calls `f` with every key of encoded pieces (see [`KeyArena`]), in order. A loop rather than
@@ -294,21 +456,24 @@ impl KeySet {
     /// pieces; the partitions' inserts, the costly part, are shared out.
     pub fn build_partition(pieces: &[Vec<u8>], keys: u64, index: usize, count: usize) -> Partition {
         let h = hasher();
-        // A partition's share, with room for the deviation of a random split.
-        let share = keys as usize / count + (keys as usize / count).isqrt() * 4 + 16;
-        let mut table = Part::with_capacity(share);
+        // Each table is sized for its share, with room for the deviation of a random split;
+        // counting the short keys first is one pass over bytes in order, a millisecond for 1M.
+        let share = |n: usize| n / count + (n / count).isqrt() * 4 + 16;
+        let short = count_short(pieces);
+        let mut table = Part::with_capacity(share(short), share((keys as usize).saturating_sub(short)));
         // Keys go in groups, and a group's slots are prefetched while the group before it is
         // inserted, one slot per insert, so that about a group's misses are always in flight.
         // A key joins the group whatever its partition, and the group's length grows only for
         // this partition's keys: with several partitions, a branch on the partition would
         // mispredict for every other key.
-        let mut groups = [[(0u64, &[][..]); BATCH]; 2];
+        let none = Hashed { hash: 0, word: 0, key: &[] };
+        let mut groups = [[none; BATCH]; 2];
         let (mut len, mut ready) = (0, 0);
         for_each_key(pieces, |key| {
-            let hash = h.hash_one(key);
+            let k = Hashed::new(&h, key);
             let [waiting, filling] = &mut groups;
-            filling[len] = (hash, key);
-            len += (count == 1 || partition_of(hash, count) == index) as usize;
+            filling[len] = k;
+            len += (count == 1 || partition_of(k.hash, count) == index) as usize;
             if len == BATCH {
                 table.insert_group_prefetching(&waiting[..ready], filling);
                 std::mem::swap(waiting, filling);
@@ -339,28 +504,27 @@ impl KeySet {
     /// Whether `key` is in the set.
     #[inline]
     pub fn contains(&self, key: &[u8]) -> bool {
-        let hash = hasher().hash_one(key);
-        self.part(hash).probe(hash, key)
+        let k = Hashed::new(&hasher(), key);
+        self.part(k.hash).probe(k)
     }
 
     /// Answers many keys: every key's slot is prefetched before any is probed.
     pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         answers.clear();
         let h = hasher();
+        let mut hashed = [Hashed { hash: 0, word: 0, key: &[] }; BATCH];
         for group in keys.chunks(BATCH) {
-            let mut hashes = [0u64; BATCH];
-            for (hash, key) in hashes.iter_mut().zip(group) {
-                *hash = h.hash_one(key);
-                let part = self.part(*hash);
-                prefetch(&part.slots[slot_and_tag(*hash, part.slots.len()).0]);
+            for (k, key) in hashed.iter_mut().zip(group) {
+                *k = Hashed::new(&h, key);
+                self.part(k.hash).prefetch(*k);
             }
-            answers.extend(group.iter().zip(&hashes).map(|(key, &hash)| self.part(hash).probe(hash, key)));
+            answers.extend(hashed[..group.len()].iter().map(|&k| self.part(k.hash).probe(k)));
         }
     }
 
     /// Keys held, duplicates included.
     pub fn len(&self) -> usize {
-        self.parts.iter().map(|p| p.keys).sum()
+        self.parts.iter().map(Part::keys).sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -369,11 +533,11 @@ impl KeySet {
 }
 
 #[inline(always)]
-fn prefetch(slot: &Slot) {
+fn prefetch<T>(slot: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is a hint with no effect on memory; the reference is valid.
     unsafe {
-        std::arch::x86_64::_mm_prefetch(slot as *const Slot as *const i8, std::arch::x86_64::_MM_HINT_T0);
+        std::arch::x86_64::_mm_prefetch(slot as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = slot;
@@ -420,6 +584,43 @@ mod tests {
         }
     }
 
+    /// A short key's word holds its length: keys that differ only by trailing zero bytes, and
+    /// an 8-byte key whose last byte is a shorter key's length, never share a word.
+    #[test]
+    fn short_words_tell_keys_apart() {
+        let shorter = b"abcdefg";
+        let mut eight = shorter.to_vec();
+        for last in 0..=8u8 {
+            eight.truncate(7);
+            eight.push(last);
+            // 8 bytes ending below 8 would read as the 7-byte key's word: they are not short.
+            assert_eq!(short_word(&eight).is_some(), last == 8, "last byte {last}");
+        }
+        let padded: Vec<Vec<u8>> = (1..=8).map(|n| [&b"a"[..], &vec![0u8; n - 1]].concat()).collect();
+        let words: std::collections::HashSet<Option<u64>> = padded.iter().map(|k| short_word(k)).collect();
+        // Seven distinct words; the 8-byte key, ending in 0, is not short.
+        assert_eq!(words.len(), 8);
+        assert!(words.contains(&None));
+        assert_eq!(short_word(b""), None);
+        assert_eq!(short_word(b"123456789"), None);
+
+        let mut arena = KeyArena::default();
+        for key in [&shorter[..], b"a", b"a\0", b"", b"12345678"] {
+            arena.push(key);
+        }
+        let mut seven_then_seven = shorter.to_vec();
+        seven_then_seven.push(7);
+        arena.push(&seven_then_seven);
+        let set = KeySet::build(&pieces_of(&arena, 100), 6);
+        assert!(set.contains(shorter) && set.contains(&seven_then_seven));
+        assert!(set.contains(b"a") && set.contains(b"a\0") && set.contains(b"") && set.contains(b"12345678"));
+        assert!(!set.contains(b"a\0\0") && !set.contains(b"abcdefg\0") && !set.contains(b"abcdefg\x08"));
+        let only_seven = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(shorter); a }, 100), 1);
+        assert!(!only_seven.contains(&seven_then_seven));
+        let only_eight = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(&seven_then_seven); a }, 100), 1);
+        assert!(!only_eight.contains(shorter));
+    }
+
     /// Every key count around the insert groups' boundaries (the last group partial, full, or
     /// alone), in one partition and in two.
     #[test]
@@ -450,7 +651,7 @@ mod tests {
             let set = KeySet::from_partitions(parts);
             assert_eq!(set.len(), 20_001, "{count} partitions");
             // Each partition holds a fair share (the split is by hash).
-            assert!(set.parts.iter().all(|p| p.keys > 20_001 / count / 2), "{count} partitions");
+            assert!(set.parts.iter().all(|p| p.keys() > 20_001 / count / 2), "{count} partitions");
             assert!((0..20_000).all(|i| set.contains(format!("key-{i}").as_bytes())));
             assert!(set.contains(b"a key longer than eight bytes"));
             let probes: Vec<Vec<u8>> = (15_000..25_000u32).map(|i| format!("key-{i}").into_bytes()).collect();
