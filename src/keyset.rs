@@ -12,10 +12,27 @@ const INLINE: usize = 8;
 /// scan and broadcast between workers. The length is a LEB128 varint: one byte for a key shorter
 /// than 128 bytes, where a u32 took four (the benchmark's 1M ids of 7–8 digits: 8.4 MB instead
 /// of 11.4 to hold and to send to every other process).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct KeyArena {
     bytes: Vec<u8>,
     keys: u64,
+    /// Keys that are short (see [`is_short`]), counted as they come so that a set's tables can
+    /// be sized before its keys arrive.
+    short: u64,
+    /// Where each piece of at least `piece` bytes ends (see [`KeyArena::pieces`]), noted as keys
+    /// come: finding key boundaries afterwards meant decoding every length again, 3 ms for 1M
+    /// keys on the sender's way.
+    cuts: Vec<usize>,
+    piece: usize,
+}
+
+/// Bytes of keys per piece sent to another process.
+pub const PIECE: usize = 1 << 20;
+
+impl Default for KeyArena {
+    fn default() -> Self {
+        KeyArena { bytes: Vec::new(), keys: 0, short: 0, cuts: Vec::new(), piece: PIECE }
+    }
 }
 
 impl KeyArena {
@@ -34,6 +51,21 @@ impl KeyArena {
     pub fn push(&mut self, key: &[u8]) {
         crate::records::push_with_length(&mut self.bytes, key);
         self.keys += 1;
+        self.short += is_short(key) as u64;
+        if self.bytes.len() - self.cuts.last().copied().unwrap_or(0) >= self.piece {
+            self.cuts.push(self.bytes.len());
+        }
+    }
+
+    /// The keys in pieces of about [`PIECE`] bytes (the last may be shorter), each of whole
+    /// keys: the byte ranges of the encoded keys.
+    pub fn pieces(&self) -> Vec<std::ops::Range<usize>> {
+        let mut ends = self.cuts.clone();
+        if ends.last().copied().unwrap_or(0) < self.bytes.len() {
+            ends.push(self.bytes.len());
+        }
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        starts.zip(ends.iter().copied()).map(|(start, end)| start..end).collect()
     }
 
     /// Bytes held.
@@ -43,6 +75,17 @@ impl KeyArena {
 
     pub fn keys(&self) -> u64 {
         self.keys
+    }
+
+    /// An empty arena cut in pieces of `piece` bytes instead of [`PIECE`] (for tests of pieces).
+    #[cfg(test)]
+    fn with_piece(piece: usize) -> Self {
+        KeyArena { piece, ..KeyArena::default() }
+    }
+
+    /// Keys held that are short (see [`is_short`]).
+    pub fn short_keys(&self) -> u64 {
+        self.short
     }
 
     /// The encoded keys, for sending.
@@ -57,8 +100,7 @@ impl KeyArena {
 
     /// Releases the memory.
     pub fn clear(&mut self) {
-        self.bytes = Vec::new();
-        self.keys = 0;
+        *self = KeyArena::default();
     }
 }
 
@@ -75,23 +117,6 @@ fn key_at(encoded: &[u8], at: usize) -> (usize, usize) {
         }
         shift += 7;
     }
-}
-
-/// Cuts encoded keys into pieces of about `size` bytes that end on key boundaries.
-pub fn chunks(encoded: &[u8], size: usize) -> Vec<&[u8]> {
-    let mut out = Vec::new();
-    let (mut start, mut at) = (0, 0);
-    while at < encoded.len() {
-        at = key_at(encoded, at).1;
-        if at - start >= size {
-            out.push(&encoded[start..at]);
-            start = at;
-        }
-    }
-    if start < encoded.len() {
-        out.push(&encoded[start..]);
-    }
-    out
 }
 
 /// One slot of the table of other keys ([`Others`]): 16 bytes, four to a cache line.
@@ -339,6 +364,12 @@ impl Part {
     }
 }
 
+/// Whether a key is short (see [`short_word`]), from its length and last byte alone.
+#[inline(always)]
+pub fn is_short(key: &[u8]) -> bool {
+    matches!(key.len(), 1..INLINE) || key.len() == INLINE && key[INLINE - 1] >= 8
+}
+
 /// A key as one nonzero word, if it fits with its length: keys of 1–7 bytes, zero-padded, with
 /// the length in the top byte (1–7); keys of 8 bytes whose last byte, the top byte, is 8 or more
 /// (so that no 8-byte key's word equals a shorter key's). Identifiers (numbers, codes) nearly
@@ -402,7 +433,7 @@ fn slot_of(hash: u64, slots: usize) -> usize {
 /// (see [`short_word`]), 24 per other key plus the arena.
 ///
 /// The set is cut into partitions by hash, so that the workers of a process can each build one
-/// at the same time (see [`KeySet::build_partition`]); a key is looked up in its own partition only.
+/// at the same time (see [`PartitionBuilder`]); a key is looked up in its own partition only.
 pub struct KeySet {
     parts: Vec<Part>,
 }
@@ -410,57 +441,31 @@ pub struct KeySet {
 /// A partition of a [`KeySet`], built on its own.
 pub struct Partition(Part);
 
-fn hasher() -> foldhash::fast::FixedState {
-    foldhash::fast::FixedState::with_seed(0x626c_6f6f_6d66_6c77)
+/// Partition `index` of `count` of a [`KeySet`], to be built from the keys of encoded pieces
+/// (see [`KeyArena`]): the keys whose hash falls in it. Its tables are made first, sized for its
+/// share of the keys, so that their memory can be made ready while the keys are still on their
+/// way (fresh memory costs about half a millisecond a MB to touch on a virtual machine).
+pub struct PartitionBuilder {
+    table: Part,
+    index: usize,
+    count: usize,
 }
 
-/// The partition of a hash among `parts`: the high bits of the hash times an odd constant, which
-/// depend on every bit of the hash, so that the low bits (the slot) stay uniform within a
-/// partition.
-#[inline(always)]
-fn partition_of(hash: u64, parts: usize) -> usize {
-    crate::hashing::mulshift(hash.wrapping_mul(0x9E37_79B9_7F4A_7C15), parts as u64) as usize
-}
-
-/// How many keys of encoded pieces are short (see [`short_word`]).
-fn count_short(pieces: &[Vec<u8>]) -> usize {
-    let mut short = 0;
-    for_each_key(pieces, |key| short += short_word(key).is_some() as usize);
-    short
-}
-
-/// Calls `f` with every key of encoded pieces (see [`KeyArena`]), in order. A loop rather than
-/// an iterator: a flattening iterator checked for its next piece at every key, which took a tenth
-/// of a partition's build.
-#[inline(always)]
-fn for_each_key<'a>(pieces: &'a [Vec<u8>], mut f: impl FnMut(&'a [u8])) {
-    for piece in pieces {
-        let mut at = 0;
-        while at < piece.len() {
-            let (start, end) = key_at(piece, at);
-            f(&piece[start..end]);
-            at = end;
-        }
-    }
-}
-
-impl KeySet {
-    /// The set of the keys in `pieces`, sized for `keys` keys (it grows if there are more). A
-    /// key given twice takes two slots; membership is unaffected.
-    pub fn build(pieces: &[Vec<u8>], keys: u64) -> KeySet {
-        KeySet::from_partitions(vec![KeySet::build_partition(pieces, keys, 0, 1)])
+impl PartitionBuilder {
+    /// Sized for `keys` keys in all, of which `short` are short (see [`is_short`]). It grows if
+    /// its share proves larger.
+    pub fn new(keys: u64, short: u64, index: usize, count: usize) -> PartitionBuilder {
+        // A share, with room for the deviation of a random split.
+        let share = |n: u64| (n as usize / count) + (n as usize / count).isqrt() * 4 + 16;
+        let table = Part::with_capacity(share(short), share(keys.saturating_sub(short)));
+        PartitionBuilder { table, index, count }
     }
 
-    /// Partition `index` of `count` of the set of the keys in `pieces` (`keys` of them in all):
-    /// the keys whose hash falls in it. Every key is hashed, so each builder reads all the
-    /// pieces; the partitions' inserts, the costly part, are shared out.
-    pub fn build_partition(pieces: &[Vec<u8>], keys: u64, index: usize, count: usize) -> Partition {
+    /// The partition of the keys in `pieces`. Every key is hashed, so each builder reads all
+    /// the pieces; the partitions' inserts, the costly part, are shared out.
+    pub fn build(self, pieces: &[impl AsRef<[u8]>]) -> Partition {
+        let PartitionBuilder { mut table, index, count } = self;
         let h = hasher();
-        // Each table is sized for its share, with room for the deviation of a random split;
-        // counting the short keys first is one pass over bytes in order, a millisecond for 1M.
-        let share = |n: usize| n / count + (n / count).isqrt() * 4 + 16;
-        let short = count_short(pieces);
-        let mut table = Part::with_capacity(share(short), share((keys as usize).saturating_sub(short)));
         // Keys go in groups, and a group's slots are prefetched while the group before it is
         // inserted, one slot per insert, so that about a group's misses are always in flight.
         // A key joins the group whatever its partition, and the group's length grows only for
@@ -485,8 +490,45 @@ impl KeySet {
         table.insert_group_prefetching(&filling[..len], &[]);
         Partition(table)
     }
+}
 
-    /// The set made of partitions 0..n of one `build_partition` count n, in index order.
+fn hasher() -> foldhash::fast::FixedState {
+    foldhash::fast::FixedState::with_seed(0x626c_6f6f_6d66_6c77)
+}
+
+/// The partition of a hash among `parts`: the high bits of the hash times an odd constant, which
+/// depend on every bit of the hash, so that the low bits (the slot) stay uniform within a
+/// partition.
+#[inline(always)]
+fn partition_of(hash: u64, parts: usize) -> usize {
+    crate::hashing::mulshift(hash.wrapping_mul(0x9E37_79B9_7F4A_7C15), parts as u64) as usize
+}
+
+/// Calls `f` with every key of encoded pieces (see [`KeyArena`]), in order. A loop rather than
+/// an iterator: a flattening iterator checked for its next piece at every key, which took a tenth
+/// of a partition's build.
+#[inline(always)]
+fn for_each_key<'a>(pieces: &'a [impl AsRef<[u8]>], mut f: impl FnMut(&'a [u8])) {
+    for piece in pieces {
+        let piece = piece.as_ref();
+        let mut at = 0;
+        while at < piece.len() {
+            let (start, end) = key_at(piece, at);
+            f(&piece[start..end]);
+            at = end;
+        }
+    }
+}
+
+impl KeySet {
+    /// The set of the keys in `pieces`, sized for `keys` keys of which `short` are short (see
+    /// [`is_short`]; it grows if there are more). A key given twice takes two slots; membership
+    /// is unaffected.
+    pub fn build(pieces: &[impl AsRef<[u8]>], keys: u64, short: u64) -> KeySet {
+        KeySet::from_partitions(vec![PartitionBuilder::new(keys, short, 0, 1).build(pieces)])
+    }
+
+    /// The set made of partitions 0..n of one [`PartitionBuilder`] count n, in index order.
     pub fn from_partitions(parts: Vec<Partition>) -> KeySet {
         assert!(!parts.is_empty(), "a key set has at least one partition");
         KeySet { parts: parts.into_iter().map(|p| p.0).collect() }
@@ -557,22 +599,23 @@ mod tests {
 
     use super::*;
 
-    fn pieces_of(arena: &KeyArena, size: usize) -> Vec<Vec<u8>> {
-        chunks(arena.as_bytes(), size).into_iter().map(<[u8]>::to_vec).collect()
+    /// The arena's pieces, as a receiver holds them.
+    fn pieces_of(arena: &KeyArena) -> Vec<Vec<u8>> {
+        arena.pieces().into_iter().map(|r| arena.as_bytes()[r].to_vec()).collect()
     }
 
     #[test]
     fn holds_exactly_the_keys_put_in() {
-        let mut arena = KeyArena::default();
+        let mut arena = KeyArena::with_piece(1000);
         for i in 0..10_000u32 {
             arena.push(format!("k{}", i % 7000).as_bytes());
         }
         arena.push(b"");
         arena.push(b"a key longer than eight bytes");
-        let pieces = pieces_of(&arena, 1000);
-        // Sized for the keys, and for far fewer (the table must grow).
-        for sized_for in [10_002, 100] {
-            let set = KeySet::build(&pieces, sized_for);
+        let pieces = pieces_of(&arena);
+        // Sized for the keys, and for far fewer (the tables must grow).
+        for (keys, short) in [(arena.keys(), arena.short_keys()), (100, 50)] {
+            let set = KeySet::build(&pieces, keys, short);
             assert_eq!(set.len(), 10_002);
             assert!((0..7000).all(|i| set.contains(format!("k{i}").as_bytes())));
             assert!(set.contains(b"") && set.contains(b"a key longer than eight bytes"));
@@ -581,6 +624,21 @@ mod tests {
             let mut answers = Vec::new();
             set.contains_batch(&keys, &mut answers);
             assert_eq!(answers, [true, false, true, false]);
+        }
+    }
+
+    /// The arena counts short keys by length and last byte alone; the tables decide by the
+    /// word. They must agree, or a table would be sized for the wrong keys.
+    #[test]
+    fn is_short_agrees_with_short_word() {
+        for len in 0..=10 {
+            for last in [0u8, 1, 7, 8, 9, b'0', 0x7f, 0xff] {
+                let mut key = vec![b'k'; len];
+                if let Some(l) = key.last_mut() {
+                    *l = last;
+                }
+                assert_eq!(is_short(&key), short_word(&key).is_some(), "{key:?}");
+            }
         }
     }
 
@@ -604,20 +662,20 @@ mod tests {
         assert_eq!(short_word(b""), None);
         assert_eq!(short_word(b"123456789"), None);
 
-        let mut arena = KeyArena::default();
+        let mut arena = KeyArena::with_piece(100);
         for key in [&shorter[..], b"a", b"a\0", b"", b"12345678"] {
             arena.push(key);
         }
         let mut seven_then_seven = shorter.to_vec();
         seven_then_seven.push(7);
         arena.push(&seven_then_seven);
-        let set = KeySet::build(&pieces_of(&arena, 100), 6);
+        let set = KeySet::build(&pieces_of(&arena), arena.keys(), arena.short_keys());
         assert!(set.contains(shorter) && set.contains(&seven_then_seven));
         assert!(set.contains(b"a") && set.contains(b"a\0") && set.contains(b"") && set.contains(b"12345678"));
         assert!(!set.contains(b"a\0\0") && !set.contains(b"abcdefg\0") && !set.contains(b"abcdefg\x08"));
-        let only_seven = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(shorter); a }, 100), 1);
+        let only_seven = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(shorter); a }), 1, 1);
         assert!(!only_seven.contains(&seven_then_seven));
-        let only_eight = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(&seven_then_seven); a }, 100), 1);
+        let only_eight = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(&seven_then_seven); a }), 1, 0);
         assert!(!only_eight.contains(shorter));
     }
 
@@ -626,11 +684,11 @@ mod tests {
     #[test]
     fn every_key_is_inserted_whatever_the_count() {
         for n in [0u32, 1, 63, 64, 65, 127, 128, 129, 200] {
-            let mut arena = KeyArena::default();
+            let mut arena = KeyArena::with_piece(100);
             (0..n).for_each(|i| arena.push(format!("k{i}").as_bytes()));
-            let pieces = pieces_of(&arena, 100);
+            let pieces = pieces_of(&arena);
             for count in [1, 2] {
-                let set = KeySet::from_partitions((0..count).map(|i| KeySet::build_partition(&pieces, n as u64, i, count)).collect());
+                let set = KeySet::from_partitions((0..count).map(|i| PartitionBuilder::new(arena.keys(), arena.short_keys(), i, count).build(&pieces)).collect());
                 assert_eq!(set.len(), n as usize, "{n} keys, {count} partition(s)");
                 assert!((0..n).all(|i| set.contains(format!("k{i}").as_bytes())), "{n} keys, {count} partition(s)");
                 assert!(!set.contains(format!("k{n}").as_bytes()));
@@ -640,14 +698,14 @@ mod tests {
 
     #[test]
     fn partitions_built_apart_make_the_same_set() {
-        let mut arena = KeyArena::default();
+        let mut arena = KeyArena::with_piece(4096);
         for i in 0..20_000u32 {
             arena.push(format!("key-{i}").as_bytes());
         }
         arena.push(b"a key longer than eight bytes");
-        let pieces = pieces_of(&arena, 4096);
+        let pieces = pieces_of(&arena);
         for count in [2, 3, 5] {
-            let parts = (0..count).map(|i| KeySet::build_partition(&pieces, 20_001, i, count)).collect();
+            let parts = (0..count).map(|i| PartitionBuilder::new(arena.keys(), arena.short_keys(), i, count).build(&pieces)).collect();
             let set = KeySet::from_partitions(parts);
             assert_eq!(set.len(), 20_001, "{count} partitions");
             // Each partition holds a fair share (the split is by hash).
@@ -664,18 +722,30 @@ mod tests {
 
     /// Lengths of one, two and three varint bytes, on both sides of each boundary.
     #[test]
-    fn chunks_end_on_key_boundaries() {
+    fn pieces_end_on_key_boundaries() {
         let lengths: Vec<usize> = (0..100).chain([127, 128, 129, 300, 16_383, 16_384, 70_000]).collect();
-        let mut arena = KeyArena::default();
+        let mut arena = KeyArena::with_piece(64);
         for &n in &lengths {
             arena.push(&vec![b'x'; n]);
         }
-        let pieces = chunks(arena.as_bytes(), 64);
+        let pieces = pieces_of(&arena);
         assert_eq!(pieces.concat(), arena.as_bytes());
+        assert!(pieces.len() > 50, "the keys of 0–99 bytes alone (5,050 bytes with lengths) fill more than 50 pieces of 64");
+        // Every piece but the last holds at least 64 bytes, and would hold fewer without its
+        // last key: each ends where the key that reached 64 bytes ends.
+        for piece in &pieces[..pieces.len() - 1] {
+            let mut ends = Vec::new();
+            let mut at = 0;
+            while at < piece.len() {
+                at = key_at(piece, at).1;
+                ends.push(at);
+            }
+            assert!(piece.len() >= 64 && ends.iter().rev().nth(1).is_none_or(|&before| before < 64));
+        }
         let mut seen = Vec::new();
-        for_each_key(&pieces_of(&arena, 64), |key| seen.push(key.len()));
+        for_each_key(&pieces, |key| seen.push(key.len()));
         assert_eq!(seen, lengths);
-        let set = KeySet::build(&pieces_of(&arena, 64), lengths.len() as u64);
+        let set = KeySet::build(&pieces, arena.keys(), arena.short_keys());
         assert_eq!(set.len(), lengths.len());
         assert!(lengths.iter().all(|&n| set.contains(&vec![b'x'; n])));
         assert!(!set.contains(&[b'x'; 131]));

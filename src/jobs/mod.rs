@@ -7,7 +7,7 @@ pub mod semijoin;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, Slice};
 use crate::filter::BloomFilter;
-use crate::keyset::{KeyArena, KeySet};
+use crate::keyset::{KeyArena, KeySet, PartitionBuilder};
 use crate::report::WorkerReport;
 use crate::scan::{ScanStats, Source, SplitFeed};
 use std::cell::RefCell;
@@ -68,6 +68,7 @@ pub(crate) fn global_filter(
         drop(feed);
         report.keys = keys;
         report.collected_key_bytes = collect.as_ref().filter(|_| !overflow).map(|(a, _)| a.len_bytes() as u64);
+        report.collected_short_keys = collect.as_ref().map_or(0, |(a, _)| a.short_keys());
         match scanned {
             Ok(scan) => report.scan = scan,
             Err(err) => {
@@ -177,7 +178,7 @@ pub(crate) fn all_reports<R: ExchangeData + Clone>(worker: &mut Worker, report: 
 pub(crate) struct SharedKeys {
     /// The build keys, as the process's first worker received them; released once the set is
     /// built.
-    pieces: std::sync::Mutex<Option<std::sync::Arc<Vec<Vec<u8>>>>>,
+    pieces: std::sync::Mutex<Option<std::sync::Arc<Vec<KeyPiece>>>>,
     /// The partitions of the set, one by each worker of the process.
     partitions: std::sync::Mutex<Vec<Option<crate::keyset::Partition>>>,
     set: std::sync::OnceLock<std::sync::Arc<KeySet>>,
@@ -200,9 +201,9 @@ impl SharedKeys {
 /// Gives every process all the build keys in one exact set: each worker sends its keys once to
 /// the first worker of every process (`receivers`); then every worker of the process builds one
 /// partition of the set from them, at the same time, and they share the whole.
-pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u64, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
+pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total: (u64, u64), receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
     let me = worker.index();
-    let received = Rc::new(RefCell::new(Vec::<Vec<u8>>::new()));
+    let received = Rc::new(RefCell::new(Vec::<KeyPiece>::new()));
     let probe = ProbeHandle::new();
     let mut input = worker.dataflow::<u64, _, _>(|scope| {
         let (input, pieces) = scope.new_input::<Vec<KeyPiece>>();
@@ -213,29 +214,37 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
                 "GatherKeys",
                 move |_cap, _info| {
                     move |input, _output| {
-                        input.for_each(|_time, data| sink.borrow_mut().extend(data.drain(..).map(|p| p.keys)));
+                        input.for_each(|_time, data| sink.borrow_mut().append(data));
                     }
                 },
             )
             .probe_with(&probe);
         input
     });
-    // This process's receiver gets the keys moved whole, without a copy (timely hands data to a
-    // worker of the same process as it is); other processes' receivers get copies in pieces of
-    // about 1 MiB.
+    // This process's receiver gets the keys whole, without a copy (timely hands data to a worker
+    // of the same process as it is); other processes' receivers get them in pieces of about
+    // 1 MiB.
     let process_of = |w: usize| w / shared.local_workers;
     let local = receivers.iter().copied().find(|&to| process_of(to) == process_of(me));
-    for piece in crate::keyset::chunks(keys.as_bytes(), 1 << 20) {
+    let pieces = keys.pieces();
+    let keys = std::sync::Arc::new(keys.into_bytes());
+    for range in pieces {
         for &to in receivers.iter().filter(|&&to| Some(to) != local) {
-            // Each piece leaves at once, so the next is copied out while this one travels.
-            input.send(KeyPiece { to: to as u32, keys: piece.to_vec() });
+            // Each piece leaves at once, so the next is serialized while this one travels.
+            input.send(KeyPiece { to: to as u32, keys: std::sync::Arc::clone(&keys), range: range.clone() });
             input.flush();
         }
     }
-    if let Some(to) = local.filter(|_| keys.len_bytes() > 0) {
-        input.send(KeyPiece { to: to as u32, keys: keys.into_bytes() });
+    if let Some(to) = local.filter(|_| !keys.is_empty()) {
+        let range = 0..keys.len();
+        input.send(KeyPiece { to: to as u32, keys, range });
     }
     drop(input);
+    // The partition's tables are made while the keys travel.
+    let (total_keys, short_keys) = total;
+    // One step first, so that the news that this worker's input is closed leaves before it.
+    worker.step();
+    let builder = PartitionBuilder::new(total_keys, short_keys, me % shared.local_workers, shared.local_workers);
     worker.step_or_park_while(PARK, || !probe.done());
     const LOCKED: &str = "no worker panics holding the lock";
     let local = me % shared.local_workers;
@@ -244,7 +253,7 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
     }
     shared.barrier.wait();
     let pieces = shared.pieces.lock().expect(LOCKED).clone().expect("the process's first worker received the keys");
-    let partition = KeySet::build_partition(&pieces, total_keys, local, shared.local_workers);
+    let partition = builder.build(&pieces);
     drop(pieces);
     shared.partitions.lock().expect(LOCKED)[local] = Some(partition);
     shared.barrier.wait();
@@ -258,13 +267,51 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total_keys: u6
     std::sync::Arc::clone(shared.set.get().expect("the process's first worker assembled the set"))
 }
 
-/// Whole build keys (see `keyset::chunks`) for worker `to`: about 1 MiB of them, or all of a
-/// worker's for a receiver in its own process.
-#[derive(Clone, serde::Serialize, serde::Deserialize)]
+/// Whole build keys (see [`KeyArena::pieces`]) for worker `to`: about 1 MiB of them, or all of a
+/// worker's for a receiver in its own process. A piece shares its worker's keys rather than
+/// copying them out: a receiver in another process gets the piece's bytes serialized straight
+/// from them, one in this process the keys themselves.
+#[derive(Clone)]
 struct KeyPiece {
+    to: u32,
+    keys: std::sync::Arc<Vec<u8>>,
+    range: std::ops::Range<usize>,
+}
+
+impl AsRef<[u8]> for KeyPiece {
+    fn as_ref(&self) -> &[u8] {
+        &self.keys[self.range.clone()]
+    }
+}
+
+/// A [`KeyPiece`] as it is sent.
+#[derive(serde::Serialize)]
+struct KeyPieceOut<'a> {
+    to: u32,
+    #[serde(with = "crate::messages::bytes")]
+    keys: &'a [u8],
+}
+
+/// A [`KeyPiece`] as it is received.
+#[derive(serde::Deserialize)]
+struct KeyPieceIn {
     to: u32,
     #[serde(with = "crate::messages::bytes")]
     keys: Vec<u8>,
+}
+
+impl serde::Serialize for KeyPiece {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        KeyPieceOut { to: self.to, keys: self.as_ref() }.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for KeyPiece {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let KeyPieceIn { to, keys } = KeyPieceIn::deserialize(d)?;
+        let range = 0..keys.len();
+        Ok(KeyPiece { to, keys: std::sync::Arc::new(keys), range })
+    }
 }
 
 /// Delivers each `(to, from, report)` to worker `to`.
@@ -285,5 +332,20 @@ impl<'scope, R: ExchangeData + Clone> CollectReports<'scope, R> for timely::data
                 }
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeyPiece;
+
+    /// A piece sent to another process carries its own range of the shared keys, no more.
+    #[test]
+    fn a_key_piece_travels_as_its_range() {
+        let keys = std::sync::Arc::new(b"\x01a\x02bb\x03ccc".to_vec());
+        let piece = KeyPiece { to: 3, keys, range: 2..5 };
+        let wire = bincode::serialize(&piece).expect("serializes");
+        let back: KeyPiece = bincode::deserialize(&wire).expect("deserializes");
+        assert_eq!((back.to, back.as_ref()), (3, &b"\x02bb"[..]));
     }
 }

@@ -361,7 +361,8 @@ impl Job {
             Some(ExactStrategy::Shuffle) => self.probe_exact(worker, &filter, abort, counter, &mut report),
             Some(_) => {
                 let total_keys = build_reports.iter().map(|r| r.keys).sum();
-                let set = broadcast_keys(worker, std::mem::take(&mut keys), total_keys, &self.receivers(), &self.shared_keys);
+                let short_keys = build_reports.iter().map(|r| r.collected_short_keys).sum();
+                let set = broadcast_keys(worker, std::mem::take(&mut keys), (total_keys, short_keys), &self.receivers(), &self.shared_keys);
                 self.probe_bloom(me, worker.peers(), &filter, Some(&set), abort, counter, &mut report)
             }
         };
