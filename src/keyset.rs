@@ -154,7 +154,7 @@ fn next(i: usize, n: usize) -> usize {
 /// cache line. For the benchmark's 1M ids of 7–8 digits the table takes 12 MB where 16-byte
 /// slots took 24. Measured on the benchmark's exact semi-join (interleaved medians of 9):
 /// 2 processes × 1, where each process builds the whole table, 334 -> 314 ms; `-w 2` 297 -> 278
-/// ms; peak RSS at `-w 2` 42 -> 31 MiB.
+/// ms; peak RSS at `-w 2` 42 -> 30 MiB.
 struct Words {
     slots: Vec<u64>,
     keys: usize,
