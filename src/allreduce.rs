@@ -16,6 +16,8 @@ use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::ops::Range;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Barrier;
 use crate::messages::OneAtATime;
 use timely::dataflow::channels::pact::ExchangeCore;
 use timely::dataflow::operators::generic::operator::Operator;
@@ -181,9 +183,128 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
     }
 }
 
+/// The all-reduce of a job whose workers are all threads of one process, through their shared
+/// memory: each worker ORs the other partials' words of its own range straight into its partial,
+/// then each receiver of `gather` copies the other ranges from their owners' partials. No word is
+/// copied into a message. Timely's exchange, which a job of several processes needs, copied each
+/// round's words into messages and back: on two workers, 14–18 ms for a 24 MB filter after the
+/// scans, in 8 rounds of about 2 ms.
+///
+/// Every worker of the process calls [`LocalMerge::merge`] once with its partial (after a failed
+/// scan too, so that none waits forever at a barrier); all partials have the same size.
+pub struct LocalMerge {
+    /// Each worker's words, while the merge runs.
+    partials: Vec<AtomicPtr<u64>>,
+    lengths: Vec<AtomicUsize>,
+    barrier: Barrier,
+}
+
+impl LocalMerge {
+    pub fn new(workers: usize) -> Self {
+        LocalMerge {
+            partials: (0..workers).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            lengths: (0..workers).map(|_| AtomicUsize::new(0)).collect(),
+            barrier: Barrier::new(workers),
+        }
+    }
+
+    /// Merges worker `me`'s partial `filter` with the others': afterwards it holds the global
+    /// filter where `me` receives it (see [`Gather`]), and otherwise its own range of it.
+    pub fn merge(&self, me: usize, filter: &mut BloomFilter, gather: Gather) {
+        let peers = self.partials.len();
+        let words = filter.bits_mut().words_mut();
+        let n = words.len();
+        // From here to the last barrier this worker's words are reached through raw pointers
+        // only, each worker writing only where no other reads (see the SAFETY notes).
+        self.partials[me].store(words.as_mut_ptr(), Ordering::Release);
+        self.lengths[me].store(n, Ordering::Release);
+        self.barrier.wait();
+        let ptrs: Vec<*mut u64> = self.partials.iter().map(|p| p.load(Ordering::Acquire)).collect();
+        assert!(self.lengths.iter().all(|l| l.load(Ordering::Acquire) == n), "every worker's partial has the same size");
+        let range_of = |owner: usize| owned_range(owner, peers, n);
+
+        // Reduce: worker w ORs every partial's range w into its own partial's range w. It
+        // writes only its own range of its own partial, which no other worker reads now; it
+        // reads range w of the others, which no worker writes now.
+        let mine = range_of(me);
+        // SAFETY: `mine` lies inside this worker's partial of `n` words; see above for why no
+        // other thread touches it during this phase.
+        let merged = unsafe { std::slice::from_raw_parts_mut(ptrs[me].add(mine.start), mine.len()) };
+        for (_, &p) in ptrs.iter().enumerate().filter(|&(w, _)| w != me) {
+            // SAFETY: each other worker's partial has `n` words and stays alive until the last
+            // barrier; its range `mine` is written by no one in this phase.
+            let theirs = unsafe { std::slice::from_raw_parts(p.add(mine.start), mine.len()) };
+            or_words(merged, theirs);
+        }
+        self.barrier.wait();
+
+        // Gather: each receiver copies every other owner's merged range from the owner's
+        // partial into the same range of its own. It writes only ranges of its own partial that
+        // are not its own range, which no worker reads now; every worker reads only owners'
+        // own ranges, which no worker writes now.
+        if gather.receivers(peers).any(|w| w == me) {
+            for (owner, &p) in ptrs.iter().enumerate().filter(|&(w, _)| w != me) {
+                let range = range_of(owner);
+                // SAFETY: as above; `range` lies inside both partials, and the two differ.
+                unsafe { std::ptr::copy_nonoverlapping(p.add(range.start), ptrs[me].add(range.start), range.len()) };
+            }
+        }
+        // No worker may go on (and change or free its partial) while another still reads it.
+        self.barrier.wait();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Threads merging their partials through shared memory get the OR of all of them: the
+    /// receivers whole, the others in their own range.
+    #[test]
+    fn a_local_merge_gives_the_or_of_the_partials() {
+        let spec = crate::spec::FilterSpec::native(100_000, 3, 7).expect("valid");
+        for workers in [1, 2, 3] {
+            for gather in [Gather::All, Gather::To(0)] {
+                let keys = |w: usize| (0..1000).map(move |i| format!("{w}-{i}"));
+                let mut expected = BloomFilter::new(spec);
+                let partials: Vec<BloomFilter> = (0..workers)
+                    .map(|w| {
+                        let mut f = BloomFilter::new(spec);
+                        keys(w).for_each(|k| {
+                            f.insert(k.as_bytes());
+                            expected.insert(k.as_bytes());
+                        });
+                        f
+                    })
+                    .collect();
+                let merge = LocalMerge::new(workers);
+                let merged: Vec<BloomFilter> = std::thread::scope(|s| {
+                    let handles: Vec<_> = partials
+                        .into_iter()
+                        .enumerate()
+                        .map(|(w, mut f)| {
+                            let merge = &merge;
+                            s.spawn(move || {
+                                merge.merge(w, &mut f, gather);
+                                f
+                            })
+                        })
+                        .collect();
+                    handles.into_iter().map(|h| h.join().expect("no panic")).collect()
+                });
+                let all = expected.bits().words();
+                for (w, f) in merged.iter().enumerate() {
+                    let words = f.bits().words();
+                    if gather.receivers(workers).any(|r| r == w) {
+                        assert_eq!(words, all, "{workers} workers, {gather:?}, receiver {w}");
+                    } else {
+                        let range = owned_range(w, workers, all.len());
+                        assert_eq!(words[range.clone()], all[range], "{workers} workers, {gather:?}, worker {w}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn owned_ranges_cover_the_words_exactly() {

@@ -2,7 +2,7 @@
 //! partials are OR-merged by the all-reduce, and worker 0 writes the global filter.
 
 use super::{all_reports, check_keys_found, global_filter, join_workers};
-use crate::allreduce::Gather;
+use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
@@ -243,9 +243,11 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         let (source, sized) = (Arc::clone(&source), sized.clone());
         move || job_agreement(cluster.workers, &source, &sized)
     };
+    // Workers that are all threads of this process merge through their shared memory.
+    let local = (cluster.processes == 1).then(|| Arc::new(LocalMerge::new(cluster.workers)));
     let guards = crate::cluster::execute(cluster, agreement, move |worker| {
         let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(job_sized.spec, tick).sized_for(job_sized.expected_items, job_sized.target_fpp);
-        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None);
+        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None, local.as_deref());
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
         if let Some(failure) = first_failure(&reports) {
             return Err(Error::Job(failure));

@@ -5,7 +5,7 @@ mod claims;
 mod join_key;
 pub mod semijoin;
 
-use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, Slice};
+use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Slice};
 use crate::filter::BloomFilter;
 use crate::keyset::{KeyArena, KeySet, PartitionBuilder};
 use crate::report::WorkerReport;
@@ -28,9 +28,11 @@ pub(crate) const PARK: Option<Duration> = Some(Duration::from_millis(50));
 /// Runs inside a timely worker: reads the splits of `source` it claims (see [`claims`]) into its
 /// partial filter (made by `empty`, sized as every other worker's, which must call the tick it
 /// is given as it zeroes a large filter), then takes part in the all-reduce, even when its own
-/// scan failed, so that no peer waits forever. Returns the filter, which holds the global filter
+/// scan failed, so that no peer waits forever: through `local` where every worker is in this
+/// process, else through timely's exchange. Returns the filter, which holds the global filter
 /// on the receivers of `gather`, and this worker's report; exchange reports with [`all_reports`]
 /// to learn whether the job as a whole succeeded.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn global_filter(
     worker: &mut Worker,
     source: &Source,
@@ -39,6 +41,7 @@ pub(crate) fn global_filter(
     abort: &AtomicBool,
     progress: &AtomicU64,
     mut collect: Option<(&mut KeyArena, u64)>,
+    local: Option<&LocalMerge>,
 ) -> (BloomFilter, WorkerReport) {
     let (me, peers) = (worker.index(), worker.peers());
     // Splits are claimed, not assigned: the partials' OR is the same whoever read what.
@@ -78,6 +81,17 @@ pub(crate) fn global_filter(
         }
     }
     report.elapsed_secs = started.elapsed().as_secs_f64();
+
+    // All the workers in this process: merged through their shared memory.
+    if let Some(local) = local {
+        // Worker 0 answers split claims only while it steps: no worker may wait at the merge's
+        // barriers before every worker is done with its scan. Exchanging a message with every
+        // worker makes sure of that.
+        all_reports(worker, ());
+        let mut filter = Rc::try_unwrap(filter).map(RefCell::into_inner).unwrap_or_else(|_| unreachable!("the scan has let go of the partial"));
+        local.merge(me, &mut filter, gather);
+        return (filter, report);
+    }
 
     // Made only now, after the scan (every worker makes its dataflows in the same order, and
     // timely holds slices that arrive for one not made yet): the claims stepped during the scan
