@@ -195,6 +195,7 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
 pub struct LocalMerge {
     /// Each worker's words, while the merge runs.
     partials: Vec<AtomicPtr<u64>>,
+    /// Each partial's length in words: all must be equal.
     lengths: Vec<AtomicUsize>,
     barrier: Barrier,
 }
