@@ -36,14 +36,44 @@ pub fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         written => written.unwrap(),
     });
-    let output = child.wait_with_output().unwrap();
+    let output = finish(child, args);
     writer.join().unwrap();
     output
 }
 
 /// Runs `bloomflow ARGS` with no standard input.
 pub fn run(args: &[&str]) -> Output {
-    bin().args(args).stdin(Stdio::null()).output().unwrap()
+    let child = bin().args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    finish(child, args)
+}
+
+/// Longest one command may run: a command that hangs (workers that wait on each other forever)
+/// fails its test instead of stalling the whole suite.
+const RUN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Waits for `child` and returns its output, or kills it and fails once [`RUN_TIMEOUT`] has
+/// passed.
+fn finish(child: std::process::Child, args: &[&str]) -> Output {
+    let pid = child.id();
+    let (done, waited) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    match waited.recv_timeout(RUN_TIMEOUT) {
+        Ok(output) => {
+            waiter.join().unwrap();
+            output.unwrap()
+        }
+        Err(_) => {
+            // SAFETY: kill sends a signal to the child's process id, which this test owns and
+            // has not yet reaped.
+            unsafe {
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+            let _ = waiter.join();
+            panic!("bloomflow {args:?} did not finish within {RUN_TIMEOUT:?}");
+        }
+    }
 }
 
 /// Asserts success and returns stdout as text, printing stderr on failure.
