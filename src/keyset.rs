@@ -174,12 +174,18 @@ impl Words {
         if full(self.keys, self.slots.len()) {
             self.grow();
         }
+        self.place(hash, word);
+        self.keys += 1;
+    }
+
+    /// Stores `word` in the first empty slot from its hash's (linear probing).
+    #[inline(always)]
+    fn place(&mut self, hash: u64, word: u64) {
         let mut i = self.first(hash);
         while self.slots[i] != 0 {
             i = next(i, self.slots.len());
         }
         self.slots[i] = word;
-        self.keys += 1;
     }
 
     /// Doubles the table (only when a partition gets more keys than it was sized for).
@@ -188,11 +194,7 @@ impl Words {
         let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_written(doubled));
         let h = hasher();
         for &word in old.iter().filter(|&&w| w != 0) {
-            let mut i = self.first(h.hash_one(word));
-            while self.slots[i] != 0 {
-                i = next(i, self.slots.len());
-            }
-            self.slots[i] = word;
+            self.place(h.hash_one(word), word);
         }
     }
 
