@@ -178,11 +178,16 @@ mod tests {
     }
 
     /// A filter's block is advised for huge pages; a key table's is not.
+    ///
+    /// The blocks are 64 MiB, past the largest size (32 MiB) up to which glibc's malloc may
+    /// serve a block from memory it freed before instead of mapping it fresh: blocks of 8 MiB
+    /// sometimes came from memory another test's huge block had left advised, and the test
+    /// failed when run beside the others.
     #[cfg(target_os = "linux")]
     #[test]
     fn only_the_huge_block_is_advised_for_huge_pages() {
-        let huge: Vec<u64> = super::zeroed_huge(1 << 20);
-        let written: Vec<u64> = super::zeroed_written(1 << 20);
+        let huge: Vec<u64> = super::zeroed_huge(1 << 23);
+        let written: Vec<u64> = super::zeroed_written(1 << 23);
         let (Some(huge_flags), Some(written_flags)) = (mapping_flags(huge.as_ptr() as usize + 4096), mapping_flags(written.as_ptr() as usize + 4096)) else {
             eprintln!("skipped: no /proc/self/smaps");
             return;
