@@ -1,14 +1,20 @@
-//! The OR-merge of partial filters as a bandwidth-optimal all-reduce on timely.
+//! The OR-merge of partial filters as a bandwidth-optimal all-reduce, hierarchical: first
+//! through shared memory between the workers of each process, then on timely between processes.
 //!
-//! Worker w owns word range w of the bit array. Every worker sends each owner its slice of that
-//! range (reduce-scatter) in bounded chunks; the owner ORs them into its own partial, whose range
-//! then holds the global bits. Owners send their merged range to whoever needs the global filter
-//! (gather): the writer for the build job, every worker for the semi-join. The reduce-scatter goes
-//! in rounds, and an owner sends each round's words on as soon as that round is complete, so the
-//! gather overlaps the rest of the scatter (2 processes, a 24 MB filter: about 17 -> 16 ms, two
-//! interleaved series of 9 and 11; in one process no change). Per-worker traffic stays
-//! about 2·m bits whatever the worker count, and the result is the same OR, bit for bit, for any
-//! number of workers or processes.
+//! Local worker i of every process owns word range i of the bit array (its *local range*). The
+//! workers of a process first OR their partials' words of each local range into the partial of
+//! the range's owner ([`LocalMerge::reduce`]). Between processes, the local range i is cut again
+//! among the processes' workers of index i: each sends each counterpart its piece of the range
+//! (reduce-scatter) in bounded chunks; the counterpart ORs them into its partial, whose piece
+//! then holds the global bits, and sends its piece to the counterparts that need the global
+//! filter (gather). Last, the workers of a receiving process copy the local ranges they lack
+//! from their siblings ([`LocalMerge::gather`]): the writer for the build job, every worker for
+//! the semi-join. Only words of one process's merged partial cross the network: about 2·m bits
+//! per process whatever its worker count (a flat all-reduce over all workers sent about 2·m per
+//! worker). The reduce-scatter goes in rounds, and an owner sends each round's words on as soon
+//! as that round is complete, so the gather overlaps the rest of the scatter (2 processes, a 24 MB
+//! filter: about 17 -> 16 ms, two interleaved series of 9 and 11). The result is the same OR,
+//! bit for bit, for any number of workers or processes.
 
 use crate::bits::or_words;
 use crate::filter::BloomFilter;
@@ -61,6 +67,71 @@ impl Gather {
             Gather::All => 0..peers,
         }
     }
+
+    /// Whether `worker` receives the global filter.
+    pub fn receives(self, worker: usize) -> bool {
+        match self {
+            Gather::To(w) => w == worker,
+            Gather::All => true,
+        }
+    }
+}
+
+/// The workers of a job as timely numbers them: worker g is local worker g % local of process
+/// g / local. It says which words each worker merges at each level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Topology {
+    pub processes: usize,
+    /// Workers per process.
+    pub local: usize,
+}
+
+impl Topology {
+    fn peers(self) -> usize {
+        self.processes * self.local
+    }
+
+    fn process_of(self, worker: usize) -> usize {
+        worker / self.local
+    }
+
+    /// The worker's index among its process's workers.
+    pub fn local_index(self, worker: usize) -> usize {
+        worker % self.local
+    }
+
+    fn worker(self, process: usize, local_index: usize) -> usize {
+        process * self.local + local_index
+    }
+
+    /// The words worker `owner` merges between processes: its process's piece of its local
+    /// range (the whole local range when there is one process).
+    pub fn owned(self, owner: usize, words: usize) -> Range<usize> {
+        let local = owned_range(self.local_index(owner), self.local, words);
+        let piece = owned_range(self.process_of(owner), self.processes, local.len());
+        local.start + piece.start..local.start + piece.end
+    }
+
+    /// The workers that exchange words with `worker` between processes: those of its local
+    /// index in every other process.
+    fn counterparts(self, worker: usize) -> impl Iterator<Item = usize> {
+        let (me, i) = (self.process_of(worker), self.local_index(worker));
+        (0..self.processes).filter(move |&p| p != me).map(move |p| self.worker(p, i))
+    }
+
+    /// Whether any worker of `worker`'s process receives the global filter.
+    pub fn process_receives(self, worker: usize, gather: Gather) -> bool {
+        match gather {
+            Gather::To(w) => self.process_of(w) == self.process_of(worker),
+            Gather::All => true,
+        }
+    }
+
+    /// The counterparts that `owner` sends its merged words to: those of the receiving
+    /// processes (each then holds the global words of its local range).
+    fn gather_counterparts(self, owner: usize, gather: Gather) -> impl Iterator<Item = usize> {
+        self.counterparts(owner).filter(move |&w| self.process_receives(w, gather))
+    }
 }
 
 /// The word range worker `owner` of `peers` merges: an even cut of `words`.
@@ -75,10 +146,10 @@ pub fn owned_range(owner: usize, peers: usize, words: usize) -> Range<usize> {
 pub const ROUND_CHUNKS: usize = 8;
 
 /// The words of `owner`'s range that reduce-scatter round `round` carries (and that are final,
-/// merged from every peer, once the round is complete): the round's [`ROUND_CHUNKS`] chunks of
-/// the range, empty past its end.
-pub fn round_words(owner: usize, peers: usize, words: usize, round: usize) -> Range<usize> {
-    let range = owned_range(owner, peers, words);
+/// merged from every process, once the round is complete): the round's [`ROUND_CHUNKS`] chunks
+/// of the range, empty past its end.
+pub fn round_words(topology: Topology, owner: usize, words: usize, round: usize) -> Range<usize> {
+    let range = topology.owned(owner, words);
     let first = (range.start + round * ROUND_CHUNKS * CHUNK_WORDS).min(range.end);
     first..(first + ROUND_CHUNKS * CHUNK_WORDS).min(range.end)
 }
@@ -92,33 +163,30 @@ fn chunks_to(words: &[u64], range: Range<usize>, to: usize) -> impl Iterator<Ite
 }
 
 /// The slices worker `me` sends in reduce-scatter round `round`: at most [`ROUND_CHUNKS`]
-/// chunks to each other owner. Empty once every chunk has been sent.
-pub fn scatter_round(filter: &BloomFilter, me: usize, peers: usize, round: usize) -> Vec<Slice> {
+/// chunks to each counterpart. Empty once every chunk has been sent.
+pub fn scatter_round(filter: &BloomFilter, topology: Topology, me: usize, round: usize) -> Vec<Slice> {
     let words = filter.bits().words();
-    (0..peers)
-        .filter(|&owner| owner != me)
-        .flat_map(|owner| chunks_to(words, round_words(owner, peers, words.len(), round), owner))
-        .collect()
+    topology.counterparts(me).flat_map(|owner| chunks_to(words, round_words(topology, owner, words.len(), round), owner)).collect()
 }
 
-/// Rounds needed to scatter every chunk.
-pub fn scatter_rounds(words: usize, peers: usize) -> usize {
-    (0..peers).map(|o| owned_range(o, peers, words).len().div_ceil(CHUNK_WORDS * ROUND_CHUNKS)).max().unwrap_or(0)
+/// Rounds needed to scatter every chunk (the same for every worker).
+pub fn scatter_rounds(topology: Topology, words: usize) -> usize {
+    (0..topology.peers()).map(|o| topology.owned(o, words).len().div_ceil(CHUNK_WORDS * ROUND_CHUNKS)).max().unwrap_or(0)
 }
 
 /// The reduce-scatter and gather steps as timely operators.
 pub trait BloomMerge<'scope> {
     /// ORs each slice into the receiving owner's partial; as each round completes, sends the
-    /// owner's words that round made final to the receivers of `gather`.
-    fn bloom_merge(self, filter: Rc<RefCell<BloomFilter>>, gather: Gather) -> Self;
+    /// owner's words that round made final to its counterparts in the processes that `gather`
+    /// names.
+    fn bloom_merge(self, filter: Rc<RefCell<BloomFilter>>, gather: Gather, topology: Topology) -> Self;
     /// Copies each merged range into the receiving worker's filter. The (empty) output stream
     /// lets a probe tell when every range has arrived.
     fn bloom_collect(self, filter: Rc<RefCell<BloomFilter>>) -> Self;
 }
 
 impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
-    fn bloom_merge(self, filter: Rc<RefCell<BloomFilter>>, gather: Gather) -> Self {
-        let peers = self.scope().peers();
+    fn bloom_merge(self, filter: Rc<RefCell<BloomFilter>>, gather: Gather, topology: Topology) -> Self {
         let me = self.scope().index();
         self.unary_frontier::<OneAtATime<Slice>, _, _, _>(to_receiver(), "BloomMerge", move |cap, _info| {
             let mut cap = Some(cap);
@@ -147,13 +215,13 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
                     // later rounds are still being scattered.
                     let f = filter.borrow();
                     let words = f.bits().words();
-                    let first = round_words(me, peers, words.len(), gathered).start;
+                    let first = round_words(topology, me, words.len(), gathered).start;
                     let last = match complete {
-                        usize::MAX => owned_range(me, peers, words.len()).end,
-                        next => round_words(me, peers, words.len(), next).start,
+                        usize::MAX => topology.owned(me, words.len()).end,
+                        next => round_words(topology, me, words.len(), next).start,
                     };
                     let mut session = output.session_with_builder(c);
-                    for to in gather.receivers(peers).filter(|&w| w != me) {
+                    for to in topology.gather_counterparts(me, gather) {
                         for slice in chunks_to(words, first..last, to) {
                             session.give(slice);
                         }
@@ -183,17 +251,20 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
     }
 }
 
-/// The all-reduce of a job whose workers are all threads of one process, through their shared
-/// memory: each worker ORs the other partials' words of its own range straight into its partial,
-/// then each receiver of `gather` copies the other ranges from their owners' partials. No word is
-/// copied into a message. Timely's exchange, which a job of several processes needs, copied each
-/// round's words into messages and back: on two workers, 14–18 ms for a 24 MB filter after the
+/// The merge among the workers of one process, through their shared memory: each worker ORs the
+/// other partials' words of its own local range straight into its partial ([`reduce`]), and each
+/// worker that receives the global filter copies the other ranges from their owners' partials
+/// ([`gather`]). No word is copied into a message. Timely's exchange copied each round's words
+/// into messages and back: on two workers of one process, 14–18 ms for a 24 MB filter after the
 /// scans, in 8 rounds of about 2 ms.
 ///
-/// Every worker of the process calls [`LocalMerge::merge`] once with its partial (after a failed
-/// scan too, so that none waits forever at a barrier); all partials have the same size.
+/// Every worker of the process calls each phase once with its partial (after a failed scan too,
+/// so that none waits forever at a barrier); all partials have the same size.
+///
+/// [`reduce`]: LocalMerge::reduce
+/// [`gather`]: LocalMerge::gather
 pub struct LocalMerge {
-    /// Each worker's words, while the merge runs.
+    /// Each worker's words, while a phase runs.
     partials: Vec<AtomicPtr<u64>>,
     /// Each partial's length in words: all must be equal.
     lengths: Vec<AtomicUsize>,
@@ -209,10 +280,58 @@ impl LocalMerge {
         }
     }
 
-    /// Merges worker `me`'s partial `filter` with the others': afterwards it holds the global
-    /// filter where `me` receives it (see [`Gather`]), and otherwise its own range of it.
+    /// The workers of the process.
+    pub fn workers(&self) -> usize {
+        self.partials.len()
+    }
+
+    /// Merges the partial `filter` of local worker `me` with its siblings': afterwards it holds
+    /// the process's filter where `me` receives it (see [`Gather`]), and otherwise its own
+    /// range of it. The whole merge of a job of one process.
     pub fn merge(&self, me: usize, filter: &mut BloomFilter, gather: Gather) {
-        let peers = self.partials.len();
+        self.reduce(me, filter);
+        self.gather(me, filter, gather.receivers(self.workers()).any(|w| w == me));
+    }
+
+    /// Local worker `me` ORs every sibling's words of its local range into its own partial's.
+    pub fn reduce(&self, me: usize, filter: &mut BloomFilter) {
+        // Worker w writes only its own range of its own partial, which no other worker reads
+        // in this phase; it reads range w of the others, which no worker writes.
+        self.phase(me, filter, |ptrs, range_of| {
+            let mine = range_of(me);
+            // SAFETY: `mine` lies inside this worker's partial; no other thread touches it now.
+            let merged = unsafe { std::slice::from_raw_parts_mut(ptrs[me].add(mine.start), mine.len()) };
+            for (_, &p) in ptrs.iter().enumerate().filter(|&(w, _)| w != me) {
+                // SAFETY: each other partial has as many words and stays alive until the
+                // phase's last barrier; its range `mine` is written by no one in this phase.
+                let theirs = unsafe { std::slice::from_raw_parts(p.add(mine.start), mine.len()) };
+                or_words(merged, theirs);
+            }
+        });
+    }
+
+    /// Where `receives`, local worker `me` copies every sibling's local range from the
+    /// sibling's partial into the same range of its own. Every worker of the process calls it,
+    /// receiver or not.
+    pub fn gather(&self, me: usize, filter: &mut BloomFilter, receives: bool) {
+        // A receiver writes only ranges of its own partial that are not its own range, which
+        // no worker reads in this phase; every worker reads only owners' own ranges, which no
+        // worker writes.
+        self.phase(me, filter, |ptrs, range_of| {
+            if receives {
+                for (owner, &p) in ptrs.iter().enumerate().filter(|&(w, _)| w != me) {
+                    let range = range_of(owner);
+                    // SAFETY: as above; `range` lies inside both partials, and the two differ.
+                    unsafe { std::ptr::copy_nonoverlapping(p.add(range.start), ptrs[me].add(range.start), range.len()) };
+                }
+            }
+        });
+    }
+
+    /// Publishes this worker's words, waits for every sibling's, runs `work` on them all, and
+    /// waits for every sibling to finish before the partial may be used again.
+    fn phase(&self, me: usize, filter: &mut BloomFilter, work: impl FnOnce(&[*mut u64], &dyn Fn(usize) -> Range<usize>)) {
+        let workers = self.workers();
         let words = filter.bits_mut().words_mut();
         let n = words.len();
         // From here to the last barrier this worker's words are reached through raw pointers
@@ -222,35 +341,9 @@ impl LocalMerge {
         self.barrier.wait();
         let ptrs: Vec<*mut u64> = self.partials.iter().map(|p| p.load(Ordering::Acquire)).collect();
         assert!(self.lengths.iter().all(|l| l.load(Ordering::Acquire) == n), "every worker's partial has the same size");
-        let range_of = |owner: usize| owned_range(owner, peers, n);
-
-        // Reduce: worker w ORs every partial's range w into its own partial's range w. It
-        // writes only its own range of its own partial, which no other worker reads now; it
-        // reads range w of the others, which no worker writes now.
-        let mine = range_of(me);
-        // SAFETY: `mine` lies inside this worker's partial of `n` words; see above for why no
-        // other thread touches it during this phase.
-        let merged = unsafe { std::slice::from_raw_parts_mut(ptrs[me].add(mine.start), mine.len()) };
-        for (_, &p) in ptrs.iter().enumerate().filter(|&(w, _)| w != me) {
-            // SAFETY: each other worker's partial has `n` words and stays alive until the last
-            // barrier; its range `mine` is written by no one in this phase.
-            let theirs = unsafe { std::slice::from_raw_parts(p.add(mine.start), mine.len()) };
-            or_words(merged, theirs);
-        }
-        self.barrier.wait();
-
-        // Gather: each receiver copies every other owner's merged range from the owner's
-        // partial into the same range of its own. It writes only ranges of its own partial that
-        // are not its own range, which no worker reads now; every worker reads only owners'
-        // own ranges, which no worker writes now.
-        if gather.receivers(peers).any(|w| w == me) {
-            for (owner, &p) in ptrs.iter().enumerate().filter(|&(w, _)| w != me) {
-                let range = range_of(owner);
-                // SAFETY: as above; `range` lies inside both partials, and the two differ.
-                unsafe { std::ptr::copy_nonoverlapping(p.add(range.start), ptrs[me].add(range.start), range.len()) };
-            }
-        }
-        // No worker may go on (and change or free its partial) while another still reads it.
+        work(&ptrs, &|owner| owned_range(owner, workers, n));
+        // No worker may go on (and change or free its partial, or publish it for the next
+        // phase) while another still reads it.
         self.barrier.wait();
     }
 }
@@ -301,6 +394,76 @@ mod tests {
                     } else {
                         let range = owned_range(w, workers, all.len());
                         assert_eq!(words[range.clone()], all[range], "{workers} workers, {gather:?}, worker {w}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The merge of processes of several workers, played out in one thread with the topology's
+    /// own ranges and sends: every receiver ends with the OR of all partials, and between
+    /// processes each word leaves each process once in the reduce-scatter ((P − 1)·n words in
+    /// all, where a flat all-reduce over P·W workers sent (P·W − 1)·n).
+    #[test]
+    fn a_hierarchical_merge_gives_the_or_and_sends_each_word_once_per_process() {
+        let mut rng = crate::xorshift::XorShift::new(0xB10F);
+        // 40M bits: 625,000 words, several reduce-scatter rounds.
+        for (bits, shapes) in [(100_000, &[(2, 1), (2, 2), (3, 2), (2, 3), (4, 3)][..]), (40_000_000, &[(2, 2), (3, 2)][..])] {
+            let spec = crate::spec::FilterSpec::native(bits, 3, 7).expect("valid");
+            for &(processes, local) in shapes {
+                let topology = Topology { processes, local };
+                let mut partials: Vec<BloomFilter> = (0..topology.peers()).map(|_| BloomFilter::new(spec)).collect();
+                let mut expected = vec![0u64; partials[0].bits().words().len()];
+                for f in &mut partials {
+                    for (w, e) in f.bits_mut().words_mut().iter_mut().zip(&mut expected) {
+                        *w = rng.next() & rng.next() & rng.next();
+                        *e |= *w;
+                    }
+                }
+                let n = expected.len();
+                let words_of = |partials: &[BloomFilter], w: usize, r: Range<usize>| partials[w].bits().words()[r].to_vec();
+                // Within each process, local worker i ORs its siblings' local range i.
+                for worker in 0..topology.peers() {
+                    let range = owned_range(topology.local_index(worker), local, n);
+                    let first = worker - topology.local_index(worker);
+                    for sibling in (first..first + local).filter(|&s| s != worker) {
+                        let theirs = words_of(&partials, sibling, range.clone());
+                        or_words(&mut partials[worker].bits_mut().words_mut()[range.clone()], &theirs);
+                    }
+                }
+                // Between processes: the reduce-scatter, round by round, then the gather.
+                let mut scattered = 0;
+                for round in 0..scatter_rounds(topology, n) {
+                    let slices: Vec<Slice> = (0..topology.peers()).flat_map(|me| scatter_round(&partials[me], topology, me, round)).collect();
+                    for slice in slices {
+                        let (to, start) = (slice.to as usize, slice.offset as usize);
+                        assert!(topology.owned(to, n).contains(&start), "{topology:?}: a slice for worker {to} outside its range");
+                        scattered += slice.words.len();
+                        or_words(&mut partials[to].bits_mut().words_mut()[start..start + slice.words.len()], &slice.words);
+                    }
+                }
+                assert_eq!(scattered, (processes - 1) * n, "{topology:?}: words scattered between processes");
+                for gather in [Gather::All, Gather::To(0), Gather::To(topology.peers() - 1)] {
+                    let mut merged = partials.clone();
+                    for owner in 0..topology.peers() {
+                        let range = topology.owned(owner, n);
+                        for to in topology.gather_counterparts(owner, gather) {
+                            let words = words_of(&partials, owner, range.clone());
+                            merged[to].bits_mut().words_mut()[range.clone()].copy_from_slice(&words);
+                        }
+                    }
+                    // Within each receiving process, receivers copy their siblings' local ranges.
+                    let after_network = merged.clone();
+                    for worker in (0..topology.peers()).filter(|&w| topology.process_receives(w, gather) && gather.receives(w)) {
+                        let first = worker - topology.local_index(worker);
+                        for sibling in (first..first + local).filter(|&s| s != worker) {
+                            let range = owned_range(topology.local_index(sibling), local, n);
+                            let words = words_of(&after_network, sibling, range.clone());
+                            merged[worker].bits_mut().words_mut()[range].copy_from_slice(&words);
+                        }
+                    }
+                    for worker in (0..topology.peers()).filter(|&w| gather.receives(w)) {
+                        assert!(merged[worker].bits().words() == expected, "{topology:?}, {gather:?}: receiver {worker}");
                     }
                 }
             }

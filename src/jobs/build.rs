@@ -243,11 +243,11 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         let (source, sized) = (Arc::clone(&source), sized.clone());
         move || job_agreement(cluster.workers, &source, &sized)
     };
-    // Workers that are all threads of this process merge through their shared memory.
-    let local = (cluster.processes == 1).then(|| Arc::new(LocalMerge::new(cluster.workers)));
+    // This process's workers merge their partials through their shared memory first.
+    let local = Arc::new(LocalMerge::new(cluster.workers));
     let guards = crate::cluster::execute(cluster, agreement, move |worker| {
         let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(job_sized.spec, tick).sized_for(job_sized.expected_items, job_sized.target_fpp);
-        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None, local.as_deref());
+        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None, &local);
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
         if let Some(failure) = first_failure(&reports) {
             return Err(Error::Job(failure));

@@ -5,7 +5,7 @@ mod claims;
 mod join_key;
 pub mod semijoin;
 
-use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Slice};
+use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Slice, Topology};
 use crate::filter::BloomFilter;
 use crate::keyset::{KeyArena, KeySet, PartitionBuilder};
 use crate::report::WorkerReport;
@@ -41,7 +41,7 @@ pub(crate) fn global_filter(
     abort: &AtomicBool,
     progress: &AtomicU64,
     mut collect: Option<(&mut KeyArena, u64)>,
-    local: Option<&LocalMerge>,
+    local: &LocalMerge,
 ) -> (BloomFilter, WorkerReport) {
     let (me, peers) = (worker.index(), worker.peers());
     // Splits are claimed, not assigned: the partials' OR is the same whoever read what.
@@ -82,25 +82,31 @@ pub(crate) fn global_filter(
     }
     report.elapsed_secs = started.elapsed().as_secs_f64();
 
-    // All the workers in this process: merged through their shared memory.
-    if let Some(local) = local {
-        // Worker 0 answers split claims only while it steps: no worker may wait at the merge's
-        // barriers before every worker is done with its scan. Exchanging a message with every
-        // worker makes sure of that.
+    let topology = Topology { processes: peers / local.workers(), local: local.workers() };
+    if topology.local > 1 {
+        // Worker 0 answers split claims only while it steps: no worker may wait at the local
+        // merge's barriers before every worker is done with its scan. Exchanging a message
+        // with every worker makes sure of that.
         all_reports(worker, ());
+    }
+    // All the workers in this process: merged through their shared memory alone.
+    if topology.processes == 1 {
         let mut filter = Rc::try_unwrap(filter).map(RefCell::into_inner).unwrap_or_else(|_| unreachable!("the scan has let go of the partial"));
         local.merge(me, &mut filter, gather);
         return (filter, report);
     }
+    let i = topology.local_index(me);
+    local.reduce(i, &mut filter.borrow_mut());
 
-    // Made only now, after the scan (every worker makes its dataflows in the same order, and
-    // timely holds slices that arrive for one not made yet): the claims stepped during the scan
-    // must not run the merge into the partial the scan is filling.
+    // Between processes, on timely. Made only now, after the scan (every worker makes its
+    // dataflows in the same order, and timely holds slices that arrive for one not made yet):
+    // the claims stepped during the scan must not run the merge into the partial the scan is
+    // filling.
     let probe = ProbeHandle::new();
     let mut slices_in = worker.dataflow::<u64, _, _>(|scope| {
         let (slices_in, slices) = scope.new_input::<Vec<Slice>>();
         slices
-            .bloom_merge(Rc::clone(&filter), gather)
+            .bloom_merge(Rc::clone(&filter), gather, topology)
             .bloom_collect(Rc::clone(&filter))
             .probe_with(&probe);
         slices_in
@@ -108,9 +114,9 @@ pub(crate) fn global_filter(
 
     // Reduce-scatter in rounds of a few chunks per owner, so that the data in flight from this
     // worker stays bounded whatever the filter's size.
-    let rounds = scatter_rounds(filter.borrow().bits().words().len(), peers);
+    let rounds = scatter_rounds(topology, filter.borrow().bits().words().len());
     for round in 0..rounds {
-        let batch = scatter_round(&filter.borrow(), me, peers, round);
+        let batch = scatter_round(&filter.borrow(), topology, me, round);
         for slice in batch {
             // Each slice leaves at once, so the next is copied out while this one travels.
             slices_in.send(slice);
@@ -121,6 +127,9 @@ pub(crate) fn global_filter(
     }
     drop(slices_in);
     worker.step_or_park_while(PARK, || !probe.done());
+    if topology.process_receives(me, gather) {
+        local.gather(i, &mut filter.borrow_mut(), gather.receives(me));
+    }
 
     // The finished dataflow may still hold its handles on the filter: move it out, leaving a
     // one-bit placeholder, rather than copy it.

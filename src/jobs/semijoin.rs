@@ -279,7 +279,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         broadcast_limit: config.broadcast_limit,
         compression: config.compression,
         shared_keys: SharedKeys::new(cluster.workers),
-        local_merge: (cluster.processes == 1).then(|| LocalMerge::new(cluster.workers)),
+        local_merge: LocalMerge::new(cluster.workers),
         cluster: cluster.clone(),
         progress_total,
         started,
@@ -311,8 +311,8 @@ struct Job {
     compression: OutputCompression,
     /// The broadcast build keys, shared by this process's workers.
     shared_keys: SharedKeys,
-    /// The merge of the partial filters where every worker is in this process.
-    local_merge: Option<LocalMerge>,
+    /// The merge of this process's workers' partial filters.
+    local_merge: LocalMerge,
     cluster: ClusterConfig,
     /// The bytes the progress bar expects this process to read.
     progress_total: Arc<AtomicU64>,
@@ -339,7 +339,7 @@ impl Job {
         let (filter, build_reports) = match &self.planned {
             PlannedFilter::Build { source, sized } => {
                 let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(sized.spec, tick).sized_for(sized.expected_items, sized.target_fpp);
-                let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, collect, self.local_merge.as_ref());
+                let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, collect, &self.local_merge);
                 let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
                 if let Some(failure) = first_failure(&reports) {
                     return Err(Error::Job(failure));

@@ -325,6 +325,59 @@ fn a_filter_merged_over_several_rounds_reaches_every_worker_whole() {
     assert_eq!(read_output(&dir.path().join("cluster"), "event,key,note\n"), expected);
 }
 
+/// Processes of several workers merge their partial filters in two levels, through shared
+/// memory within each process, then between processes. On a build side that every worker reads
+/// part of, with a filter of many blocks, the Bloom-only output of 2 × 2 and 3 × 2 workers is
+/// one process's (a filter missing any worker's bits would drop true matches), and `--exact`
+/// gives the true semi-join.
+#[test]
+fn processes_of_several_workers_prune_as_one_process() {
+    let dir = tempdir();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(22);
+    let mut build = String::from("name,id\n");
+    let mut build_keys = HashSet::new();
+    for i in 0..4000 {
+        let key = format!("k{}", rng.gen_range(0..20_000));
+        build.push_str(&format!("b{i},{key}\n"));
+        build_keys.insert(key);
+    }
+    let mut probe = String::from("event,key,note\n");
+    let mut expected = BTreeMap::new();
+    for i in 0..20_000 {
+        let key = format!("k{}", rng.gen_range(0..20_000));
+        let line = format!("{i},{key},n\n");
+        if build_keys.contains(&key) {
+            *expected.entry(line.clone().into_bytes()).or_insert(0) += 1;
+        }
+        probe.push_str(&line);
+    }
+    let (build_path, probe_path) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&build_path, build).unwrap();
+    std::fs::write(&probe_path, probe).unwrap();
+    let args = |out: &str, extra: &[&'static str]| -> Vec<String> {
+        let out = path_str(dir.path(), out);
+        let mut args: Vec<String> = semijoin_args(&build_path, &probe_path, &out, extra).into_iter().map(String::from).collect();
+        let at = args.iter().position(|a| a == "--split-size").expect("the usual arguments set the split size");
+        args[at + 1] = "4096".into();
+        let at = args.iter().position(|a| a == "--expected-items").expect("the usual arguments size the filter");
+        args[at + 1] = "4000".into();
+        args
+    };
+    let single = args("single", &[]);
+    ok(&run(&single.iter().map(String::as_str).collect::<Vec<_>>()));
+    let pruned = read_output(&dir.path().join("single"), "event,key,note\n");
+    assert!(contains_multiset(&pruned, &expected), "a true match is missing");
+    for processes in [2, 3] {
+        for exact in [false, true] {
+            let name = format!("{processes}x2-{exact}");
+            let cluster = args(&name, if exact { &["--exact"] } else { &[] });
+            all_ok(&run_cluster(dir.path(), processes, 2, &cluster.iter().map(String::as_str).collect::<Vec<_>>(), Duration::from_secs(60)));
+            let got = read_output(&dir.path().join(&name), "event,key,note\n");
+            assert_eq!(&got, if exact { &expected } else { &pruned }, "{processes} processes x 2 workers, exact {exact}");
+        }
+    }
+}
+
 #[test]
 fn an_existing_output_directory_is_refused_unless_overwrite() {
     let dir = tempdir();
