@@ -1,6 +1,6 @@
 //! Files that must not outlive a failed process: temporary files register here while they are
 //! being written (and a replaced output directory while it is removed), so that a process that
-//! has to exit at once (a lost peer) removes them first.
+//! has to exit at once (a lost peer, a worker's panic) removes them first.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -71,28 +71,39 @@ pub fn exit_on_lost_peer() {
     INSTALLED.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let payload = info.payload();
-            let message = payload
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| payload.downcast_ref::<&str>().copied())
-                .unwrap_or("");
+            let message = panic_message(info.payload());
             if message.contains("timely communication error") || message.contains("MergeQueue poisoned") {
-                // Several network threads may fail at once: the first reports and exits.
-                static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-                if EXITING.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                    loop {
-                        std::thread::park();
-                    }
-                }
-                remove_all();
-                eprintln!(
-                    "bloomflow: error: lost the connection to a peer process ({message}); \
-                     the job failed and this process committed no output"
-                );
-                std::process::exit(1);
+                exit_failed(&format!("lost the connection to a peer process ({message})"));
             }
             default(info);
         }));
     });
+}
+
+/// The text of a panic's payload (a `String` or a `&str`; empty otherwise).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload.downcast_ref::<String>().map(String::as_str).or_else(|| payload.downcast_ref::<&str>().copied()).unwrap_or("")
+}
+
+/// Ends this process after worker `worker` panicked (a bug): its unfinished files removed, a
+/// message, exit status 1. The other workers would otherwise wait forever for the panicked one,
+/// at a barrier or for its part of a dataflow, and the job would hang instead of failing; with
+/// this process gone, its peer processes lose their connection to it and fail too.
+pub fn exit_after_worker_panic(worker: usize, payload: &(dyn std::any::Any + Send)) -> ! {
+    exit_failed(&format!("worker {worker} failed: {} (a bug in bloomflow; please report it)", panic_message(payload)))
+}
+
+/// Removes the unfinished files, says why the job failed, and exits with status 1. Only the
+/// first thread to call it does: several threads may fail at once (every network thread when a
+/// peer is lost), and the others wait for the exit.
+fn exit_failed(why: &str) -> ! {
+    static EXITING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if EXITING.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+    remove_all();
+    eprintln!("bloomflow: error: {why}; the job failed and this process committed no output");
+    std::process::exit(1);
 }

@@ -181,13 +181,22 @@ impl Agreement {
 /// cluster, the connections to the other processes are made here first, with timely's handshake
 /// (each process connects to the lower-numbered ones and sends its index as a big-endian u64)
 /// but a fast retry and a deadline: timely's own loop sleeps a whole second between attempts,
-/// prints to stdout, and never gives up.
+/// prints to stdout, and never gives up. A worker that panics ends the process
+/// ([`crate::cleanup::exit_after_worker_panic`]).
 pub fn execute<T, F>(config: &ClusterConfig, agreement: impl FnOnce() -> Agreement, func: F) -> Result<timely::communication::WorkerGuards<T>>
 where
     T: Send + 'static,
     F: Fn(&mut timely::worker::Worker) -> T + Send + Sync + 'static,
 {
     let started = |e: String| Error::Job(format!("could not start the workers: {e}"));
+    // A worker that panics ends the process: its siblings and peers would wait for it forever.
+    let func = move |worker: &mut timely::worker::Worker| {
+        let index = worker.index();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| func(worker))) {
+            Ok(result) => result,
+            Err(panic) => crate::cleanup::exit_after_worker_panic(index, panic.as_ref()),
+        }
+    };
     if config.processes == 1 {
         return timely::execute(config.timely_config(), func).map_err(started);
     }
@@ -313,6 +322,50 @@ fn read_agreement(stream: &mut TcpStream, deadline: Instant) -> std::io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A worker that panics ends its process with status 1 and a message naming it, instead of
+    /// leaving its siblings waiting for it forever. The test runs itself again as a child
+    /// process (a panicking worker exits the process it is in): there, worker 1 panics while
+    /// worker 0 steps for ever.
+    #[test]
+    fn a_panicking_worker_ends_the_process_instead_of_hanging_it() {
+        const CHILD: &str = "BLOOMFLOW_TEST_PANICKING_WORKER";
+        if std::env::var_os(CHILD).is_some() {
+            let agreement = || unreachable!("one process makes no agreement");
+            let _ = execute(&ClusterConfig::local(2), agreement, |worker| {
+                if worker.index() == 1 {
+                    panic!("injected for the test");
+                }
+                loop {
+                    worker.step_or_park(Some(Duration::from_millis(10)));
+                }
+            });
+            unreachable!("the workers never finish");
+        }
+        let name = "cluster::tests::a_panicking_worker_ends_the_process_instead_of_hanging_it";
+        let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the test binary runs");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("waitable") {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("the process of a panicked worker was still running after 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().expect("piped"), &mut stderr).expect("readable");
+        assert_eq!(status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("bloomflow: error: worker 1 failed: injected for the test"), "{stderr}");
+    }
 
     /// An agreement crosses the wire whole, and plans that differ anywhere differ in digest.
     #[test]

@@ -139,7 +139,8 @@ pub(crate) fn global_filter(
 }
 
 /// Waits for this process's workers: the result one of them returned (worker 0 of process 0
-/// returns the job's statistics), or the first failure, a worker's panic included.
+/// returns the job's statistics), or the first failure. (A panic in a worker's job ends the
+/// process before this returns: see [`crate::cluster::execute`].)
 pub(crate) fn join_workers<T: Send + 'static>(guards: timely::communication::WorkerGuards<crate::error::Result<Option<T>>>) -> crate::error::Result<Option<T>> {
     let mut result = None;
     let mut failure = None;
