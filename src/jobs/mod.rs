@@ -4,6 +4,7 @@ pub mod build;
 mod claims;
 mod join_key;
 pub mod semijoin;
+mod steal;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Slice, Topology};
 use crate::filter::BloomFilter;

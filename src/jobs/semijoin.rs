@@ -11,6 +11,7 @@
 
 use super::build::{filter_plan, size_filter, SizedSpec, Sizing};
 use super::join_key::JoinKey;
+use super::steal::{ProbeQueues, Task};
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeySet};
 use crate::allreduce::{Gather, LocalMerge};
@@ -112,6 +113,9 @@ pub struct ProbeReport {
     /// What the records the filter dropped would have cost an exact join's key exchange:
     /// their key bytes plus 12 bytes of worker and sequence number each.
     pub pruned_exchange_bytes: u64,
+    /// Splits this worker took from a sibling of its process and read for it (see
+    /// [`steal`](super::steal)).
+    pub taken_splits: u64,
     pub elapsed_secs: f64,
     pub error: Option<String>,
 }
@@ -280,6 +284,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         compression: config.compression,
         shared_keys: SharedKeys::new(cluster.workers),
         local_merge: LocalMerge::new(cluster.workers),
+        probe_queues: ProbeQueues::new(cluster.workers),
         cluster: cluster.clone(),
         progress_total,
         started,
@@ -313,6 +318,8 @@ struct Job {
     shared_keys: SharedKeys,
     /// The merge of this process's workers' partial filters.
     local_merge: LocalMerge,
+    /// This process's workers' probe splits, which idle workers take from busy ones.
+    probe_queues: ProbeQueues,
     cluster: ClusterConfig,
     /// The bytes the progress bar expects this process to read.
     progress_total: Arc<AtomicU64>,
@@ -383,6 +390,11 @@ impl Job {
         // written its part, and _SUCCESS is written only once every part has moved. A process
         // that dies before then leaves nothing that looks like output.
         let reports: Vec<ProbeReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
+        // Every sibling is done reading: outputs of taken splits handed back after this worker
+        // stopped waiting for them (the job is failing) are removed.
+        for output in self.probe_queues.leftovers_of(me % self.cluster.workers) {
+            output::discard(&output);
+        }
         let failure = reports.iter().find_map(|r| r.error.clone());
         let failure = failure.or_else(|| {
             check_keys_found(reports.iter().map(|r| (&r.scan, r.scan.records - r.scan.malformed)), "probe").err().map(|e| e.to_string())
@@ -460,6 +472,72 @@ impl Job {
         (0..self.cluster.processes).map(|p| p * self.cluster.workers).collect()
     }
 
+    /// Reads worker `me`'s probe splits into `part`, each batch through `on_batch`, and then,
+    /// while siblings of this process still have unstarted splits, takes theirs (see
+    /// [`steal`](super::steal)): a taken split is read into a scratch file that its owner
+    /// appends to its own part, after its own splits, so each part holds what it would have
+    /// held without the taking. Returns the scan's figures and the number of splits taken.
+    fn probe_splits(
+        &self,
+        me: usize,
+        peers: usize,
+        abort: &AtomicBool,
+        counter: &AtomicU64,
+        part: &mut TaskFile,
+        on_batch: &mut impl FnMut(&RecordBatch, &mut TaskFile) -> Result<()>,
+    ) -> Result<(ScanStats, u64)> {
+        let local = me % self.cluster.workers;
+        self.probe_queues.fill(local, self.probe.splits_of(me, peers).map(|s| s.index));
+        let (mut stats, mut taken) = (ScanStats::default(), 0);
+        let takeable = |split: usize| !self.probe.splits[split].is_stdin();
+        // (Once another worker fails, the scans stop early and so does the taking.)
+        while !abort.load(Ordering::Relaxed) {
+            let Some(task) = self.probe_queues.next(local, takeable) else { break };
+            match task {
+                Task::Own(split) => stats.absorb(&self.probe.scan_feed(&mut std::iter::once(split), abort, counter, |b| on_batch(b, part))?),
+                Task::Taken { split, owner } => match self.read_taken(split, owner, abort, counter, on_batch) {
+                    Ok((scanned, output)) => {
+                        stats.absorb(&scanned);
+                        taken += 1;
+                        match output {
+                            Some(output) => self.probe_queues.hand_back(split, output),
+                            None => self.probe_queues.abandon(split),
+                        }
+                    }
+                    Err(e) => {
+                        self.probe_queues.abandon(split);
+                        return Err(e);
+                    }
+                },
+            }
+        }
+        // The splits siblings took from this worker, in input order, after its own.
+        let mut chunk = vec![0u8; 1 << 20];
+        for output in self.probe_queues.outputs_of(local, abort) {
+            let appended = append_file(part, &output, &mut chunk);
+            crate::output::discard(&output);
+            appended?;
+        }
+        Ok((stats, taken))
+    }
+
+    /// Reads split `split`, taken from sibling `owner`, into a scratch file: its output, or
+    /// None if the job is failing (another worker aborted it mid-read).
+    fn read_taken(
+        &self,
+        split: usize,
+        owner: usize,
+        abort: &AtomicBool,
+        counter: &AtomicU64,
+        on_batch: &mut impl FnMut(&RecordBatch, &mut TaskFile) -> Result<()>,
+    ) -> Result<(ScanStats, Option<PathBuf>)> {
+        let mut scratch = TaskFile::create_scratch(&self.dir, &format!("taken-{split:05}-of-{owner}"))?;
+        let scanned = self.probe.scan_feed(&mut std::iter::once(split), abort, counter, |b| on_batch(b, &mut scratch))?;
+        // Dropped unfinished, the scratch file is removed.
+        let output = if abort.load(Ordering::Relaxed) { None } else { Some(scratch.finish()?) };
+        Ok((scanned, output))
+    }
+
     /// The Bloom step, and with `exact` the check of each survivor against the broadcast build
     /// keys: survivors go straight to the part file (with `--anti`, the records the filter
     /// dropped and the survivors that did not match, in input order).
@@ -479,11 +557,11 @@ impl Job {
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
         let (mut maybe, mut matches) = (Vec::new(), Vec::new());
         let mut spare_keys: Vec<&[u8]> = Vec::new();
-        report.scan = self.probe.scan_worker(me, peers, abort, counter, |batch| {
+        let mut on_batch = |batch: &RecordBatch, part: &mut TaskFile| -> Result<()> {
             // Standard input's header comes before its first records, which no batch before
             // it held: the part holds no record yet.
             if let Some(header) = self.header_read(batch)? {
-                write_line(&mut part, header)?;
+                write_line(part, header)?;
             }
             filter.contains_batch(batch.keys, &mut answers);
             batch.unmatch_nulls(&mut answers);
@@ -520,7 +598,7 @@ impl Job {
                     };
                     if !matched {
                         kept += 1;
-                        write_line(&mut part, record)?;
+                        write_line(part, record)?;
                     }
                 }
                 return Ok(());
@@ -528,11 +606,12 @@ impl Job {
             for (&i, &matched) in maybe.iter().zip(&matches) {
                 if matched {
                     kept += 1;
-                    write_line(&mut part, batch.records[i])?;
+                    write_line(part, batch.records[i])?;
                 }
             }
             Ok(())
-        })?;
+        };
+        (report.scan, report.taken_splits) = self.probe_splits(me, peers, abort, counter, &mut part, &mut on_batch)?;
         report.bloom_survivors = survivors;
         report.records_out = kept;
         report.pruned_exchange_bytes = pruned_bytes;
@@ -833,6 +912,18 @@ fn header_mismatch(first: &Header, other: &Header) -> Error {
         "probe input",
         format!("{}: the part files carry one header, so every probe input must have the same columns in the same order", first.differs_from(other)),
     )
+}
+
+/// Appends the bytes of the file at `path` to `part`, through `chunk`.
+fn append_file(part: &mut TaskFile, path: &Path, chunk: &mut [u8]) -> Result<()> {
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    loop {
+        let n = std::io::Read::read(&mut file, chunk).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            return Ok(());
+        }
+        part.write(&chunk[..n])?;
+    }
 }
 
 /// Writes a record as it was, adding a newline to a last line that lacked one (so that records

@@ -378,6 +378,60 @@ fn processes_of_several_workers_prune_as_one_process() {
     }
 }
 
+/// The part files of a worker's siblings hold the same bytes whether or not a sibling took some
+/// of its probe splits: 1 process × 3 workers (where an idle worker takes the unstarted splits
+/// of a busy one, reads them, and hands their output back) against 3 processes × 1 (where no
+/// worker has a sibling), part by part, for the Bloom step alone, `--exact` and `--exact
+/// --anti`. Runs until some split was taken (the statistics count them), at most 10 times.
+#[test]
+fn taken_probe_splits_leave_every_part_file_as_it_was() {
+    let dir = tempdir();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(33);
+    let mut build = String::from("name,id\n");
+    for i in 0..300 {
+        build.push_str(&format!("b{i},k{}\n", rng.gen_range(0..3000)));
+    }
+    let mut probe = String::from("event,key,note\n");
+    for i in 0..30_000 {
+        probe.push_str(&format!("{i},k{},n\n", rng.gen_range(0..3000)));
+    }
+    let (build_path, probe_path) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&build_path, build).unwrap();
+    std::fs::write(&probe_path, probe).unwrap();
+    let parts = |out: &str| -> Vec<(String, Vec<u8>)> {
+        let mut parts: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir.path().join(out))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("part-"))
+            .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        parts.sort();
+        parts
+    };
+    for extra in [&[][..], &["--exact"][..], &["--exact", "--anti"][..]] {
+        let tag = extra.join("");
+        let apart = format!("apart{tag}");
+        let apart_path = path_str(dir.path(), &apart);
+        let args = semijoin_args(&build_path, &probe_path, &apart_path, extra);
+        all_ok(&run_cluster(dir.path(), 3, 1, &args, Duration::from_secs(60)));
+        let expected = parts(&apart);
+        assert_eq!(expected.len(), 3);
+        let mut taken = 0;
+        for attempt in 0..10 {
+            let together = format!("together{tag}-{attempt}");
+            let out = path_str(dir.path(), &together);
+            ok(&run(&[semijoin_args(&build_path, &probe_path, &out, extra), vec!["-w", "3"]].concat()));
+            assert!(parts(&together) == expected, "{extra:?}: the parts of 1 x 3 differ from those of 3 x 1");
+            let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(&together).join("_SUCCESS")).unwrap()).unwrap();
+            taken = stats["per_worker_probe"].as_array().unwrap().iter().map(|w| w["taken_splits"].as_u64().unwrap()).sum::<u64>();
+            if taken > 0 {
+                break;
+            }
+        }
+        assert!(taken > 0, "{extra:?}: no worker took a sibling's split in 10 runs");
+    }
+}
+
 #[test]
 fn an_existing_output_directory_is_refused_unless_overwrite() {
     let dir = tempdir();
