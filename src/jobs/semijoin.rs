@@ -476,7 +476,10 @@ impl Job {
     /// while siblings of this process still have unstarted splits, takes theirs (see
     /// [`steal`](super::steal)): a taken split is read into a scratch file that its owner
     /// appends to its own part, after its own splits, so each part holds what it would have
-    /// held without the taking. Returns the scan's figures and the number of splits taken.
+    /// held without the taking. A worker takes splits only while it has written at most a
+    /// quarter of the records it read: a taken split's output is written twice (to the scratch
+    /// file, then to the part), which costs more than the wait it saves when most records are
+    /// kept, as in an anti-join. Returns the scan's figures and the number of splits taken.
     fn probe_splits(
         &self,
         me: usize,
@@ -484,18 +487,23 @@ impl Job {
         abort: &AtomicBool,
         counter: &AtomicU64,
         part: &mut TaskFile,
-        on_batch: &mut impl FnMut(&RecordBatch, &mut TaskFile) -> Result<()>,
+        on_batch: &mut impl FnMut(&RecordBatch, &mut TaskFile) -> Result<u64>,
     ) -> Result<(ScanStats, u64)> {
         let local = me % self.cluster.workers;
         self.probe_queues.fill(local, self.probe.splits_of(me, peers).map(|s| s.index));
-        let (mut stats, mut taken) = (ScanStats::default(), 0);
-        let takeable = |split: usize| !self.probe.splits[split].is_stdin();
+        let (mut stats, mut taken, mut written) = (ScanStats::default(), 0, 0);
         // (Once another worker fails, the scans stop early and so does the taking.)
         while !abort.load(Ordering::Relaxed) {
+            let few_kept = written * 4 <= stats.records;
+            let takeable = |split: usize| few_kept && !self.probe.splits[split].is_stdin();
             let Some(task) = self.probe_queues.next(local, takeable) else { break };
+            let mut counted = |b: &RecordBatch, part: &mut TaskFile| {
+                written += on_batch(b, part)?;
+                Ok(())
+            };
             match task {
-                Task::Own(split) => stats.absorb(&self.probe.scan_feed(&mut std::iter::once(split), abort, counter, |b| on_batch(b, part))?),
-                Task::Taken { split, owner } => match self.read_taken(split, owner, abort, counter, on_batch) {
+                Task::Own(split) => stats.absorb(&self.probe.scan_feed(&mut std::iter::once(split), abort, counter, |b| counted(b, part))?),
+                Task::Taken { split, owner } => match self.read_taken(split, owner, abort, counter, &mut counted) {
                     Ok((scanned, output)) => {
                         stats.absorb(&scanned);
                         taken += 1;
@@ -557,7 +565,8 @@ impl Job {
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
         let (mut maybe, mut matches) = (Vec::new(), Vec::new());
         let mut spare_keys: Vec<&[u8]> = Vec::new();
-        let mut on_batch = |batch: &RecordBatch, part: &mut TaskFile| -> Result<()> {
+        let mut on_batch = |batch: &RecordBatch, part: &mut TaskFile| -> Result<u64> {
+            let before = kept;
             // Standard input's header comes before its first records, which no batch before
             // it held: the part holds no record yet.
             if let Some(header) = self.header_read(batch)? {
@@ -601,7 +610,7 @@ impl Job {
                         write_line(part, record)?;
                     }
                 }
-                return Ok(());
+                return Ok(kept - before);
             }
             for (&i, &matched) in maybe.iter().zip(&matches) {
                 if matched {
@@ -609,7 +618,7 @@ impl Job {
                     write_line(part, batch.records[i])?;
                 }
             }
-            Ok(())
+            Ok(kept - before)
         };
         (report.scan, report.taken_splits) = self.probe_splits(me, peers, abort, counter, &mut part, &mut on_batch)?;
         report.bloom_survivors = survivors;
