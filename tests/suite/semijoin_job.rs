@@ -514,6 +514,28 @@ fn a_failed_job_leaves_no_success_marker_no_parts_and_no_directory() {
     fails_with(&run(&semijoin_args(&build, &probe, &path_str(dir.path(), "out"), &[])), &["p.csv:3", "unclosed quote"]);
 }
 
+/// A job that fails while workers take each other's probe splits leaves nothing behind either:
+/// no part, no scratch file of a taken split, no directory. The broken record is in the last
+/// split, the first to be taken; three runs, since who reads it depends on timing.
+#[test]
+fn a_job_failing_while_splits_are_taken_leaves_no_directory() {
+    let dir = tempdir();
+    let build = path_str(dir.path(), "b.csv");
+    std::fs::write(&build, "name,id\nx,1\n").unwrap();
+    let probe = path_str(dir.path(), "p.csv");
+    let mut lines = String::from("event,key,note\n");
+    for i in 0..20_000 {
+        lines.push_str(&format!("{i},{},n\n", i % 50));
+    }
+    lines.push_str("20000,\"broken,b\n");
+    std::fs::write(&probe, lines).unwrap();
+    for attempt in 0..3 {
+        let out = path_str(dir.path(), &format!("out{attempt}"));
+        fails_with(&run(&semijoin_args(&build, &probe, &out, &["-w", "3"])), &["p.csv:20002", "unclosed quote"]);
+        assert!(!Path::new(&out).exists(), "left {:?}", names_in(&out));
+    }
+}
+
 #[test]
 fn a_prebuilt_filter_prunes_like_a_built_one() {
     let dir = tempdir();
