@@ -16,8 +16,10 @@ const INLINE: usize = 8;
 pub struct KeyArena {
     bytes: Vec<u8>,
     keys: u64,
-    /// Keys that are short (see [`is_short`]), counted as they come so that a set's tables can
-    /// be sized before its keys arrive.
+    /// Keys that are numbers (see [`is_number`]), and the other keys that are short (see
+    /// [`is_short`]), counted as they come so that a set's tables can be sized before its keys
+    /// arrive.
+    numbers: u64,
     short: u64,
     /// Where each piece of at least `piece` bytes ends (see [`KeyArena::pieces`]), noted as keys
     /// come: finding key boundaries afterwards meant decoding every length again, 3 ms for 1M
@@ -29,9 +31,20 @@ pub struct KeyArena {
 /// Bytes of keys per piece sent to another process.
 pub const PIECE: usize = 1 << 20;
 
+/// How many keys a set will hold, and of which kinds, so that its tables are sized before the
+/// keys arrive (they grow if the counts prove short).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyCounts {
+    pub keys: u64,
+    /// Keys that are numbers (see [`is_number`]).
+    pub numbers: u64,
+    /// Keys that are short (see [`is_short`]) and not numbers.
+    pub short: u64,
+}
+
 impl Default for KeyArena {
     fn default() -> Self {
-        KeyArena { bytes: Vec::new(), keys: 0, short: 0, cuts: Vec::new(), piece: PIECE }
+        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, cuts: Vec::new(), piece: PIECE }
     }
 }
 
@@ -51,7 +64,9 @@ impl KeyArena {
     pub fn push(&mut self, key: &[u8]) {
         crate::records::push_with_length(&mut self.bytes, key);
         self.keys += 1;
-        self.short += is_short(key) as u64;
+        let number = is_number(key);
+        self.numbers += number as u64;
+        self.short += (!number && is_short(key)) as u64;
         if self.bytes.len() - self.cuts.last().copied().unwrap_or(0) >= self.piece {
             self.cuts.push(self.bytes.len());
         }
@@ -83,9 +98,9 @@ impl KeyArena {
         KeyArena { piece, ..KeyArena::default() }
     }
 
-    /// Keys held that are short (see [`is_short`]).
-    pub fn short_keys(&self) -> u64 {
-        self.short
+    /// How many keys of each kind are held.
+    pub fn counts(&self) -> KeyCounts {
+        KeyCounts { keys: self.keys, numbers: self.numbers, short: self.short }
     }
 
     /// The encoded keys, for sending.
@@ -149,19 +164,43 @@ fn next(i: usize, n: usize) -> usize {
     if i + 1 == n { 0 } else { i + 1 }
 }
 
-/// The open-addressing table of short keys (see [`short_word`]): each slot is the key's word
-/// itself, 8 bytes, so the whole key is compared in one instruction and eight slots share a
-/// cache line. For the benchmark's 1M ids of 7–8 digits the table takes 12 MB where 16-byte
-/// slots took 24. Measured on the benchmark's exact semi-join (interleaved medians of 9):
-/// 2 processes × 1, where each process builds the whole table, 334 -> 314 ms; `-w 2` 297 -> 278
-/// ms; peak RSS at `-w 2` 42 -> 30 MiB.
-struct Words {
-    slots: Vec<u64>,
+/// An open-addressing table of keys that are words themselves: numbers as 4-byte words (see
+/// [`number`]), other short keys as 8-byte ones (see [`short_word`]). The whole key is compared
+/// in one instruction, and 16 or 8 slots share a cache line. The benchmark's 1M ids of 7–8
+/// digits took 24 MB in 16-byte slots, 12 MB as 8-byte words, and take 6 MB as numbers.
+/// Measured on the benchmark's exact semi-join (interleaved medians): 8-byte words against the
+/// 16-byte slots, 2 processes × 1, where each process builds the whole table, 334 -> 314 ms;
+/// `-w 2` 297 -> 278 ms; peak RSS at `-w 2` 42 -> 30 MiB (9 rounds). Numbers against 8-byte
+/// words: 2 processes × 1 317 -> 301.5 ms, `-w 2` 294 -> 281 ms; peak RSS 29 -> 24 MiB (8
+/// rounds).
+struct Words<W> {
+    slots: Vec<W>,
     keys: usize,
 }
 
-impl Words {
-    fn with_capacity(keys: usize) -> Words {
+/// What a table of [`Words`] holds in a slot: a nonzero value that is the key itself (0 marks
+/// an empty slot).
+trait Word: Copy + Eq + Default + bytemuck::Zeroable {
+    /// The value, widened, which the word's hash is taken of.
+    fn wide(self) -> u64;
+}
+
+impl Word for u64 {
+    #[inline(always)]
+    fn wide(self) -> u64 {
+        self
+    }
+}
+
+impl Word for u32 {
+    #[inline(always)]
+    fn wide(self) -> u64 {
+        self as u64
+    }
+}
+
+impl<W: Word> Words<W> {
+    fn with_capacity(keys: usize) -> Words<W> {
         Words { slots: crate::limits::zeroed_written(slots_for(keys)), keys: 0 }
     }
 
@@ -170,7 +209,7 @@ impl Words {
         slot_of(hash, self.slots.len())
     }
 
-    fn insert(&mut self, hash: u64, word: u64) {
+    fn insert(&mut self, hash: u64, word: W) {
         if full(self.keys, self.slots.len()) {
             self.grow();
         }
@@ -180,9 +219,9 @@ impl Words {
 
     /// Stores `word` in the first empty slot from its hash's (linear probing).
     #[inline(always)]
-    fn place(&mut self, hash: u64, word: u64) {
+    fn place(&mut self, hash: u64, word: W) {
         let mut i = self.first(hash);
-        while self.slots[i] != 0 {
+        while self.slots[i] != W::default() {
             i = next(i, self.slots.len());
         }
         self.slots[i] = word;
@@ -193,17 +232,17 @@ impl Words {
         let doubled = self.slots.len() * 2;
         let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_written(doubled));
         let h = hasher();
-        for &word in old.iter().filter(|&&w| w != 0) {
-            self.place(h.hash_one(word), word);
+        for &word in old.iter().filter(|&&w| w != W::default()) {
+            self.place(h.hash_one(word.wide()), word);
         }
     }
 
     #[inline(always)]
-    fn probe(&self, hash: u64, word: u64) -> bool {
+    fn probe(&self, hash: u64, word: W) -> bool {
         let mut i = self.first(hash);
         loop {
             match self.slots[i] {
-                0 => return false,
+                w if w == W::default() => return false,
                 w if w == word => return true,
                 _ => i = next(i, self.slots.len()),
             }
@@ -290,43 +329,53 @@ impl Others {
     }
 }
 
-/// A key as the tables take it: its hash, and its word if it is short (0 if not).
+/// A key as the tables take it: its hash, its number if it is one (0 if not), else its word if
+/// it is short (0 if not).
 #[derive(Clone, Copy)]
 struct Hashed<'a> {
     hash: u64,
+    number: u32,
     word: u64,
     key: &'a [u8],
 }
 
 impl<'a> Hashed<'a> {
+    const NONE: Hashed<'static> = Hashed { hash: 0, number: 0, word: 0, key: &[] };
+
     #[inline(always)]
     fn new(h: &foldhash::fast::FixedState, key: &'a [u8]) -> Self {
+        // A word hashes in a few instructions where bytes of varying length take a loop.
+        if let Some(number) = number(key) {
+            return Hashed { hash: h.hash_one(number.wide()), number, word: 0, key };
+        }
         match short_word(key) {
-            // A word hashes in a few instructions where bytes of varying length take a loop.
-            Some(word) => Hashed { hash: h.hash_one(word), word, key },
-            None => Hashed { hash: h.hash_one(key), word: 0, key },
+            Some(word) => Hashed { hash: h.hash_one(word), number: 0, word, key },
+            None => Hashed { hash: h.hash_one(key), number: 0, word: 0, key },
         }
     }
 }
 
-/// One partition of a [`KeySet`]: its short keys and the others, apart.
+/// One partition of a [`KeySet`]: its numbers, its other short keys and the rest, apart.
 struct Part {
-    words: Words,
+    numbers: Words<u32>,
+    words: Words<u64>,
     others: Others,
 }
 
 impl Part {
-    fn with_capacity(short: usize, others: usize) -> Part {
-        Part { words: Words::with_capacity(short), others: Others::with_capacity(others) }
+    fn with_capacity(numbers: usize, short: usize, others: usize) -> Part {
+        Part { numbers: Words::with_capacity(numbers), words: Words::with_capacity(short), others: Others::with_capacity(others) }
     }
 
     fn keys(&self) -> usize {
-        self.words.keys + self.others.keys
+        self.numbers.keys + self.words.keys + self.others.keys
     }
 
     #[inline(always)]
     fn insert(&mut self, k: Hashed) {
-        if k.word != 0 {
+        if k.number != 0 {
+            self.numbers.insert(k.hash, k.number);
+        } else if k.word != 0 {
             self.words.insert(k.hash, k.word);
         } else {
             self.others.insert(k.hash, k.key);
@@ -336,7 +385,9 @@ impl Part {
     /// Hints the cache to load the first slot a key would look at.
     #[inline(always)]
     fn prefetch(&self, k: Hashed) {
-        if k.word != 0 {
+        if k.number != 0 {
+            prefetch(&self.numbers.slots[self.numbers.first(k.hash)]);
+        } else if k.word != 0 {
             prefetch(&self.words.slots[self.words.first(k.hash)]);
         } else {
             prefetch(&self.others.slots[slot_and_tag(k.hash, self.others.slots.len()).0]);
@@ -358,12 +409,41 @@ impl Part {
 
     #[inline(always)]
     fn probe(&self, k: Hashed) -> bool {
-        if k.word != 0 {
+        if k.number != 0 {
+            self.numbers.probe(k.hash, k.number)
+        } else if k.word != 0 {
             self.words.probe(k.hash, k.word)
         } else {
             self.others.probe(k.hash, k.key)
         }
     }
+}
+
+/// Whether a key is a number (see [`number`]).
+#[inline(always)]
+pub fn is_number(key: &[u8]) -> bool {
+    number(key).is_some()
+}
+
+/// A key that is a decimal number of 1–9 digits written without a leading zero (or the single
+/// digit 0), as its value plus one: a nonzero 32-bit word, and no two such keys share one. Ids
+/// are most often numbers, and a table of 4-byte slots holds them in half the memory of 8-byte
+/// words: for the benchmark's 1M ids, 6 MB where 12 MB took 10–16 ms just to touch on this
+/// virtual machine, in each process of a 2-process job.
+#[inline(always)]
+fn number(key: &[u8]) -> Option<u32> {
+    if !(1..=9).contains(&key.len()) || (key[0] == b'0' && key.len() > 1) {
+        return None;
+    }
+    let mut value = 0u32;
+    for &b in key {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value * 10 + digit as u32;
+    }
+    Some(value + 1)
 }
 
 /// Whether a key is short (see [`short_word`]), from its length and last byte alone.
@@ -431,8 +511,8 @@ fn slot_of(hash: u64, slots: usize) -> usize {
 
 /// An exact set of keys, built once and then only queried. Keys of up to 8 bytes live in the
 /// tables themselves, so a lookup touches one cache line, and batched lookups prefetch those
-/// lines so that the misses overlap; longer keys live in an arena. About 12 bytes per short key
-/// (see [`short_word`]), 24 per other key plus the arena.
+/// lines so that the misses overlap; longer keys live in an arena. About 6 bytes per number (see
+/// [`number`]), 12 per other short key (see [`short_word`]), 24 per other key plus the arena.
 ///
 /// The set is cut into partitions by hash, so that the workers of a process can each build one
 /// at the same time (see [`PartitionBuilder`]); a key is looked up in its own partition only.
@@ -454,12 +534,12 @@ pub struct PartitionBuilder {
 }
 
 impl PartitionBuilder {
-    /// Sized for `keys` keys in all, of which `short` are short (see [`is_short`]). It grows if
-    /// its share proves larger.
-    pub fn new(keys: u64, short: u64, index: usize, count: usize) -> PartitionBuilder {
+    /// Sized for its share of `counts`. It grows if its share proves larger.
+    pub fn new(counts: KeyCounts, index: usize, count: usize) -> PartitionBuilder {
         // A share, with room for the deviation of a random split.
         let share = |n: u64| (n as usize / count) + (n as usize / count).isqrt() * 4 + 16;
-        let table = Part::with_capacity(share(short), share(keys.saturating_sub(short)));
+        let others = counts.keys.saturating_sub(counts.numbers + counts.short);
+        let table = Part::with_capacity(share(counts.numbers), share(counts.short), share(others));
         PartitionBuilder { table, index, count }
     }
 
@@ -473,8 +553,7 @@ impl PartitionBuilder {
         // A key joins the group whatever its partition, and the group's length grows only for
         // this partition's keys: with several partitions, a branch on the partition would
         // mispredict for every other key.
-        let none = Hashed { hash: 0, word: 0, key: &[] };
-        let mut groups = [[none; BATCH]; 2];
+        let mut groups = [[Hashed::NONE; BATCH]; 2];
         let (mut len, mut ready) = (0, 0);
         for_each_key(pieces, |key| {
             let k = Hashed::new(&h, key);
@@ -523,11 +602,10 @@ fn for_each_key<'a>(pieces: &'a [impl AsRef<[u8]>], mut f: impl FnMut(&'a [u8]))
 }
 
 impl KeySet {
-    /// The set of the keys in `pieces`, sized for `keys` keys of which `short` are short (see
-    /// [`is_short`]; it grows if there are more). A key given twice takes two slots; membership
-    /// is unaffected.
-    pub fn build(pieces: &[impl AsRef<[u8]>], keys: u64, short: u64) -> KeySet {
-        KeySet::from_partitions(vec![PartitionBuilder::new(keys, short, 0, 1).build(pieces)])
+    /// The set of the keys in `pieces`, sized for `counts` (it grows if there are more). A key
+    /// given twice takes two slots; membership is unaffected.
+    pub fn build(pieces: &[impl AsRef<[u8]>], counts: KeyCounts) -> KeySet {
+        KeySet::from_partitions(vec![PartitionBuilder::new(counts, 0, 1).build(pieces)])
     }
 
     /// The set made of partitions 0..n of one [`PartitionBuilder`] count n, in index order.
@@ -556,7 +634,7 @@ impl KeySet {
     pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         answers.clear();
         let h = hasher();
-        let mut hashed = [Hashed { hash: 0, word: 0, key: &[] }; BATCH];
+        let mut hashed = [Hashed::NONE; BATCH];
         for group in keys.chunks(BATCH) {
             for (k, key) in hashed.iter_mut().zip(group) {
                 *k = Hashed::new(&h, key);
@@ -616,8 +694,8 @@ mod tests {
         arena.push(b"a key longer than eight bytes");
         let pieces = pieces_of(&arena);
         // Sized for the keys, and for far fewer (the tables must grow).
-        for (keys, short) in [(arena.keys(), arena.short_keys()), (100, 50)] {
-            let set = KeySet::build(&pieces, keys, short);
+        for counts in [arena.counts(), KeyCounts { keys: 100, numbers: 10, short: 50 }] {
+            let set = KeySet::build(&pieces, counts);
             assert_eq!(set.len(), 10_002);
             assert!((0..7000).all(|i| set.contains(format!("k{i}").as_bytes())));
             assert!(set.contains(b"") && set.contains(b"a key longer than eight bytes"));
@@ -671,14 +749,39 @@ mod tests {
         let mut seven_then_seven = shorter.to_vec();
         seven_then_seven.push(7);
         arena.push(&seven_then_seven);
-        let set = KeySet::build(&pieces_of(&arena), arena.keys(), arena.short_keys());
+        let set = KeySet::build(&pieces_of(&arena), arena.counts());
         assert!(set.contains(shorter) && set.contains(&seven_then_seven));
         assert!(set.contains(b"a") && set.contains(b"a\0") && set.contains(b"") && set.contains(b"12345678"));
         assert!(!set.contains(b"a\0\0") && !set.contains(b"abcdefg\0") && !set.contains(b"abcdefg\x08"));
-        let only_seven = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(shorter); a }), 1, 1);
+        let only_seven = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(shorter); a }), KeyCounts { keys: 1, numbers: 0, short: 1 });
         assert!(!only_seven.contains(&seven_then_seven));
-        let only_eight = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(&seven_then_seven); a }), 1, 0);
+        let only_eight = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(&seven_then_seven); a }), KeyCounts { keys: 1, numbers: 0, short: 0 });
         assert!(!only_eight.contains(shorter));
+    }
+
+    /// A number is a decimal of 1–9 digits with no leading zero (or the digit 0 alone): no other
+    /// key reads as one, and keys that differ only by leading zeros stay apart, in their tables.
+    #[test]
+    fn numbers_are_canonical_decimals() {
+        assert_eq!(number(b"0"), Some(1));
+        assert_eq!(number(b"7"), Some(8));
+        assert_eq!(number(b"123456789"), Some(123_456_790));
+        assert_eq!(number(b"999999999"), Some(1_000_000_000));
+        for not in [&b""[..], b"00", b"07", b"007", b"1234567890", b"12a", b"-1", b"+1", b" 1", b"1.0", b"1/", b"1:"] {
+            assert_eq!(number(not), None, "{:?}", String::from_utf8_lossy(not));
+        }
+        let keys: [&[u8]; 8] = [b"0", b"7", b"07", b"007", b"123456789", b"1234567890", b"999999999", b"x7"];
+        let mut arena = KeyArena::with_piece(16);
+        keys.iter().for_each(|k| arena.push(k));
+        assert_eq!(arena.counts(), KeyCounts { keys: 8, numbers: 4, short: 3 });
+        for counts in [arena.counts(), KeyCounts { keys: 1, numbers: 0, short: 0 }] {
+            let set = KeySet::build(&pieces_of(&arena), counts);
+            assert!(keys.iter().all(|k| set.contains(k)));
+            assert_eq!(set.parts[0].numbers.keys, 4);
+            for absent in [&b"00"[..], b"0007", b"8", b"70", b"12345678", b"23456789", b"1000000000", b"x07"] {
+                assert!(!set.contains(absent), "{:?}", String::from_utf8_lossy(absent));
+            }
+        }
     }
 
     /// Every key count around the insert groups' boundaries (the last group partial, full, or
@@ -690,7 +793,7 @@ mod tests {
             (0..n).for_each(|i| arena.push(format!("k{i}").as_bytes()));
             let pieces = pieces_of(&arena);
             for count in [1, 2] {
-                let set = KeySet::from_partitions((0..count).map(|i| PartitionBuilder::new(arena.keys(), arena.short_keys(), i, count).build(&pieces)).collect());
+                let set = KeySet::from_partitions((0..count).map(|i| PartitionBuilder::new(arena.counts(), i, count).build(&pieces)).collect());
                 assert_eq!(set.len(), n as usize, "{n} keys, {count} partition(s)");
                 assert!((0..n).all(|i| set.contains(format!("k{i}").as_bytes())), "{n} keys, {count} partition(s)");
                 assert!(!set.contains(format!("k{n}").as_bytes()));
@@ -707,7 +810,7 @@ mod tests {
         arena.push(b"a key longer than eight bytes");
         let pieces = pieces_of(&arena);
         for count in [2, 3, 5] {
-            let parts = (0..count).map(|i| PartitionBuilder::new(arena.keys(), arena.short_keys(), i, count).build(&pieces)).collect();
+            let parts = (0..count).map(|i| PartitionBuilder::new(arena.counts(), i, count).build(&pieces)).collect();
             let set = KeySet::from_partitions(parts);
             assert_eq!(set.len(), 20_001, "{count} partitions");
             // Each partition holds a fair share (the split is by hash).
@@ -747,7 +850,7 @@ mod tests {
         let mut seen = Vec::new();
         for_each_key(&pieces, |key| seen.push(key.len()));
         assert_eq!(seen, lengths);
-        let set = KeySet::build(&pieces, arena.keys(), arena.short_keys());
+        let set = KeySet::build(&pieces, arena.counts());
         assert_eq!(set.len(), lengths.len());
         assert!(lengths.iter().all(|&n| set.contains(&vec![b'x'; n])));
         assert!(!set.contains(&[b'x'; 131]));

@@ -8,7 +8,7 @@ mod steal;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Slice, Topology};
 use crate::filter::BloomFilter;
-use crate::keyset::{KeyArena, KeySet, PartitionBuilder};
+use crate::keyset::{KeyArena, KeyCounts, KeySet, PartitionBuilder};
 use crate::report::WorkerReport;
 use crate::scan::{ScanStats, Source, SplitFeed};
 use std::cell::RefCell;
@@ -72,7 +72,8 @@ pub(crate) fn global_filter(
         drop(feed);
         report.keys = keys;
         report.collected_key_bytes = collect.as_ref().filter(|_| !overflow).map(|(a, _)| a.len_bytes() as u64);
-        report.collected_short_keys = collect.as_ref().map_or(0, |(a, _)| a.short_keys());
+        let counts = collect.as_ref().map(|(a, _)| a.counts()).unwrap_or_default();
+        (report.collected_number_keys, report.collected_short_keys) = (counts.numbers, counts.short);
         match scanned {
             Ok(scan) => report.scan = scan,
             Err(err) => {
@@ -225,8 +226,9 @@ impl SharedKeys {
 
 /// Gives every process all the build keys in one exact set: each worker sends its keys once to
 /// the first worker of every process (`receivers`); then every worker of the process builds one
-/// partition of the set from them, at the same time, and they share the whole.
-pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total: (u64, u64), receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
+/// partition of the set from them, at the same time, and they share the whole. `counts`: all the
+/// workers' keys, by kind.
+pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCounts, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
     let me = worker.index();
     let received = Rc::new(RefCell::new(Vec::<KeyPiece>::new()));
     let probe = ProbeHandle::new();
@@ -266,10 +268,9 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, total: (u64, u
     }
     drop(input);
     // The partition's tables are made while the keys travel.
-    let (total_keys, short_keys) = total;
     // One step first, so that the news that this worker's input is closed leaves before it.
     worker.step();
-    let builder = PartitionBuilder::new(total_keys, short_keys, me % shared.local_workers, shared.local_workers);
+    let builder = PartitionBuilder::new(counts, me % shared.local_workers, shared.local_workers);
     worker.step_or_park_while(PARK, || !probe.done());
     const LOCKED: &str = "no worker panics holding the lock";
     let local = me % shared.local_workers;

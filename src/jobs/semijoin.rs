@@ -13,7 +13,7 @@ use super::build::{filter_plan, size_filter, SizedSpec, Sizing};
 use super::join_key::JoinKey;
 use super::steal::{ProbeQueues, Task};
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
-use crate::keyset::{KeyArena, KeySet};
+use crate::keyset::{KeyArena, KeyCounts, KeySet};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
 use crate::error::{Error, Result};
@@ -370,9 +370,12 @@ impl Job {
             None => self.probe_bloom(me, worker.peers(), &filter, None, abort, counter, &mut report),
             Some(ExactStrategy::Shuffle) => self.probe_exact(worker, &filter, abort, counter, &mut report),
             Some(_) => {
-                let total_keys = build_reports.iter().map(|r| r.keys).sum();
-                let short_keys = build_reports.iter().map(|r| r.collected_short_keys).sum();
-                let set = broadcast_keys(worker, std::mem::take(&mut keys), (total_keys, short_keys), &self.receivers(), &self.shared_keys);
+                let counts = KeyCounts {
+                    keys: build_reports.iter().map(|r| r.keys).sum(),
+                    numbers: build_reports.iter().map(|r| r.collected_number_keys).sum(),
+                    short: build_reports.iter().map(|r| r.collected_short_keys).sum(),
+                };
+                let set = broadcast_keys(worker, std::mem::take(&mut keys), counts, &self.receivers(), &self.shared_keys);
                 self.probe_bloom(me, worker.peers(), &filter, Some(&set), abort, counter, &mut report)
             }
         };
