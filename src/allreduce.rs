@@ -61,13 +61,6 @@ pub enum Gather {
 }
 
 impl Gather {
-    fn receivers(self, peers: usize) -> Range<usize> {
-        match self {
-            Gather::To(w) => w..w + 1,
-            Gather::All => 0..peers,
-        }
-    }
-
     /// Whether `worker` receives the global filter.
     pub fn receives(self, worker: usize) -> bool {
         match self {
@@ -290,7 +283,7 @@ impl LocalMerge {
     /// range of it. The whole merge of a job of one process.
     pub fn merge(&self, me: usize, filter: &mut BloomFilter, gather: Gather) {
         self.reduce(me, filter);
-        self.gather(me, filter, gather.receivers(self.workers()).any(|w| w == me));
+        self.gather(me, filter, gather.receives(me));
     }
 
     /// Local worker `me` ORs every sibling's words of its local range into its own partial's.
@@ -389,7 +382,7 @@ mod tests {
                 let all = expected.bits().words();
                 for (w, f) in merged.iter().enumerate() {
                     let words = f.bits().words();
-                    if gather.receivers(workers).any(|r| r == w) {
+                    if gather.receives(w) {
                         assert_eq!(words, all, "{workers} workers, {gather:?}, receiver {w}");
                     } else {
                         let range = owned_range(w, workers, all.len());

@@ -103,19 +103,24 @@ impl ProbeQueues {
             state = self.handed_back.wait_timeout(state, Duration::from_millis(5)).expect(LOCKED).0;
         }
         // Splits still being read (after an abort) stay, for `leftovers_of`.
-        let (mut mine, others): (Vec<TakenSplit>, Vec<TakenSplit>) = std::mem::take(&mut state.taken).into_iter().partition(|t| t.owner == me && t.output.is_some());
-        state.taken = others;
-        mine.sort_by_key(|t| t.split);
-        mine.into_iter().filter_map(|t| t.output).collect()
+        state.remove_outputs(|t| t.owner == me && t.output.is_some())
     }
 
     /// The outputs handed back to worker `me` and not collected (its job failed first): for
     /// removal, once no sibling is reading any more.
     pub(crate) fn leftovers_of(&self, me: usize) -> Vec<PathBuf> {
-        let mut state = self.state.lock().expect(LOCKED);
-        let (mine, others): (Vec<TakenSplit>, Vec<TakenSplit>) = std::mem::take(&mut state.taken).into_iter().partition(|t| t.owner == me);
-        state.taken = others;
-        mine.into_iter().filter_map(|t| t.output).collect()
+        self.state.lock().expect(LOCKED).remove_outputs(|t| t.owner == me)
+    }
+}
+
+impl State {
+    /// Forgets the taken splits `selected` picks, and returns the outputs of those handed back,
+    /// in input order.
+    fn remove_outputs(&mut self, selected: impl Fn(&TakenSplit) -> bool) -> Vec<PathBuf> {
+        let (mut chosen, rest): (Vec<TakenSplit>, Vec<TakenSplit>) = std::mem::take(&mut self.taken).into_iter().partition(|t| selected(t));
+        self.taken = rest;
+        chosen.sort_by_key(|t| t.split);
+        chosen.into_iter().filter_map(|t| t.output).collect()
     }
 }
 

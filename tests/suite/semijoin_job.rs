@@ -101,6 +101,17 @@ fn semijoin_args<'a>(build: &'a str, probe: &'a str, out: &'a str, extra: &[&'a 
     args
 }
 
+/// `args` (the usual ones, from [`semijoin_args`]) as owned strings, with the value after each
+/// flag of `values` changed.
+fn with_values(args: Vec<&str>, values: &[(&str, &str)]) -> Vec<String> {
+    let mut args: Vec<String> = args.into_iter().map(String::from).collect();
+    for (flag, value) in values {
+        let at = args.iter().position(|a| a == flag).unwrap_or_else(|| panic!("the usual arguments have {flag}"));
+        args[at + 1] = value.to_string();
+    }
+    args
+}
+
 #[test]
 fn random_datasets_have_no_false_negatives_and_exact_is_the_true_semijoin() {
     let dir = tempdir();
@@ -356,12 +367,7 @@ fn processes_of_several_workers_prune_as_one_process() {
     std::fs::write(&probe_path, probe).unwrap();
     let args = |out: &str, extra: &[&'static str]| -> Vec<String> {
         let out = path_str(dir.path(), out);
-        let mut args: Vec<String> = semijoin_args(&build_path, &probe_path, &out, extra).into_iter().map(String::from).collect();
-        let at = args.iter().position(|a| a == "--split-size").expect("the usual arguments set the split size");
-        args[at + 1] = "4096".into();
-        let at = args.iter().position(|a| a == "--expected-items").expect("the usual arguments size the filter");
-        args[at + 1] = "4000".into();
-        args
+        with_values(semijoin_args(&build_path, &probe_path, &out, extra), &[("--split-size", "4096"), ("--expected-items", "4000")])
     };
     let single = args("single", &[]);
     ok(&run(&single.iter().map(String::as_str).collect::<Vec<_>>()));
@@ -413,10 +419,7 @@ fn taken_probe_splits_leave_every_part_file_as_it_was() {
     // The usual arguments, with a filter sized for the build side, so that the Bloom step alone
     // keeps few records.
     let args = |out: &str, extra: &[&str]| -> Vec<String> {
-        let mut args: Vec<String> = semijoin_args(&build_path, &probe_path, &path_str(dir.path(), out), extra).into_iter().map(String::from).collect();
-        let at = args.iter().position(|a| a == "--expected-items").expect("the usual arguments size the filter");
-        args[at + 1] = "300".into();
-        args
+        with_values(semijoin_args(&build_path, &probe_path, &path_str(dir.path(), out), extra), &[("--expected-items", "300")])
     };
     for extra in [&[][..], &["--exact"][..], &["--exact", "--anti"][..]] {
         let (tag, anti) = (extra.join(""), extra.contains(&"--anti"));
@@ -516,7 +519,8 @@ fn a_failed_job_leaves_no_success_marker_no_parts_and_no_directory() {
 
 /// A job that fails while workers take each other's probe splits leaves nothing behind either:
 /// no part, no scratch file of a taken split, no directory. The broken record is in the last
-/// split, the first to be taken; three runs, since who reads it depends on timing.
+/// split, the first to be taken; ten runs, since who reads it depends on timing (a scratch file
+/// left behind by a failed taken read showed in one of two series of three).
 #[test]
 fn a_job_failing_while_splits_are_taken_leaves_no_directory() {
     let dir = tempdir();
@@ -529,7 +533,7 @@ fn a_job_failing_while_splits_are_taken_leaves_no_directory() {
     }
     lines.push_str("20000,\"broken,b\n");
     std::fs::write(&probe, lines).unwrap();
-    for attempt in 0..3 {
+    for attempt in 0..10 {
         let out = path_str(dir.path(), &format!("out{attempt}"));
         fails_with(&run(&semijoin_args(&build, &probe, &out, &["-w", "3"])), &["p.csv:20002", "unclosed quote"]);
         assert!(!Path::new(&out).exists(), "left {:?}", names_in(&out));
