@@ -11,7 +11,7 @@
 
 use super::build::{filter_plan, size_filter, SizedSpec, Sizing};
 use super::join_key::JoinKey;
-use super::steal::{ProbeQueues, Task};
+use super::steal::ProbeClaims;
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeyCounts, KeySet};
 use crate::allreduce::{Gather, LocalMerge};
@@ -273,6 +273,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     let counter = Arc::new(AtomicU64::new(0));
     let progress = Progress::start(config.progress, "semijoin", Arc::clone(&progress_total), Arc::clone(&counter));
     let abort = Arc::new(AtomicBool::new(false));
+    let assigned = (0..peers).map(|w| probe.splits_of(w, peers).map(|s| s.index).collect()).collect();
     let job = Arc::new(Job {
         planned,
         probe,
@@ -284,7 +285,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         compression: config.compression,
         shared_keys: SharedKeys::new(cluster.workers),
         local_merge: LocalMerge::new(cluster.workers),
-        probe_queues: ProbeQueues::new(cluster.workers),
+        probe_claims: ProbeClaims::new(&config.output, assigned),
         cluster: cluster.clone(),
         progress_total,
         started,
@@ -304,6 +305,25 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     joined
 }
 
+/// A worker's part file after its probe: finished, or, where others took splits of its own
+/// (listed), open for their outputs, which it appends once every worker is done.
+enum Part {
+    Finished(PathBuf),
+    Open(Box<TaskFile>, Vec<usize>),
+}
+
+/// What a worker made or lost by the taking of probe splits (see [`steal`](super::steal)).
+#[derive(Default)]
+struct Stealing {
+    /// Its claims and announcement, removed once every worker is done claiming.
+    claims: Vec<PathBuf>,
+    /// The outputs of the splits it took, removed once their owners have appended them (or the
+    /// job failed).
+    outputs: Vec<PathBuf>,
+    /// Its splits that others took, in input order.
+    lost: Vec<usize>,
+}
+
 /// The planned job, shared by the workers of this process.
 struct Job {
     planned: PlannedFilter,
@@ -318,8 +338,8 @@ struct Job {
     shared_keys: SharedKeys,
     /// The merge of this process's workers' partial filters.
     local_merge: LocalMerge,
-    /// This process's workers' probe splits, which idle workers take from busy ones.
-    probe_queues: ProbeQueues,
+    /// The claims on probe splits, by which idle workers take busy ones' splits.
+    probe_claims: ProbeClaims,
     cluster: ClusterConfig,
     /// The bytes the progress bar expects this process to read.
     progress_total: Arc<AtomicU64>,
@@ -366,9 +386,10 @@ impl Job {
         // 2. This worker's probe splits, pruned by the filter, into its part file in _temporary/.
         let started = Instant::now();
         let mut report = ProbeReport { worker: me, ..Default::default() };
+        let mut stealing = Stealing::default();
         let outcome = match strategy {
-            None => self.probe_bloom(me, worker.peers(), &filter, None, abort, counter, &mut report),
-            Some(ExactStrategy::Shuffle) => self.probe_exact(worker, &filter, abort, counter, &mut report),
+            None => self.probe_bloom(me, &filter, None, abort, counter, &mut report, &mut stealing),
+            Some(ExactStrategy::Shuffle) => self.probe_exact(worker, &filter, abort, counter, &mut report).map(Part::Finished),
             Some(_) => {
                 let counts = KeyCounts {
                     keys: build_reports.iter().map(|r| r.keys).sum(),
@@ -376,7 +397,7 @@ impl Job {
                     short: build_reports.iter().map(|r| r.collected_short_keys).sum(),
                 };
                 let set = broadcast_keys(worker, std::mem::take(&mut keys), counts, &self.receivers(), &self.shared_keys);
-                self.probe_bloom(me, worker.peers(), &filter, Some(&set), abort, counter, &mut report)
+                self.probe_bloom(me, &filter, Some(&set), abort, counter, &mut report, &mut stealing)
             }
         };
         let part = match outcome {
@@ -393,25 +414,25 @@ impl Job {
         // written its part, and _SUCCESS is written only once every part has moved. A process
         // that dies before then leaves nothing that looks like output.
         let reports: Vec<ProbeReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
-        // Every sibling is done reading: outputs of taken splits handed back after this worker
-        // stopped waiting for them (the job is failing) are removed.
-        for output in self.probe_queues.leftovers_of(me % self.cluster.workers) {
-            output::discard(&output);
-        }
+        // Every worker is done claiming.
+        ProbeClaims::remove(&mut stealing.claims);
         let failure = reports.iter().find_map(|r| r.error.clone());
         let failure = failure.or_else(|| {
             check_keys_found(reports.iter().map(|r| (&r.scan, r.scan.records - r.scan.malformed)), "probe").err().map(|e| e.to_string())
         });
         let committed = match (&failure, part) {
-            (None, Some(part)) => output::commit_task(&self.dir, &part).map_err(|e| e.to_string()),
+            (None, Some(part)) => self.complete(part).and_then(|part| output::commit_task(&self.dir, &part)).map_err(|e| e.to_string()),
             (_, part) => {
-                if let Some(part) = part {
+                if let Some(Part::Finished(part)) = part {
                     output::discard(&part);
                 }
                 Err(String::new())
             }
         };
         let commits: Vec<Option<String>> = all_reports(worker, committed.as_ref().err().cloned()).into_iter().map(|(_, r)| r).collect();
+        // Every owner is done appending: what this worker read for others goes (if its owner
+        // has not removed it, as after a failure).
+        ProbeClaims::remove(&mut stealing.outputs);
         let failure = failure.or_else(|| commits.into_iter().flatten().next());
         if let Some(failure) = failure {
             output::abort_task(&self.dir, &part_name(me, self.compression.codec));
@@ -476,77 +497,84 @@ impl Job {
     }
 
     /// Reads worker `me`'s probe splits into `part`, each batch through `on_batch`, and then,
-    /// while siblings of this process still have unstarted splits, takes theirs (see
-    /// [`steal`](super::steal)): a taken split is read into a scratch file that its owner
-    /// appends to its own part, after its own splits, so each part holds what it would have
-    /// held without the taking. A worker takes splits only while it has written at most a
-    /// quarter of the records it read: a taken split's output is written twice (to the scratch
-    /// file, then to the part), which costs more than the wait it saves when most records are
-    /// kept, as in an anti-join. Returns the scan's figures and the number of splits taken.
+    /// while other workers that share the output directory still have unclaimed splits, takes
+    /// theirs (see [`steal`](super::steal)): a taken split is read into a scratch file that its
+    /// owner appends to its own part, after its own splits, once every worker is done, so each
+    /// part holds what it would have held without the taking. A worker takes splits only while
+    /// it has written at most a quarter of the records it read: a taken split's output is written
+    /// twice (to the scratch file, then to the part), which costs more than the wait it saves
+    /// when most records are kept, as in an anti-join. Returns the scan's figures and the number
+    /// of splits taken; `stealing` gets the claims made, the outputs written for others and the
+    /// splits of `me`'s that others took.
+    #[allow(clippy::too_many_arguments)]
     fn probe_splits(
         &self,
         me: usize,
-        peers: usize,
         abort: &AtomicBool,
         counter: &AtomicU64,
         part: &mut TaskFile,
+        stealing: &mut Stealing,
         on_batch: &mut impl FnMut(&RecordBatch, &mut TaskFile) -> Result<u64>,
     ) -> Result<(ScanStats, u64)> {
-        let local = me % self.cluster.workers;
-        self.probe_queues.fill(local, self.probe.splits_of(me, peers).map(|s| s.index));
         let (mut stats, mut taken, mut written) = (ScanStats::default(), 0, 0);
-        // (Once another worker fails, the scans stop early and so does the taking.)
-        while !abort.load(Ordering::Relaxed) {
-            let few_kept = written * 4 <= stats.records;
-            let takeable = |split: usize| few_kept && !self.probe.splits[split].is_stdin();
-            let Some(task) = self.probe_queues.next(local, takeable) else { break };
-            let mut counted = |b: &RecordBatch, part: &mut TaskFile| {
+        stealing.claims.push(self.probe_claims.announce(me)?);
+        let own = self.probe_claims.assigned(me);
+        for (i, &split) in own.iter().enumerate() {
+            // (Once another worker fails, the scans stop early and so does the taking.)
+            if abort.load(Ordering::Relaxed) {
+                break;
+            }
+            match self.probe_claims.claim(split)? {
+                Some(claim) => stealing.claims.push(claim),
+                None => {
+                    // Taken from the back: this split and those after it.
+                    stealing.lost = own[i..].to_vec();
+                    break;
+                }
+            }
+            stats.absorb(&self.probe.scan_feed(&mut std::iter::once(split), abort, counter, |b| {
                 written += on_batch(b, part)?;
                 Ok(())
-            };
-            match task {
-                Task::Own(split) => stats.absorb(&self.probe.scan_feed(&mut std::iter::once(split), abort, counter, |b| counted(b, part))?),
-                Task::Taken { split, owner } => match self.read_taken(split, owner, abort, counter, &mut counted) {
-                    Ok((scanned, output)) => {
-                        stats.absorb(&scanned);
-                        taken += 1;
-                        match output {
-                            Some(output) => self.probe_queues.hand_back(split, output),
-                            None => self.probe_queues.abandon(split),
-                        }
-                    }
-                    Err(e) => {
-                        self.probe_queues.abandon(split);
-                        return Err(e);
-                    }
-                },
-            }
+            })?);
         }
-        // The splits siblings took from this worker, in input order, after its own.
-        let mut chunk = vec![0u8; 1 << 20];
-        for output in self.probe_queues.outputs_of(local, abort) {
-            let appended = append_file(part, &output, &mut chunk);
-            crate::output::discard(&output);
-            appended?;
+        while !abort.load(Ordering::Relaxed) && written * 4 <= stats.records {
+            let takeable = |split: usize| !self.probe.splits[split].is_stdin();
+            let Some((task, claim)) = self.probe_claims.take(me, takeable)? else { break };
+            stealing.claims.push(claim);
+            if task.owner / self.cluster.workers != me / self.cluster.workers {
+                // Bytes of another process's: this process's bar reads them too.
+                let split = &self.probe.splits[task.split];
+                self.progress_total.fetch_add(split.end - split.start, Ordering::Relaxed);
+            }
+            let mut scratch = TaskFile::create_scratch(&self.dir, &ProbeClaims::taken_name(task.split))?;
+            stats.absorb(&self.probe.scan_feed(&mut std::iter::once(task.split), abort, counter, |b| {
+                written += on_batch(b, &mut scratch)?;
+                Ok(())
+            })?);
+            // Dropped unfinished (the job is failing), the scratch file is removed.
+            if !abort.load(Ordering::Relaxed) {
+                stealing.outputs.push(scratch.finish()?);
+                taken += 1;
+            }
         }
         Ok((stats, taken))
     }
 
-    /// Reads split `split`, taken from sibling `owner`, into a scratch file: its output, or
-    /// None if the job is failing (another worker aborted it mid-read).
-    fn read_taken(
-        &self,
-        split: usize,
-        owner: usize,
-        abort: &AtomicBool,
-        counter: &AtomicU64,
-        on_batch: &mut impl FnMut(&RecordBatch, &mut TaskFile) -> Result<()>,
-    ) -> Result<(ScanStats, Option<PathBuf>)> {
-        let mut scratch = TaskFile::create_scratch(&self.dir, &format!("taken-{split:05}-of-{owner}"))?;
-        let scanned = self.probe.scan_feed(&mut std::iter::once(split), abort, counter, |b| on_batch(b, &mut scratch))?;
-        // Dropped unfinished, the scratch file is removed.
-        let output = if abort.load(Ordering::Relaxed) { None } else { Some(scratch.finish()?) };
-        Ok((scanned, output))
+    /// Appends to an open part the outputs of the splits others took from it, in input order,
+    /// once every worker is done, and finishes it.
+    fn complete(&self, part: Part) -> Result<PathBuf> {
+        let (mut part, lost) = match part {
+            Part::Finished(path) => return Ok(path),
+            Part::Open(part, lost) => (part, lost),
+        };
+        let mut chunk = vec![0u8; 1 << 20];
+        for split in lost {
+            let output = self.probe_claims.taken_output(split);
+            let appended = append_file(&mut part, &output, &mut chunk);
+            output::discard(&output);
+            appended?;
+        }
+        part.finish()
     }
 
     /// The Bloom step, and with `exact` the check of each survivor against the broadcast build
@@ -556,13 +584,13 @@ impl Job {
     fn probe_bloom(
         &self,
         me: usize,
-        peers: usize,
         filter: &BloomFilter,
         exact: Option<&KeySet>,
         abort: &AtomicBool,
         counter: &AtomicU64,
         report: &mut ProbeReport,
-    ) -> Result<PathBuf> {
+        stealing: &mut Stealing,
+    ) -> Result<Part> {
         let mut part = self.open_part(me, None)?;
         let (mut survivors, mut kept, mut pruned_bytes) = (0u64, 0u64, 0u64);
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
@@ -623,11 +651,15 @@ impl Job {
             }
             Ok(kept - before)
         };
-        (report.scan, report.taken_splits) = self.probe_splits(me, peers, abort, counter, &mut part, &mut on_batch)?;
+        (report.scan, report.taken_splits) = self.probe_splits(me, abort, counter, &mut part, stealing, &mut on_batch)?;
         report.bloom_survivors = survivors;
         report.records_out = kept;
         report.pruned_exchange_bytes = pruned_bytes;
-        part.finish()
+        // Finished now where nothing is to be appended, so that its sync overlaps others' work.
+        Ok(match stealing.lost.is_empty() {
+            true => Part::Finished(part.finish()?),
+            false => Part::Open(Box::new(part), stealing.lost.clone()),
+        })
     }
 
     /// The Bloom step, then the exact join of the survivors' keys with the build keys. The

@@ -1,126 +1,129 @@
-//! Work stealing among the workers of one process for the semi-join's probe, without changing
-//! what any part file holds.
+//! Work stealing for the semi-join's probe, among all the workers that write into the same output
+//! directory, whatever their process, without changing what any part file holds.
 //!
 //! Probe splits are assigned (split i to worker i mod peers), so that each worker's part file
-//! holds its splits' records in input order whoever is faster. But a worker can fall behind its
-//! siblings for reasons of the host's (on a shared 2-vCPU host the two workers of `-w 2` ended
-//! their probe 5–62 ms apart, in 300 ms), and the job waits for the last. Here a worker whose own
-//! splits are done takes the last unstarted split of the sibling with the most left, reads it
-//! into a scratch file, and hands the file back; the owner appends the outputs of its taken
-//! splits, in input order, after its own. A split is taken from the back of its owner's list,
-//! the owner reads from the front, so the taken ones always come after everything the owner
-//! reads itself, and the part file's bytes stay the same.
+//! holds its splits' records in input order whoever is faster. But a worker can fall behind
+//! (on a shared 2-vCPU host the two workers of `-w 2` ended their probe 5–62 ms apart, in 300
+//! ms; two processes of one worker 2–88 ms apart), and the job waits for the last. So a worker
+//! whose own splits are done takes the last unread split of the worker with the most left, reads
+//! it into a scratch file, `_temporary/taken-SSSSS`, and its owner appends the outputs of its
+//! taken splits, in input order, after its own, once every worker is done. A split is taken from
+//! the back of its owner's list and the owner reads from the front, so the taken ones always come
+//! after everything the owner reads itself, and the part file's bytes stay the same.
+//!
+//! A split is read by whoever first creates its claim, `_temporary/claim-SSSSS`, with
+//! `create_new` (O_EXCL): atomic in one directory, on a local file system and on NFS alike, so
+//! workers of different processes agree without a message. A worker announces itself with
+//! `_temporary/probing-WWWWW` before its first claim, and takes only from workers whose
+//! announcement it sees: those that share its output directory. Processes whose output
+//! directories are apart (each host its own disk) then take only from their own workers, and
+//! never read a split twice.
 
-use std::collections::VecDeque;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use crate::error::{Error, Result};
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
-/// What a worker reads next.
+/// The claims on one job's probe splits, in its output directory's temporary area.
+pub(crate) struct ProbeClaims {
+    temporary: PathBuf,
+    /// Each worker's splits (by global worker index), in input order.
+    assigned: Vec<Vec<usize>>,
+}
+
+/// A split taken from another worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Task {
-    /// One of its own splits: into its part file.
-    Own(usize),
-    /// A split taken from sibling `owner`: into a scratch file handed back to the owner.
-    Taken { split: usize, owner: usize },
+pub(crate) struct Taken {
+    pub split: usize,
+    pub owner: usize,
 }
 
-/// The probe splits of one process's workers (local indices), shared between them.
-pub(crate) struct ProbeQueues {
-    state: Mutex<State>,
-    /// Signalled whenever a taken split's output is handed back (or abandoned).
-    handed_back: Condvar,
-}
-
-#[derive(Default)]
-struct State {
-    /// Each worker's unstarted splits, in input order: the front is read next by the owner.
-    unstarted: Vec<VecDeque<usize>>,
-    /// Splits a sibling took: their owner, and their output once read.
-    taken: Vec<TakenSplit>,
-}
-
-struct TakenSplit {
-    owner: usize,
-    split: usize,
-    output: Option<PathBuf>,
-}
-
-const LOCKED: &str = "no worker panics holding the queues' lock";
-
-impl ProbeQueues {
-    pub(crate) fn new(workers: usize) -> Self {
-        ProbeQueues { state: Mutex::new(State { unstarted: vec![VecDeque::new(); workers], taken: Vec::new() }), handed_back: Condvar::new() }
+impl ProbeClaims {
+    /// The claims of a job writing into `dir`, whose workers were assigned `assigned`.
+    pub(crate) fn new(dir: &Path, assigned: Vec<Vec<usize>>) -> Self {
+        ProbeClaims { temporary: dir.join(crate::output::TEMPORARY), assigned }
     }
 
-    /// Gives worker `me` its splits, in input order.
-    pub(crate) fn fill(&self, me: usize, splits: impl IntoIterator<Item = usize>) {
-        self.state.lock().expect(LOCKED).unstarted[me].extend(splits);
+    /// The splits worker `me` was assigned, in input order.
+    pub(crate) fn assigned(&self, me: usize) -> &[usize] {
+        &self.assigned[me]
     }
 
-    /// The next split for worker `me`: its own next one, or else the last unstarted split of
-    /// the sibling with the most unstarted ones, where `can_take` allows it (standard input
-    /// cannot be read elsewhere). None when there is nothing left to read.
-    pub(crate) fn next(&self, me: usize, can_take: impl Fn(usize) -> bool) -> Option<Task> {
-        let mut state = self.state.lock().expect(LOCKED);
-        if let Some(split) = state.unstarted[me].pop_front() {
-            return Some(Task::Own(split));
+    /// Announces that worker `me` reads its splits here, so that others may take from it;
+    /// returns the announcement's path, for [`remove`](Self::remove) once the probe is over.
+    pub(crate) fn announce(&self, me: usize) -> Result<PathBuf> {
+        std::fs::create_dir_all(&self.temporary).map_err(|e| Error::io(&self.temporary, e))?;
+        let path = self.temporary.join(format!("probing-{me:05}"));
+        std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+        crate::cleanup::register(&path);
+        Ok(path)
+    }
+
+    /// Claims `split`: its claim's path if this worker is the first, None if another claimed it.
+    pub(crate) fn claim(&self, split: usize) -> Result<Option<PathBuf>> {
+        let path = self.temporary.join(format!("claim-{split:05}"));
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(_) => {
+                crate::cleanup::register(&path);
+                Ok(Some(path))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
         }
-        let owner = (0..state.unstarted.len())
-            .filter(|&w| w != me && state.unstarted[w].back().is_some_and(|&s| can_take(s)))
-            .max_by_key(|&w| state.unstarted[w].len())?;
-        let split = state.unstarted[owner].pop_back().expect("a split to take");
-        state.taken.push(TakenSplit { owner, split, output: None });
-        Some(Task::Taken { split, owner })
     }
 
-    /// Hands back the output of taken split `split`, read into the scratch file `output`.
-    pub(crate) fn hand_back(&self, split: usize, output: PathBuf) {
-        let mut state = self.state.lock().expect(LOCKED);
-        match state.taken.iter_mut().find(|t| t.split == split) {
-            Some(t) => t.output = Some(output),
-            None => crate::output::discard(&output),
+    /// Takes a split for worker `me`, whose own splits are done: the last unclaimed split of the
+    /// announced worker with the most unclaimed ones, where `can_take` allows it (standard input
+    /// cannot be read elsewhere). Returns it with its claim's path; None when nothing is left.
+    pub(crate) fn take(&self, me: usize, can_take: impl Fn(usize) -> bool) -> Result<Option<(Taken, PathBuf)>> {
+        loop {
+            let (claimed, announced) = self.look()?;
+            // Unclaimed splits are a run in each list (owners claim from its front, takers its
+            // last): what is left of a worker's work.
+            let left = |w: usize| self.assigned[w].iter().filter(|s| !claimed.contains(s)).count();
+            let last_unclaimed = |w: usize| self.assigned[w].iter().rev().find(|s| !claimed.contains(s)).copied();
+            let owner = (0..self.assigned.len())
+                .filter(|&w| w != me && announced.contains(&w) && last_unclaimed(w).is_some_and(&can_take))
+                .max_by_key(|&w| (left(w), std::cmp::Reverse(w)));
+            let Some(owner) = owner else { return Ok(None) };
+            let split = last_unclaimed(owner).expect("a split to take");
+            // Claimed meanwhile (by its owner or another taker): look again.
+            if let Some(claim) = self.claim(split)? {
+                return Ok(Some((Taken { split, owner }, claim)));
+            }
         }
-        self.handed_back.notify_all();
     }
 
-    /// Gives up taken split `split` (its reader failed, or the job is failing): its owner
-    /// stops waiting for it, and the job fails on the reader's report.
-    pub(crate) fn abandon(&self, split: usize) {
-        let mut state = self.state.lock().expect(LOCKED);
-        state.taken.retain(|t| t.split != split);
-        self.handed_back.notify_all();
-    }
-
-    /// Waits until every split taken from worker `me` is handed back, and returns their outputs
-    /// in input order, forgetting them. Stops waiting once `abort` is set (another worker
-    /// failed, and so does the job): then it returns what was handed back.
-    pub(crate) fn outputs_of(&self, me: usize, abort: &AtomicBool) -> Vec<PathBuf> {
-        let mut state = self.state.lock().expect(LOCKED);
-        while !abort.load(Ordering::Relaxed) && state.taken.iter().any(|t| t.owner == me && t.output.is_none()) {
-            // A timeout, so that an abort raised without a hand-back is seen too.
-            state = self.handed_back.wait_timeout(state, Duration::from_millis(5)).expect(LOCKED).0;
+    /// The claimed splits and the announced workers.
+    fn look(&self) -> Result<(HashSet<usize>, HashSet<usize>)> {
+        let (mut claimed, mut announced) = (HashSet::new(), HashSet::new());
+        for entry in std::fs::read_dir(&self.temporary).map_err(|e| Error::io(&self.temporary, e))? {
+            let name = entry.map_err(|e| Error::io(&self.temporary, e))?.file_name();
+            let name = name.to_string_lossy();
+            let number = |prefix: &str| name.strip_prefix(prefix).and_then(|n| n.parse::<usize>().ok());
+            if let Some(split) = number("claim-") {
+                claimed.insert(split);
+            } else if let Some(worker) = number("probing-") {
+                announced.insert(worker);
+            }
         }
-        // Splits still being read (after an abort) stay, for `leftovers_of`.
-        state.remove_outputs(|t| t.owner == me && t.output.is_some())
+        Ok((claimed, announced))
     }
 
-    /// The outputs handed back to worker `me` and not collected (its job failed first): for
-    /// removal, once no sibling is reading any more.
-    pub(crate) fn leftovers_of(&self, me: usize) -> Vec<PathBuf> {
-        self.state.lock().expect(LOCKED).remove_outputs(|t| t.owner == me)
+    /// The name, in the temporary area, of the output of taken split `split`.
+    pub(crate) fn taken_name(split: usize) -> String {
+        format!("taken-{split:05}")
     }
-}
 
-impl State {
-    /// Forgets the taken splits `selected` picks, and returns the outputs of those handed back,
-    /// in input order.
-    fn remove_outputs(&mut self, selected: impl Fn(&TakenSplit) -> bool) -> Vec<PathBuf> {
-        let (mut chosen, rest): (Vec<TakenSplit>, Vec<TakenSplit>) = std::mem::take(&mut self.taken).into_iter().partition(|t| selected(t));
-        self.taken = rest;
-        chosen.sort_by_key(|t| t.split);
-        chosen.into_iter().filter_map(|t| t.output).collect()
+    /// The path of the output of taken split `split`, as its owner finds it.
+    pub(crate) fn taken_output(&self, split: usize) -> PathBuf {
+        self.temporary.join(Self::taken_name(split))
+    }
+
+    /// Removes claims, announcements or taken outputs, once no worker needs them any more.
+    pub(crate) fn remove(paths: &mut Vec<PathBuf>) {
+        for path in paths.drain(..) {
+            crate::output::discard(&path);
+        }
     }
 }
 
@@ -128,51 +131,50 @@ impl State {
 mod tests {
     use super::*;
 
-    /// The owner reads from the front, a sibling takes from the back of the longest list, and
-    /// the owner gets the taken splits' outputs in input order, after waiting for them.
-    #[test]
-    fn taken_splits_come_from_the_back_and_go_back_in_order() {
-        let queues = ProbeQueues::new(3);
-        queues.fill(0, [0, 3, 6, 9, 12]);
-        queues.fill(1, [1, 4]);
-        assert_eq!(queues.next(0, |_| true), Some(Task::Own(0)));
-        // Worker 2 has none: it takes from worker 0, which has the most left.
-        assert_eq!(queues.next(2, |_| true), Some(Task::Taken { split: 12, owner: 0 }));
-        assert_eq!(queues.next(2, |_| true), Some(Task::Taken { split: 9, owner: 0 }));
-        // Now workers 0 and 1 have two each; a split that cannot be taken stays.
-        assert_eq!(queues.next(2, |s| s != 6 && s != 4), None);
-        assert_eq!(queues.next(1, |_| true), Some(Task::Own(1)));
-        assert_eq!(queues.next(0, |_| true), Some(Task::Own(3)));
-        let abort = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            let waiting = s.spawn(|| queues.outputs_of(0, &abort));
-            queues.hand_back(9, "nine".into());
-            std::thread::sleep(Duration::from_millis(20));
-            assert!(!waiting.is_finished(), "split 12 is not handed back yet");
-            queues.hand_back(12, "twelve".into());
-            assert_eq!(waiting.join().expect("no panic"), [PathBuf::from("nine"), PathBuf::from("twelve")]);
-        });
-        assert!(queues.outputs_of(0, &abort).is_empty(), "collected once");
-        assert_eq!(queues.next(0, |_| true), Some(Task::Own(6)));
+    fn claims(dir: &Path) -> ProbeClaims {
+        ProbeClaims::new(dir, vec![vec![0, 3, 6, 9, 12], vec![1, 4], vec![2, 5]])
     }
 
-    /// An abandoned split is not waited for, nor is anything once the job aborts.
+    /// Each split is claimed once; a taker takes the last unclaimed split of the announced
+    /// worker with the most left, looking again when its pick is claimed meanwhile.
     #[test]
-    fn an_abandoned_split_or_an_abort_ends_the_wait() {
-        let queues = ProbeQueues::new(2);
-        queues.fill(0, [0, 2, 4]);
-        let abort = AtomicBool::new(false);
-        assert_eq!(queues.next(1, |_| true), Some(Task::Taken { split: 4, owner: 0 }));
-        assert_eq!(queues.next(1, |_| true), Some(Task::Taken { split: 2, owner: 0 }));
-        queues.abandon(4);
-        queues.hand_back(2, "two".into());
-        assert_eq!(queues.outputs_of(0, &abort), [PathBuf::from("two")]);
-        assert_eq!(queues.next(1, |_| true), Some(Task::Taken { split: 0, owner: 0 }));
-        abort.store(true, Ordering::Relaxed);
-        assert!(queues.outputs_of(0, &abort).is_empty());
-        // Handed back after the owner stopped waiting: left for removal.
-        queues.hand_back(0, "zero".into());
-        assert_eq!(queues.leftovers_of(0), [PathBuf::from("zero")]);
-        assert!(queues.leftovers_of(0).is_empty());
+    fn a_split_is_claimed_once_and_taken_from_the_back_of_the_longest_list() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims = claims(dir.path());
+        let mut made = vec![claims.announce(0).unwrap(), claims.announce(1).unwrap(), claims.announce(2).unwrap()];
+        made.extend(claims.claim(0).unwrap());
+        assert_eq!(claims.claim(0).unwrap(), None, "claimed twice");
+        let take = |me| claims.take(me, |_| true).unwrap().map(|(taken, _)| taken);
+        // Worker 0 has four left, workers 1 and 2 two each.
+        assert_eq!(take(2), Some(Taken { split: 12, owner: 0 }));
+        assert_eq!(take(2), Some(Taken { split: 9, owner: 0 }));
+        // Worker 0 claims 3 and 6 meanwhile; its list is done. Ties go to the lower index.
+        made.extend(claims.claim(3).unwrap());
+        made.extend(claims.claim(6).unwrap());
+        assert_eq!(take(2), Some(Taken { split: 4, owner: 1 }));
+        assert_eq!(claims.claim(4).unwrap(), None, "the owner finds its split taken");
+        assert_eq!(take(0), Some(Taken { split: 5, owner: 2 }));
+        assert_eq!(take(0), Some(Taken { split: 1, owner: 1 }));
+        assert_eq!(take(1), Some(Taken { split: 2, owner: 2 }));
+        assert_eq!(take(1), None, "every split is claimed");
+        ProbeClaims::remove(&mut made);
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("_temporary")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 6, "the takers' six claims stay: {left:?}");
+    }
+
+    /// Nothing is taken from a worker that has not announced itself (its output directory is
+    /// elsewhere), nor a split `can_take` refuses: then the next worker's is taken.
+    #[test]
+    fn only_announced_workers_and_takeable_splits_are_taken_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims = claims(dir.path());
+        claims.announce(1).unwrap();
+        assert_eq!(claims.take(1, |_| true).unwrap(), None, "worker 0 is not announced");
+        claims.announce(0).unwrap();
+        claims.announce(2).unwrap();
+        let (taken, claim) = claims.take(1, |s| s != 12).unwrap().unwrap();
+        assert_eq!(taken, Taken { split: 5, owner: 2 });
+        assert!(claim.ends_with("claim-00005"));
+        assert_eq!(claims.taken_output(5), dir.path().join("_temporary/taken-00005"));
     }
 }

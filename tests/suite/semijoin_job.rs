@@ -448,6 +448,58 @@ fn taken_probe_splits_leave_every_part_file_as_it_was() {
     }
 }
 
+/// Processes that share the output directory take each other's probe splits: with process 0's
+/// worker held up on standard input (its first split), process 1 reads its own splits and then
+/// process 0's file splits, from the back; process 0 appends their outputs after its own. The
+/// parts are those of one process of two workers, and hold exactly the records whose key is on
+/// the build side.
+#[test]
+fn a_process_takes_the_probe_splits_of_a_slow_one() {
+    let dir = tempdir();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(34);
+    let mut build = String::from("name,id\n");
+    let mut build_keys = HashSet::new();
+    for i in 0..300 {
+        let key = format!("k{}", rng.gen_range(0..3000));
+        build.push_str(&format!("b{i},{key}\n"));
+        build_keys.insert(key);
+    }
+    let (mut stdin, mut probe) = (String::from("event,key,note\n"), String::from("event,key,note\n"));
+    for i in 0..20_000 {
+        let text = if i < 100 { &mut stdin } else { &mut probe };
+        text.push_str(&format!("{i},k{},n\n", rng.gen_range(0..3000)));
+    }
+    let (build_path, probe_path) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&build_path, build).unwrap();
+    std::fs::write(&probe_path, &probe).unwrap();
+    let args = |out: &str| -> Vec<String> {
+        let mut args = with_values(semijoin_args(&build_path, "-", &path_str(dir.path(), out), &["--exact"]), &[("--expected-items", "300")]);
+        let stdin_at = args.iter().position(|a| a == "-").unwrap();
+        args.insert(stdin_at + 1, probe_path.clone());
+        args
+    };
+    let taken_by = |out: &str| -> Vec<u64> {
+        let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(out).join("_SUCCESS")).unwrap()).unwrap();
+        stats["per_worker_probe"].as_array().unwrap().iter().map(|w| w["taken_splits"].as_u64().unwrap()).collect()
+    };
+    let single = [args("single"), vec!["-w".into(), "2".into()]].concat();
+    ok(&run_with_stdin(&single.iter().map(String::as_str).collect::<Vec<_>>(), stdin.as_bytes()));
+    let cluster = args("cluster");
+    let cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
+    all_ok(&run_cluster_with_slow_stdin(dir.path(), 2, 1, &cluster, stdin.as_bytes(), Duration::from_secs(1), Duration::from_secs(60)));
+    assert!(taken_by("cluster")[1] > 0, "process 1 took none of process 0's splits: {:?}", taken_by("cluster"));
+    assert_eq!(names_in(path_str(dir.path(), "cluster")), names_in(path_str(dir.path(), "single")));
+    for part in ["part-00000", "part-00001"] {
+        let read = |out: &str| std::fs::read_to_string(dir.path().join(out).join(part)).unwrap();
+        assert!(read("cluster") == read("single"), "{part} differs between 2 processes x 1 and 1 x 2");
+    }
+    let mut got: Vec<String> = parts_lines(&path_str(dir.path(), "cluster")).into_iter().filter(|l| l != "event,key,note").collect();
+    let mut expected: Vec<String> = (stdin.lines().skip(1).chain(probe.lines().skip(1))).filter(|l| build_keys.contains(l.split(',').nth(1).unwrap())).map(String::from).collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
+}
+
 #[test]
 fn an_existing_output_directory_is_refused_unless_overwrite() {
     let dir = tempdir();
@@ -538,6 +590,39 @@ fn a_job_failing_while_splits_are_taken_leaves_no_directory() {
         fails_with(&run(&semijoin_args(&build, &probe, &out, &["-w", "3"])), &["p.csv:20002", "unclosed quote"]);
         assert!(!Path::new(&out).exists(), "left {:?}", names_in(&out));
     }
+}
+
+/// A two-process job that fails after one process took the other's splits leaves no directory
+/// either: no claim, no announcement, no taken split's output. Process 0 is held up on standard
+/// input while process 1 takes its file splits from the back; one of them, two thirds through
+/// the file, has a broken record (`--strict`), so outputs of taken splits are written first.
+#[test]
+fn a_two_process_job_failing_while_splits_are_taken_leaves_no_directory() {
+    let dir = tempdir();
+    let build = path_str(dir.path(), "b.csv");
+    std::fs::write(&build, "name,id\nx,1\n").unwrap();
+    let probe = path_str(dir.path(), "p.csv");
+    let mut lines = String::from("event,key,note\n");
+    let mut broken_at = None;
+    for i in 0..20_000 {
+        // A line belongs to the split its first byte is in (700 bytes each, after standard
+        // input's split 0): an even split is process 0's.
+        let (offset, split) = (lines.len(), 1 + lines.len() / 700);
+        if broken_at.is_none() && i > 13_000 && split % 2 == 0 && (50..600).contains(&(offset % 700)) {
+            broken_at = Some(lines.lines().count() + 1);
+            lines.push_str("broken\n");
+        }
+        lines.push_str(&format!("{i},{},n\n", i % 50));
+    }
+    std::fs::write(&probe, lines).unwrap();
+    let out = path_str(dir.path(), "out");
+    let mut args = semijoin_args(&build, "-", &out, &["--strict"]);
+    let stdin_at = args.iter().position(|a| *a == "-").unwrap();
+    args.insert(stdin_at + 1, &probe);
+    let outs = run_cluster_with_slow_stdin(dir.path(), 2, 1, &args, b"event,key,note\n1,1,n\n", Duration::from_secs(1), Duration::from_secs(60));
+    fails_with(&outs[1], &[&format!("p.csv:{}", broken_at.unwrap()), "the key is field 2"]);
+    assert!(!outs[0].status.success());
+    assert!(!Path::new(&out).exists(), "left {:?} and {:?}", names_in(&out), names_in(Path::new(&out).join("_temporary")));
 }
 
 #[test]

@@ -170,11 +170,31 @@ pub fn run_cluster_each(dir: &Path, processes: usize, args: impl Fn(usize) -> Ve
 /// [`run_cluster`] with `stdin` piped into process 0, as a launcher gives the job its standard
 /// input; the other processes' standard input is empty.
 pub fn run_cluster_with_stdin(dir: &Path, processes: usize, workers: usize, args: &[&str], stdin: &[u8], timeout: std::time::Duration) -> Vec<Output> {
-    let workers = workers.to_string();
-    run_cluster_piped(dir, processes, |_| [args, &["-w", &workers]].concat().iter().map(|a| a.to_string()).collect(), Some(stdin), timeout)
+    run_cluster_with_slow_stdin(dir, processes, workers, args, stdin, std::time::Duration::ZERO, timeout)
 }
 
-fn run_cluster_piped(dir: &Path, processes: usize, args: impl Fn(usize) -> Vec<String>, stdin: Option<&[u8]>, timeout: std::time::Duration) -> Vec<Output> {
+/// [`run_cluster_with_stdin`] with `stdin` written only after `delay`: process 0's worker 0,
+/// which reads it, is held up that long.
+pub fn run_cluster_with_slow_stdin(
+    dir: &Path,
+    processes: usize,
+    workers: usize,
+    args: &[&str],
+    stdin: &[u8],
+    delay: std::time::Duration,
+    timeout: std::time::Duration,
+) -> Vec<Output> {
+    let workers = workers.to_string();
+    run_cluster_piped(dir, processes, |_| [args, &["-w", &workers]].concat().iter().map(|a| a.to_string()).collect(), Some((stdin, delay)), timeout)
+}
+
+fn run_cluster_piped(
+    dir: &Path,
+    processes: usize,
+    args: impl Fn(usize) -> Vec<String>,
+    stdin: Option<(&[u8], std::time::Duration)>,
+    timeout: std::time::Duration,
+) -> Vec<Output> {
     let hosts = hostfile(dir, processes);
     let mut children: Vec<_> = (0..processes)
         .map(|p| {
@@ -192,12 +212,13 @@ fn run_cluster_piped(dir: &Path, processes: usize, args: impl Fn(usize) -> Vec<S
                 .unwrap()
         })
         .collect();
-    if let Some(bytes) = stdin {
+    if let Some((bytes, delay)) = stdin {
         // Written from a thread, so that a large input cannot block on a full pipe while the
         // test waits below.
         let mut pipe = children[0].stdin.take().unwrap();
         let bytes = bytes.to_vec();
         std::thread::spawn(move || {
+            std::thread::sleep(delay);
             let _ = pipe.write_all(&bytes);
         });
     }
