@@ -499,8 +499,9 @@ impl Job {
     /// Reads worker `me`'s probe splits into `part`, each batch through `on_batch`, and then,
     /// while other workers that share the output directory still have unclaimed splits, takes
     /// theirs (see [`steal`](super::steal)): a taken split is read into a scratch file that its
-    /// owner appends to its own part, after its own splits, once every worker is done, so each
-    /// part holds what it would have held without the taking. A worker takes splits only while
+    /// owner appends to its own part, after its own splits (as soon as it is read, if a sibling
+    /// took it, else once every worker is done), so each part holds what it would have held
+    /// without the taking. A worker takes splits only while
     /// it has written at most a quarter of the records it read: a taken split's output is written
     /// twice (to the scratch file, then to the part), which costs more than the wait it saves
     /// when most records are kept, as in an anti-join. Returns the scan's figures and the number
@@ -524,7 +525,7 @@ impl Job {
             if abort.load(Ordering::Relaxed) {
                 break;
             }
-            match self.probe_claims.claim(split)? {
+            match self.probe_claims.claim(me, split)? {
                 Some(claim) => stealing.claims.push(claim),
                 None => {
                     // Taken from the back: this split and those after it.
@@ -546,18 +547,39 @@ impl Job {
                 let split = &self.probe.splits[task.split];
                 self.progress_total.fetch_add(split.end - split.start, Ordering::Relaxed);
             }
-            let mut scratch = TaskFile::create_scratch(&self.dir, &ProbeClaims::taken_name(task.split))?;
-            stats.absorb(&self.probe.scan_feed(&mut std::iter::once(task.split), abort, counter, |b| {
-                written += on_batch(b, &mut scratch)?;
+            let read = self.read_taken(task.split, abort, counter, &mut |b, scratch| {
+                written += on_batch(b, scratch)?;
                 Ok(())
-            })?);
-            // Dropped unfinished (the job is failing), the scratch file is removed.
-            if !abort.load(Ordering::Relaxed) {
-                stealing.outputs.push(scratch.finish()?);
-                taken += 1;
-            }
+            });
+            let output = read.as_ref().ok().and_then(|(_, output)| output.clone());
+            self.probe_claims.taken_read(task.split, output.clone());
+            stats.absorb(&read?.0);
+            taken += output.is_some() as u64;
+            stealing.outputs.extend(output);
+        }
+        // The outputs of this worker's splits that its siblings took, in order, now; from the
+        // first one another process took, once every worker is done.
+        let mut chunk = Vec::new();
+        while let Some(output) = stealing.lost.first().and_then(|&split| self.probe_claims.read_here(split, abort)) {
+            append_and_discard(part, &output, &mut chunk)?;
+            stealing.lost.remove(0);
         }
         Ok((stats, taken))
+    }
+
+    /// Reads taken split `split` into a scratch file: its output, or None if the job is failing
+    /// (another worker aborted it mid-read; the unfinished file is removed).
+    fn read_taken(
+        &self,
+        split: usize,
+        abort: &AtomicBool,
+        counter: &AtomicU64,
+        on_batch: &mut impl FnMut(&RecordBatch, &mut TaskFile) -> Result<()>,
+    ) -> Result<(ScanStats, Option<PathBuf>)> {
+        let mut scratch = TaskFile::create_scratch(&self.dir, &ProbeClaims::taken_name(split))?;
+        let scanned = self.probe.scan_feed(&mut std::iter::once(split), abort, counter, |b| on_batch(b, &mut scratch))?;
+        let output = if abort.load(Ordering::Relaxed) { None } else { Some(scratch.finish()?) };
+        Ok((scanned, output))
     }
 
     /// Appends to an open part the outputs of the splits others took from it, in input order,
@@ -567,12 +589,9 @@ impl Job {
             Part::Finished(path) => return Ok(path),
             Part::Open(part, lost) => (part, lost),
         };
-        let mut chunk = vec![0u8; 1 << 20];
+        let mut chunk = Vec::new();
         for split in lost {
-            let output = self.probe_claims.taken_output(split);
-            let appended = append_file(&mut part, &output, &mut chunk);
-            output::discard(&output);
-            appended?;
+            append_and_discard(&mut part, &self.probe_claims.taken_output(split), &mut chunk)?;
         }
         part.finish()
     }
@@ -958,16 +977,23 @@ fn header_mismatch(first: &Header, other: &Header) -> Error {
     )
 }
 
-/// Appends the bytes of the file at `path` to `part`, through `chunk`.
-fn append_file(part: &mut TaskFile, path: &Path, chunk: &mut [u8]) -> Result<()> {
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    loop {
-        let n = std::io::Read::read(&mut file, chunk).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            return Ok(());
+/// Appends the bytes of the scratch file at `path` to `part`, through `chunk` (grown to 1 MiB),
+/// and removes the file, appended or not.
+fn append_and_discard(part: &mut TaskFile, path: &Path, chunk: &mut Vec<u8>) -> Result<()> {
+    chunk.resize(1 << 20, 0);
+    let mut append = || -> Result<()> {
+        let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        loop {
+            let n = std::io::Read::read(&mut file, chunk).map_err(|e| Error::io(path, e))?;
+            if n == 0 {
+                return Ok(());
+            }
+            part.write(&chunk[..n])?;
         }
-        part.write(&chunk[..n])?;
-    }
+    };
+    let appended = append();
+    output::discard(path);
+    appended
 }
 
 /// Writes a record as it was, adding a newline to a last line that lacked one (so that records

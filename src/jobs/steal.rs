@@ -20,14 +20,19 @@
 //! never read a split twice.
 
 use crate::error::{Error, Result};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
 
 /// The claims on one job's probe splits, in its output directory's temporary area.
 pub(crate) struct ProbeClaims {
     temporary: PathBuf,
     /// Each worker's splits (by global worker index), in input order.
     assigned: Vec<Vec<usize>>,
+    /// The splits this process's workers take.
+    local: LocalTakings,
 }
 
 /// A split taken from another worker.
@@ -40,7 +45,7 @@ pub(crate) struct Taken {
 impl ProbeClaims {
     /// The claims of a job writing into `dir`, whose workers were assigned `assigned`.
     pub(crate) fn new(dir: &Path, assigned: Vec<Vec<usize>>) -> Self {
-        ProbeClaims { temporary: dir.join(crate::output::TEMPORARY), assigned }
+        ProbeClaims { temporary: dir.join(crate::output::TEMPORARY), assigned, local: LocalTakings::default() }
     }
 
     /// The splits worker `me` was assigned, in input order.
@@ -52,23 +57,37 @@ impl ProbeClaims {
     /// returns the announcement's path, for [`remove`](Self::remove) once the probe is over.
     pub(crate) fn announce(&self, me: usize) -> Result<PathBuf> {
         std::fs::create_dir_all(&self.temporary).map_err(|e| Error::io(&self.temporary, e))?;
-        let path = self.temporary.join(format!("probing-{me:05}"));
+        let path = self.announcement(me);
         std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
         crate::cleanup::register(&path);
         Ok(path)
     }
 
-    /// Claims `split`: its claim's path if this worker is the first, None if another claimed it.
-    pub(crate) fn claim(&self, split: usize) -> Result<Option<PathBuf>> {
+    fn announcement(&self, worker: usize) -> PathBuf {
+        self.temporary.join(format!("probing-{worker:05}"))
+    }
+
+    /// Claims `split` for worker `me` (announced): its claim's path if `me` is the first, None
+    /// if another claimed it.
+    ///
+    /// A claim is a hard link to the claimant's announcement: exclusive like `create_new`, but
+    /// it allocates no inode, and on this host's ext4 creating a file took 0.08–0.85 ms where a
+    /// link took 0.007. (It is also the lock file of NFS lore: a link whose reply was lost
+    /// reports "exists" on the retry, and is known as ours by its inode.)
+    pub(crate) fn claim(&self, me: usize, split: usize) -> Result<Option<PathBuf>> {
         let path = self.temporary.join(format!("claim-{split:05}"));
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(_) => {
-                crate::cleanup::register(&path);
-                Ok(Some(path))
+        let announcement = self.announcement(me);
+        match std::fs::hard_link(&announcement, &path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if !same_file(&announcement, &path) {
+                    return Ok(None);
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
-            Err(e) => Err(Error::io(&path, e)),
+            Err(e) => return Err(Error::io(&path, e)),
         }
+        crate::cleanup::register(&path);
+        Ok(Some(path))
     }
 
     /// Takes a split for worker `me`, whose own splits are done: the last unclaimed split of the
@@ -86,11 +105,33 @@ impl ProbeClaims {
                 .max_by_key(|&w| (left(w), std::cmp::Reverse(w)));
             let Some(owner) = owner else { return Ok(None) };
             let split = last_unclaimed(owner).expect("a split to take");
-            // Claimed meanwhile (by its owner or another taker): look again.
-            if let Some(claim) = self.claim(split)? {
-                return Ok(Some((Taken { split, owner }, claim)));
+            self.local.start(split);
+            match self.claim(me, split) {
+                Ok(Some(claim)) => return Ok(Some((Taken { split, owner }, claim))),
+                // Claimed meanwhile (by its owner or another taker): look again.
+                Ok(None) => self.local.forget(split),
+                Err(e) => {
+                    self.local.forget(split);
+                    return Err(e);
+                }
             }
         }
+    }
+
+    /// Split `split`, taken by a worker of this process, is read into `output` (or, with None,
+    /// its read failed).
+    pub(crate) fn taken_read(&self, split: usize, output: Option<PathBuf>) {
+        match output {
+            Some(output) => self.local.finish(split, output),
+            None => self.local.forget(split),
+        }
+    }
+
+    /// The output of the taken split `split`, once read, if a worker of this process took it:
+    /// its owner appends it at once. None if another process took it (its owner appends it
+    /// once every worker is done), if its read failed or if `abort` is set.
+    pub(crate) fn read_here(&self, split: usize, abort: &AtomicBool) -> Option<PathBuf> {
+        self.local.wait(split, abort)
     }
 
     /// The claimed splits and the announced workers.
@@ -127,6 +168,73 @@ impl ProbeClaims {
     }
 }
 
+/// The splits this process's workers take, so that an owner in this process can append their
+/// outputs as soon as they are read rather than after every worker of the job is done: it
+/// learns of a failure here from the process's abort flag, where of another process's only at
+/// the end. (Appending after the end made 1 process × 2 wait for the owner's copy and sync:
+/// slower in 17 of 24 interleaved rounds.)
+#[derive(Default)]
+struct LocalTakings {
+    /// Split -> its output, once read.
+    state: Mutex<HashMap<usize, Option<PathBuf>>>,
+    read: Condvar,
+}
+
+const LOCKED: &str = "no worker panics holding the takings' lock";
+
+impl LocalTakings {
+    /// A worker of this process is about to claim `split` of another's (before the claim, so
+    /// that an owner that finds its split claimed finds it here too).
+    fn start(&self, split: usize) {
+        self.state.lock().expect(LOCKED).insert(split, None);
+    }
+
+    /// `split` is read into `output`.
+    fn finish(&self, split: usize, output: PathBuf) {
+        self.state.lock().expect(LOCKED).insert(split, Some(output));
+        self.read.notify_all();
+    }
+
+    /// `split` was not claimed after all, or its read failed.
+    fn forget(&self, split: usize) {
+        self.state.lock().expect(LOCKED).remove(&split);
+        self.read.notify_all();
+    }
+
+    /// The output of `split`, taken from its owner, once read by a worker of this process;
+    /// None if another process took it, its read failed, or `abort` is set (the job fails).
+    fn wait(&self, split: usize, abort: &AtomicBool) -> Option<PathBuf> {
+        let mut state = self.state.lock().expect(LOCKED);
+        loop {
+            match state.get(&split) {
+                Some(Some(output)) => return Some(output.clone()),
+                Some(None) if !abort.load(Ordering::Relaxed) => {
+                    // A timeout, so that an abort raised without a notice is seen too.
+                    state = self.read.wait_timeout(state, Duration::from_millis(5)).expect(LOCKED).0;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// Whether `a` and `b` are links to one file (false where either cannot be read).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (a, b);
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,17 +250,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let claims = claims(dir.path());
         let mut made = vec![claims.announce(0).unwrap(), claims.announce(1).unwrap(), claims.announce(2).unwrap()];
-        made.extend(claims.claim(0).unwrap());
-        assert_eq!(claims.claim(0).unwrap(), None, "claimed twice");
+        made.extend(claims.claim(0, 0).unwrap());
+        assert_eq!(claims.claim(1, 0).unwrap(), None, "claimed twice");
+        assert!(claims.claim(0, 0).unwrap().is_some(), "a claim retried (its first reply lost) is the claimant's");
         let take = |me| claims.take(me, |_| true).unwrap().map(|(taken, _)| taken);
         // Worker 0 has four left, workers 1 and 2 two each.
         assert_eq!(take(2), Some(Taken { split: 12, owner: 0 }));
         assert_eq!(take(2), Some(Taken { split: 9, owner: 0 }));
         // Worker 0 claims 3 and 6 meanwhile; its list is done. Ties go to the lower index.
-        made.extend(claims.claim(3).unwrap());
-        made.extend(claims.claim(6).unwrap());
+        made.extend(claims.claim(0, 3).unwrap());
+        made.extend(claims.claim(0, 6).unwrap());
         assert_eq!(take(2), Some(Taken { split: 4, owner: 1 }));
-        assert_eq!(claims.claim(4).unwrap(), None, "the owner finds its split taken");
+        assert_eq!(claims.claim(1, 4).unwrap(), None, "the owner finds its split taken");
         assert_eq!(take(0), Some(Taken { split: 5, owner: 2 }));
         assert_eq!(take(0), Some(Taken { split: 1, owner: 1 }));
         assert_eq!(take(1), Some(Taken { split: 2, owner: 2 }));
@@ -160,6 +269,36 @@ mod tests {
         ProbeClaims::remove(&mut made);
         let left: Vec<_> = std::fs::read_dir(dir.path().join("_temporary")).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(left.len(), 6, "the takers' six claims stay: {left:?}");
+    }
+
+    /// An owner waits for the output of a split a worker of its process took until it is read;
+    /// a split no worker of its process took, a failed read or an abort ends the wait with
+    /// nothing (the owner then appends what is left once every worker is done).
+    #[test]
+    fn an_owner_waits_only_for_what_its_own_process_takes() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims = claims(dir.path());
+        for w in 0..3 {
+            claims.announce(w).unwrap();
+        }
+        let abort = AtomicBool::new(false);
+        assert_eq!(claims.take(2, |_| true).unwrap().unwrap().0.split, 12);
+        std::thread::scope(|s| {
+            let waiting = s.spawn(|| claims.read_here(12, &abort));
+            std::thread::sleep(Duration::from_millis(20));
+            assert!(!waiting.is_finished(), "split 12 is being read");
+            claims.taken_read(12, Some("twelve".into()));
+            assert_eq!(waiting.join().unwrap(), Some(PathBuf::from("twelve")));
+        });
+        // Claimed as another process would: nothing to wait for.
+        assert!(claims.claim(1, 9).unwrap().is_some());
+        assert_eq!(claims.read_here(9, &abort), None);
+        assert_eq!(claims.take(2, |_| true).unwrap().unwrap().0.split, 6);
+        claims.taken_read(6, None);
+        assert_eq!(claims.read_here(6, &abort), None, "its read failed");
+        assert_eq!(claims.take(2, |_| true).unwrap().unwrap().0.split, 3);
+        abort.store(true, Ordering::Relaxed);
+        assert_eq!(claims.read_here(3, &abort), None, "the job is failing");
     }
 
     /// Nothing is taken from a worker that has not announced itself (its output directory is
