@@ -313,8 +313,12 @@ enum Part {
 }
 
 /// What a worker made or lost by the taking of probe splits (see [`steal`](super::steal)).
-#[derive(Default)]
+/// Dropped with files left (the job failed before its probe), it removes them, and the output
+/// directory where that leaves it empty.
 struct Stealing {
+    dir: PathBuf,
+    /// The failure to announce the worker, reported when its probe begins.
+    unannounced: Option<Error>,
     /// Its claims and announcement, removed once every worker is done claiming.
     claims: Vec<PathBuf>,
     /// The outputs of the splits it took, removed once their owners have appended them (or the
@@ -322,6 +326,32 @@ struct Stealing {
     outputs: Vec<PathBuf>,
     /// Its splits that others took, in input order.
     lost: Vec<usize>,
+}
+
+impl Stealing {
+    /// Announces worker `me` at once, before the build: every worker of a job then announces
+    /// before the build's last exchange, which no worker passes before all reach it, so no worker
+    /// can run out of splits and look for some to take before another has announced itself.
+    /// (Announced when its probe began, a worker could be too late for a quick other process,
+    /// which then took nothing.)
+    fn announce(claims: &ProbeClaims, me: usize, dir: &Path) -> Stealing {
+        let mut stealing = Stealing { dir: dir.to_path_buf(), unannounced: None, claims: Vec::new(), outputs: Vec::new(), lost: Vec::new() };
+        match claims.announce(me) {
+            Ok(announcement) => stealing.claims.push(announcement),
+            Err(e) => stealing.unannounced = Some(e),
+        }
+        stealing
+    }
+}
+
+impl Drop for Stealing {
+    fn drop(&mut self) {
+        if !(self.claims.is_empty() && self.outputs.is_empty()) {
+            ProbeClaims::remove(&mut self.claims);
+            ProbeClaims::remove(&mut self.outputs);
+            output::remove_if_empty(&self.dir);
+        }
+    }
 }
 
 /// The planned job, shared by the workers of this process.
@@ -349,6 +379,7 @@ struct Job {
 impl Job {
     fn run_worker(&self, worker: &mut Worker, abort: &AtomicBool, counter: &AtomicU64) -> Result<Option<SemijoinStats>> {
         let me = worker.index();
+        let mut stealing = Stealing::announce(&self.probe_claims, me, &self.dir);
         // 1. The global filter on every worker (and, for a broadcast exact join, the build keys).
         let limit = match self.exact_strategy {
             ExactStrategy::Auto => self.broadcast_limit,
@@ -386,7 +417,6 @@ impl Job {
         // 2. This worker's probe splits, pruned by the filter, into its part file in _temporary/.
         let started = Instant::now();
         let mut report = ProbeReport { worker: me, ..Default::default() };
-        let mut stealing = Stealing::default();
         let outcome = match strategy {
             None => self.probe_bloom(me, &filter, None, abort, counter, &mut report, &mut stealing),
             Some(ExactStrategy::Shuffle) => self.probe_exact(worker, &filter, abort, counter, &mut report).map(Part::Finished),
@@ -518,7 +548,9 @@ impl Job {
         on_batch: &mut impl FnMut(&RecordBatch, &mut TaskFile) -> Result<u64>,
     ) -> Result<(ScanStats, u64)> {
         let (mut stats, mut taken, mut written) = (ScanStats::default(), 0, 0);
-        stealing.claims.push(self.probe_claims.announce(me)?);
+        if let Some(e) = stealing.unannounced.take() {
+            return Err(e);
+        }
         let own = self.probe_claims.assigned(me);
         for (i, &split) in own.iter().enumerate() {
             // (Once another worker fails, the scans stop early and so does the taking.)

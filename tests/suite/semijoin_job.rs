@@ -449,10 +449,10 @@ fn taken_probe_splits_leave_every_part_file_as_it_was() {
 }
 
 /// Processes that share the output directory take each other's probe splits: with process 0's
-/// worker held up on standard input (its first split), process 1 reads its own splits and then
-/// process 0's file splits, from the back; process 0 appends their outputs after its own. The
-/// parts are those of one process of two workers, and hold exactly the records whose key is on
-/// the build side.
+/// worker held up on standard input (its first split) until process 1 has begun a taken split's
+/// output, process 1 reads its own splits and then process 0's file splits, from the back;
+/// process 0 appends their outputs after its own. The parts are those of one process of two
+/// workers, and hold exactly the records whose key is on the build side.
 #[test]
 fn a_process_takes_the_probe_splits_of_a_slow_one() {
     let dir = tempdir();
@@ -486,7 +486,9 @@ fn a_process_takes_the_probe_splits_of_a_slow_one() {
     ok(&run_with_stdin(&single.iter().map(String::as_str).collect::<Vec<_>>(), stdin.as_bytes()));
     let cluster = args("cluster");
     let cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
-    all_ok(&run_cluster_with_slow_stdin(dir.path(), 2, 1, &cluster, stdin.as_bytes(), Duration::from_secs(1), Duration::from_secs(60)));
+    let temporary = dir.path().join("cluster/_temporary");
+    let taking = move || names_in(&temporary).iter().any(|n| n.starts_with("taken-"));
+    all_ok(&run_cluster_with_stdin_once(dir.path(), 2, 1, &cluster, stdin.as_bytes(), taking, Duration::from_secs(60)));
     assert!(taken_by("cluster")[1] > 0, "process 1 took none of process 0's splits: {:?}", taken_by("cluster"));
     assert_eq!(names_in(path_str(dir.path(), "cluster")), names_in(path_str(dir.path(), "single")));
     for part in ["part-00000", "part-00001"] {
@@ -594,8 +596,9 @@ fn a_job_failing_while_splits_are_taken_leaves_no_directory() {
 
 /// A two-process job that fails after one process took the other's splits leaves no directory
 /// either: no claim, no announcement, no taken split's output. Process 0 is held up on standard
-/// input while process 1 takes its file splits from the back; one of them, two thirds through
-/// the file, has a broken record (`--strict`), so outputs of taken splits are written first.
+/// input until process 1, taking its file splits from the back, has claimed the one with a
+/// broken record (`--strict`), two thirds through the file: outputs of taken splits are written
+/// first.
 #[test]
 fn a_two_process_job_failing_while_splits_are_taken_leaves_no_directory() {
     let dir = tempdir();
@@ -603,13 +606,13 @@ fn a_two_process_job_failing_while_splits_are_taken_leaves_no_directory() {
     std::fs::write(&build, "name,id\nx,1\n").unwrap();
     let probe = path_str(dir.path(), "p.csv");
     let mut lines = String::from("event,key,note\n");
-    let mut broken_at = None;
+    let (mut broken_at, mut broken_split) = (None, 0);
     for i in 0..20_000 {
         // A line belongs to the split its first byte is in (700 bytes each, after standard
         // input's split 0): an even split is process 0's.
         let (offset, split) = (lines.len(), 1 + lines.len() / 700);
         if broken_at.is_none() && i > 13_000 && split % 2 == 0 && (50..600).contains(&(offset % 700)) {
-            broken_at = Some(lines.lines().count() + 1);
+            (broken_at, broken_split) = (Some(lines.lines().count() + 1), split);
             lines.push_str("broken\n");
         }
         lines.push_str(&format!("{i},{},n\n", i % 50));
@@ -619,7 +622,8 @@ fn a_two_process_job_failing_while_splits_are_taken_leaves_no_directory() {
     let mut args = semijoin_args(&build, "-", &out, &["--strict"]);
     let stdin_at = args.iter().position(|a| *a == "-").unwrap();
     args.insert(stdin_at + 1, &probe);
-    let outs = run_cluster_with_slow_stdin(dir.path(), 2, 1, &args, b"event,key,note\n1,1,n\n", Duration::from_secs(1), Duration::from_secs(60));
+    let claim = Path::new(&out).join(format!("_temporary/claim-{broken_split:05}"));
+    let outs = run_cluster_with_stdin_once(dir.path(), 2, 1, &args, b"event,key,note\n1,1,n\n", move || claim.exists(), Duration::from_secs(60));
     fails_with(&outs[1], &[&format!("p.csv:{}", broken_at.unwrap()), "the key is field 2"]);
     assert!(!outs[0].status.success());
     assert!(!Path::new(&out).exists(), "left {:?} and {:?}", names_in(&out), names_in(Path::new(&out).join("_temporary")));

@@ -170,31 +170,29 @@ pub fn run_cluster_each(dir: &Path, processes: usize, args: impl Fn(usize) -> Ve
 /// [`run_cluster`] with `stdin` piped into process 0, as a launcher gives the job its standard
 /// input; the other processes' standard input is empty.
 pub fn run_cluster_with_stdin(dir: &Path, processes: usize, workers: usize, args: &[&str], stdin: &[u8], timeout: std::time::Duration) -> Vec<Output> {
-    run_cluster_with_slow_stdin(dir, processes, workers, args, stdin, std::time::Duration::ZERO, timeout)
+    run_cluster_with_stdin_once(dir, processes, workers, args, stdin, || true, timeout)
 }
 
-/// [`run_cluster_with_stdin`] with `stdin` written only after `delay`: process 0's worker 0,
-/// which reads it, is held up that long.
-pub fn run_cluster_with_slow_stdin(
+/// A test's condition for writing a job's standard input.
+type Ready = Box<dyn Fn() -> bool + Send>;
+
+/// [`run_cluster_with_stdin`] with `stdin` written only once `ready` holds (asked every 5 ms,
+/// for up to 30 s): process 0's worker 0, which reads it, is held up until then.
+pub fn run_cluster_with_stdin_once(
     dir: &Path,
     processes: usize,
     workers: usize,
     args: &[&str],
     stdin: &[u8],
-    delay: std::time::Duration,
+    ready: impl Fn() -> bool + Send + 'static,
     timeout: std::time::Duration,
 ) -> Vec<Output> {
     let workers = workers.to_string();
-    run_cluster_piped(dir, processes, |_| [args, &["-w", &workers]].concat().iter().map(|a| a.to_string()).collect(), Some((stdin, delay)), timeout)
+    let args = |_| [args, &["-w", &workers]].concat().iter().map(|a| a.to_string()).collect();
+    run_cluster_piped(dir, processes, args, Some((stdin, Box::new(ready))), timeout)
 }
 
-fn run_cluster_piped(
-    dir: &Path,
-    processes: usize,
-    args: impl Fn(usize) -> Vec<String>,
-    stdin: Option<(&[u8], std::time::Duration)>,
-    timeout: std::time::Duration,
-) -> Vec<Output> {
+fn run_cluster_piped(dir: &Path, processes: usize, args: impl Fn(usize) -> Vec<String>, stdin: Option<(&[u8], Ready)>, timeout: std::time::Duration) -> Vec<Output> {
     let hosts = hostfile(dir, processes);
     let mut children: Vec<_> = (0..processes)
         .map(|p| {
@@ -212,13 +210,22 @@ fn run_cluster_piped(
                 .unwrap()
         })
         .collect();
-    if let Some((bytes, delay)) = stdin {
+    let held = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    if let Some((bytes, ready)) = stdin {
         // Written from a thread, so that a large input cannot block on a full pipe while the
         // test waits below.
         let mut pipe = children[0].stdin.take().unwrap();
         let bytes = bytes.to_vec();
+        let held = std::sync::Arc::clone(&held);
         std::thread::spawn(move || {
-            std::thread::sleep(delay);
+            let waited = std::time::Instant::now();
+            while !ready() {
+                if waited.elapsed() > std::time::Duration::from_secs(30) {
+                    held.store(false, std::sync::atomic::Ordering::Relaxed);
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
             let _ = pipe.write_all(&bytes);
         });
     }
@@ -237,5 +244,7 @@ fn run_cluster_piped(
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
+    let outs = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    assert!(held.load(std::sync::atomic::Ordering::Relaxed), "standard input was written after 30 s without its condition");
+    outs
 }
