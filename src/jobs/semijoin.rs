@@ -574,11 +574,6 @@ impl Job {
             let takeable = |split: usize| !self.probe.splits[split].is_stdin();
             let Some((task, claim)) = self.probe_claims.take(me, takeable)? else { break };
             stealing.claims.push(claim);
-            if task.owner / self.cluster.workers != me / self.cluster.workers {
-                // Bytes of another process's: this process's bar reads them too.
-                let split = &self.probe.splits[task.split];
-                self.progress_total.fetch_add(split.end - split.start, Ordering::Relaxed);
-            }
             let read = self.read_taken(task.split, abort, counter, &mut |b, scratch| {
                 written += on_batch(b, scratch)?;
                 Ok(())
