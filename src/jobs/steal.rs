@@ -94,8 +94,23 @@ impl ProbeClaims {
     /// announced worker with the most unclaimed ones, where `can_take` allows it (standard input
     /// cannot be read elsewhere). Returns it with its claim's path; None when nothing is left.
     pub(crate) fn take(&self, me: usize, can_take: impl Fn(usize) -> bool) -> Result<Option<(Taken, PathBuf)>> {
+        self.take_seeing(me, can_take, || self.look())
+    }
+
+    /// [`take`](Self::take), with the claims and announcements as `look` lists them.
+    fn take_seeing(
+        &self,
+        me: usize,
+        can_take: impl Fn(usize) -> bool,
+        look: impl Fn() -> Result<(HashSet<usize>, HashSet<usize>)>,
+    ) -> Result<Option<(Taken, PathBuf)>> {
+        // Splits found claimed when this worker tried them: a listing may not show them yet
+        // (an NFS client caches a directory's entries for seconds), and without these the
+        // loop would try the same split again until it did.
+        let mut refused = HashSet::new();
         loop {
-            let (claimed, announced) = self.look()?;
+            let (mut claimed, announced) = look()?;
+            claimed.extend(&refused);
             // Unclaimed splits are a run in each list (owners claim from its front, takers its
             // last): what is left of a worker's work.
             let left = |w: usize| self.assigned[w].iter().filter(|s| !claimed.contains(s)).count();
@@ -109,7 +124,10 @@ impl ProbeClaims {
             match self.claim(me, split) {
                 Ok(Some(claim)) => return Ok(Some((Taken { split, owner }, claim))),
                 // Claimed meanwhile (by its owner or another taker): look again.
-                Ok(None) => self.local.forget(split),
+                Ok(None) => {
+                    self.local.forget(split);
+                    refused.insert(split);
+                }
                 Err(e) => {
                     self.local.forget(split);
                     return Err(e);
@@ -299,6 +317,28 @@ mod tests {
         assert_eq!(claims.take(2, |_| true).unwrap().unwrap().0.split, 3);
         abort.store(true, Ordering::Relaxed);
         assert_eq!(claims.read_here(3, &abort), None, "the job is failing");
+    }
+
+    /// A listing that does not show claims yet (an NFS client's cached directory) costs a
+    /// refused claim per split it hides, not a loop: the taker goes on to the next split.
+    #[test]
+    fn a_stale_listing_does_not_make_a_taker_try_one_split_for_ever() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims = claims(dir.path());
+        for w in 0..3 {
+            claims.announce(w).unwrap();
+        }
+        assert!(claims.claim(1, 12).unwrap().is_some());
+        assert!(claims.claim(1, 9).unwrap().is_some());
+        let looks = std::cell::Cell::new(0);
+        let stale = || {
+            looks.set(looks.get() + 1);
+            assert!(looks.get() < 10, "the taker keeps trying claimed splits");
+            Ok((HashSet::new(), (0..3).collect()))
+        };
+        let (taken, _) = claims.take_seeing(2, |_| true, stale).unwrap().unwrap();
+        assert_eq!(taken, Taken { split: 6, owner: 0 });
+        assert_eq!(looks.get(), 3);
     }
 
     /// Nothing is taken from a worker that has not announced itself (its output directory is
