@@ -75,19 +75,31 @@ impl ProbeClaims {
     /// link took 0.007. (It is also the lock file of NFS lore: a link whose reply was lost
     /// reports "exists" on the retry, and is known as ours by its inode.)
     pub(crate) fn claim(&self, me: usize, split: usize) -> Result<Option<PathBuf>> {
+        self.claim_linking(me, split, |from, to| std::fs::hard_link(from, to))
+    }
+
+    /// [`claim`](Self::claim), making links with `link`. Where the file system makes none
+    /// (some FUSE or SMB mounts), the claim is an exclusive create instead, which is just as
+    /// exclusive alongside links of the same name.
+    fn claim_linking(&self, me: usize, split: usize, link: impl Fn(&Path, &Path) -> std::io::Result<()>) -> Result<Option<PathBuf>> {
         let path = self.temporary.join(format!("claim-{split:05}"));
         let announcement = self.announcement(me);
-        match std::fs::hard_link(&announcement, &path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                if !same_file(&announcement, &path) {
-                    return Ok(None);
-                }
-            }
-            Err(e) => return Err(Error::io(&path, e)),
+        let made = match link(&announcement, &path) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(same_file(&announcement, &path).then(|| self.made(path))),
+            Err(_) => std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map(drop),
+            Ok(()) => Ok(()),
+        };
+        match made {
+            Ok(()) => Ok(Some(self.made(path))),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
         }
-        crate::cleanup::register(&path);
-        Ok(Some(path))
+    }
+
+    /// Registers a claim made, for removal if the process must exit mid-job.
+    fn made(&self, claim: PathBuf) -> PathBuf {
+        crate::cleanup::register(&claim);
+        claim
     }
 
     /// Takes a split for worker `me`, whose own splits are done: the last unclaimed split of the
@@ -317,6 +329,23 @@ mod tests {
         assert_eq!(claims.take(2, |_| true).unwrap().unwrap().0.split, 3);
         abort.store(true, Ordering::Relaxed);
         assert_eq!(claims.read_here(3, &abort), None, "the job is failing");
+    }
+
+    /// Where links cannot be made, claims are exclusive creates: each split is still claimed
+    /// once, alongside claims made by links.
+    #[test]
+    fn without_links_a_claim_is_an_exclusive_create() {
+        let dir = tempfile::tempdir().unwrap();
+        let claims = claims(dir.path());
+        claims.announce(0).unwrap();
+        claims.announce(1).unwrap();
+        let unsupported = |_: &Path, _: &Path| Err(std::io::Error::from(std::io::ErrorKind::Unsupported));
+        let claim = claims.claim_linking(0, 3, unsupported).unwrap().expect("claimed by a create");
+        assert!(!same_file(&claim, &claims.announcement(0)), "a file of its own");
+        assert_eq!(claims.claim_linking(1, 3, unsupported).unwrap(), None);
+        assert_eq!(claims.claim(1, 3).unwrap(), None, "a link of the same name is refused");
+        assert!(claims.claim(1, 6).unwrap().is_some());
+        assert_eq!(claims.claim_linking(0, 6, unsupported).unwrap(), None, "a create beside a link is refused");
     }
 
     /// A listing that does not show claims yet (an NFS client's cached directory) costs a
