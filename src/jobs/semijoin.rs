@@ -305,8 +305,8 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     joined
 }
 
-/// A worker's part file after its probe: finished, or, where others took splits of its own
-/// (listed), open for their outputs, which it appends once every worker is done.
+/// A worker's part file after its probe: finished, or, where other processes took splits of its
+/// own (listed), open for their outputs, which it appends once every worker is done.
 enum Part {
     Finished(PathBuf),
     Open(Box<TaskFile>, Vec<usize>),
@@ -324,7 +324,7 @@ struct Stealing {
     /// The outputs of the splits it took, removed once their owners have appended them (or the
     /// job failed).
     outputs: Vec<PathBuf>,
-    /// Its splits that others took, in input order.
+    /// Its splits that others took, in input order, whose outputs are not appended yet.
     lost: Vec<usize>,
 }
 
@@ -531,12 +531,12 @@ impl Job {
     /// theirs (see [`steal`](super::steal)): a taken split is read into a scratch file that its
     /// owner appends to its own part, after its own splits (as soon as it is read, if a sibling
     /// took it, else once every worker is done), so each part holds what it would have held
-    /// without the taking. A worker takes splits only while
-    /// it has written at most a quarter of the records it read: a taken split's output is written
-    /// twice (to the scratch file, then to the part), which costs more than the wait it saves
-    /// when most records are kept, as in an anti-join. Returns the scan's figures and the number
-    /// of splits taken; `stealing` gets the claims made, the outputs written for others and the
-    /// splits of `me`'s that others took.
+    /// without the taking. A worker takes splits only while it has written at most a quarter of
+    /// the records it read: a taken split's output is written twice (to the scratch file, then
+    /// to the part), which costs more than the wait it saves when most records are kept, as in
+    /// an anti-join. Returns the scan's figures and the number of splits taken; `stealing` gets
+    /// the claims made, the outputs written for others and the splits of `me`'s that other
+    /// processes took (whose outputs are still to be appended).
     #[allow(clippy::too_many_arguments)]
     fn probe_splits(
         &self,
@@ -609,8 +609,8 @@ impl Job {
         Ok((scanned, output))
     }
 
-    /// Appends to an open part the outputs of the splits others took from it, in input order,
-    /// once every worker is done, and finishes it.
+    /// Appends to an open part the outputs of its splits that other processes took, in input
+    /// order, once every worker is done, and finishes it.
     fn complete(&self, part: Part) -> Result<PathBuf> {
         let (mut part, lost) = match part {
             Part::Finished(path) => return Ok(path),

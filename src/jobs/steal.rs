@@ -7,17 +7,19 @@
 //! ms; two processes of one worker 2–88 ms apart), and the job waits for the last. So a worker
 //! whose own splits are done takes the last unread split of the worker with the most left, reads
 //! it into a scratch file, `_temporary/taken-SSSSS`, and its owner appends the outputs of its
-//! taken splits, in input order, after its own, once every worker is done. A split is taken from
-//! the back of its owner's list and the owner reads from the front, so the taken ones always come
-//! after everything the owner reads itself, and the part file's bytes stay the same.
+//! taken splits, in input order, after its own: as soon as they are read where a worker of its
+//! own process took them, else once every worker is done (only then would it know of another
+//! process's failure). A split is taken from the back of its owner's list and the owner reads
+//! from the front, so the taken ones always come after everything the owner reads itself, and
+//! the part file's bytes stay the same.
 //!
-//! A split is read by whoever first creates its claim, `_temporary/claim-SSSSS`, with
-//! `create_new` (O_EXCL): atomic in one directory, on a local file system and on NFS alike, so
-//! workers of different processes agree without a message. A worker announces itself with
-//! `_temporary/probing-WWWWW` before its first claim, and takes only from workers whose
-//! announcement it sees: those that share its output directory. Processes whose output
-//! directories are apart (each host its own disk) then take only from their own workers, and
-//! never read a split twice.
+//! A split is read by whoever first makes its claim, `_temporary/claim-SSSSS`: a hard link to
+//! the claimant's announcement, which like an exclusive create succeeds for one claimant only,
+//! in one directory, on a local file system and on NFS alike, so workers of different processes
+//! agree without a message. A worker announces itself with `_temporary/probing-WWWWW` before
+//! the build, and takes only from workers whose announcement it sees: those that share its
+//! output directory. Processes whose output directories are apart (each host its own disk) then
+//! take only from their own workers, and never read a split twice.
 
 use crate::error::{Error, Result};
 use std::collections::{HashMap, HashSet};
