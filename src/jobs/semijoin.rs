@@ -470,6 +470,9 @@ impl Job {
         }
         crate::cleanup::unregister(&self.dir.join(part_name(me, self.compression.codec)));
         if me != 0 {
+            // Where this process's output directory is not process 0's (each host its own
+            // disk), no one else removes its emptied temporary area.
+            let _ = std::fs::remove_dir(self.dir.join(output::TEMPORARY));
             return Ok(None);
         }
         let stats = self.stats(&filter, strategy, build_reports, reports);

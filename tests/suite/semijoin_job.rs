@@ -101,6 +101,14 @@ fn semijoin_args<'a>(build: &'a str, probe: &'a str, out: &'a str, extra: &[&'a 
     args
 }
 
+/// `args` (the usual ones, from [`semijoin_args`] with `-` as the probe) with `probe` after
+/// standard input: process 0's worker 0 reads standard input first, then its file splits.
+fn stdin_then<'a>(mut args: Vec<&'a str>, probe: &'a str) -> Vec<&'a str> {
+    let stdin_at = args.iter().position(|a| *a == "-").expect("standard input among the inputs");
+    args.insert(stdin_at + 1, probe);
+    args
+}
+
 /// `args` (the usual ones, from [`semijoin_args`]) as owned strings, with the value after each
 /// flag of `values` changed.
 fn with_values(args: Vec<&str>, values: &[(&str, &str)]) -> Vec<String> {
@@ -473,10 +481,8 @@ fn a_process_takes_the_probe_splits_of_a_slow_one() {
     std::fs::write(&build_path, build).unwrap();
     std::fs::write(&probe_path, &probe).unwrap();
     let args = |out: &str| -> Vec<String> {
-        let mut args = with_values(semijoin_args(&build_path, "-", &path_str(dir.path(), out), &["--exact"]), &[("--expected-items", "300")]);
-        let stdin_at = args.iter().position(|a| a == "-").unwrap();
-        args.insert(stdin_at + 1, probe_path.clone());
-        args
+        let out = path_str(dir.path(), out);
+        with_values(stdin_then(semijoin_args(&build_path, "-", &out, &["--exact"]), &probe_path), &[("--expected-items", "300")])
     };
     let taken_by = |out: &str| -> Vec<u64> {
         let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(out).join("_SUCCESS")).unwrap()).unwrap();
@@ -488,7 +494,7 @@ fn a_process_takes_the_probe_splits_of_a_slow_one() {
     let cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
     let temporary = dir.path().join("cluster/_temporary");
     let taking = move || names_in(&temporary).iter().any(|n| n.starts_with("taken-"));
-    all_ok(&run_cluster_with_stdin_once(dir.path(), 2, 1, &cluster, stdin.as_bytes(), taking, Duration::from_secs(60)));
+    all_ok(&run_cluster_with_stdin_once(dir.path(), (2, None), 1, &cluster, stdin.as_bytes(), taking, Duration::from_secs(60)));
     assert!(taken_by("cluster")[1] > 0, "process 1 took none of process 0's splits: {:?}", taken_by("cluster"));
     assert_eq!(names_in(path_str(dir.path(), "cluster")), names_in(path_str(dir.path(), "single")));
     for part in ["part-00000", "part-00001"] {
@@ -594,6 +600,43 @@ fn a_job_failing_while_splits_are_taken_leaves_no_directory() {
     }
 }
 
+/// Processes whose output directories are apart take nothing from each other: here one relative
+/// `-o out` from two working directories, as two hosts' own disks. Process 0 is held up on
+/// standard input for half a second, which would have let process 1 take all its file splits;
+/// neither sees the other's announcement, so each reads its own, and each directory ends with
+/// its process's part and nothing else (process 0's with `_SUCCESS`).
+#[test]
+fn processes_with_separate_output_directories_take_nothing_from_each_other() {
+    let dir = tempdir();
+    let build = path_str(dir.path(), "b.csv");
+    std::fs::write(&build, "name,id\nx,k1\ny,k7\n").unwrap();
+    let probe = path_str(dir.path(), "p.csv");
+    let mut lines = String::from("event,key,note\n");
+    for i in 0..5_000 {
+        lines.push_str(&format!("{i},k{},n\n", i % 50));
+    }
+    std::fs::write(&probe, &lines).unwrap();
+    let homes = [dir.path().join("host0"), dir.path().join("host1")];
+    for home in &homes {
+        std::fs::create_dir(home).unwrap();
+    }
+    let args = stdin_then(semijoin_args(&build, "-", "out", &["--exact"]), &probe);
+    let started = std::time::Instant::now();
+    let half_a_second = move || started.elapsed() > Duration::from_millis(500);
+    all_ok(&run_cluster_with_stdin_once(dir.path(), (2, Some(&homes[..])), 1, &args, b"event,key,note\n", half_a_second, Duration::from_secs(60)));
+    let (out0, out1) = (homes[0].join("out"), homes[1].join("out"));
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out0.join("_SUCCESS")).unwrap()).unwrap();
+    let taken: Vec<u64> = stats["per_worker_probe"].as_array().unwrap().iter().map(|w| w["taken_splits"].as_u64().unwrap()).collect();
+    assert_eq!(taken, [0, 0]);
+    assert_eq!(names_in(&out0), ["_SUCCESS", "part-00000"]);
+    assert_eq!(names_in(&out1), ["part-00001"]);
+    let mut got: Vec<String> = [&out0, &out1].iter().flat_map(|o| std::fs::read_to_string(o.join(if *o == &out0 { "part-00000" } else { "part-00001" })).unwrap().lines().skip(1).map(String::from).collect::<Vec<_>>()).collect();
+    let mut expected: Vec<String> = lines.lines().skip(1).filter(|l| [",k1,", ",k7,"].iter().any(|k| l.contains(k))).map(String::from).collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
+}
+
 /// A two-process job that fails after one process took the other's splits leaves no directory
 /// either: no claim, no announcement, no taken split's output. Process 0 is held up on standard
 /// input until process 1, taking its file splits from the back, has claimed the one with a
@@ -619,11 +662,9 @@ fn a_two_process_job_failing_while_splits_are_taken_leaves_no_directory() {
     }
     std::fs::write(&probe, lines).unwrap();
     let out = path_str(dir.path(), "out");
-    let mut args = semijoin_args(&build, "-", &out, &["--strict"]);
-    let stdin_at = args.iter().position(|a| *a == "-").unwrap();
-    args.insert(stdin_at + 1, &probe);
+    let args = stdin_then(semijoin_args(&build, "-", &out, &["--strict"]), &probe);
     let claim = Path::new(&out).join(format!("_temporary/claim-{broken_split:05}"));
-    let outs = run_cluster_with_stdin_once(dir.path(), 2, 1, &args, b"event,key,note\n1,1,n\n", move || claim.exists(), Duration::from_secs(60));
+    let outs = run_cluster_with_stdin_once(dir.path(), (2, None), 1, &args, b"event,key,note\n1,1,n\n", move || claim.exists(), Duration::from_secs(60));
     fails_with(&outs[1], &[&format!("p.csv:{}", broken_at.unwrap()), "the key is field 2"]);
     assert!(!outs[0].status.success());
     assert!(!Path::new(&out).exists(), "left {:?} and {:?}", names_in(&out), names_in(Path::new(&out).join("_temporary")));

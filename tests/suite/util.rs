@@ -164,23 +164,25 @@ pub fn run_cluster(dir: &Path, processes: usize, workers: usize, args: &[&str], 
 
 /// [`run_cluster`] with each process's own arguments, `args(p)` for process `p`.
 pub fn run_cluster_each(dir: &Path, processes: usize, args: impl Fn(usize) -> Vec<String>, timeout: std::time::Duration) -> Vec<Output> {
-    run_cluster_piped(dir, processes, args, None, timeout)
+    run_cluster_piped(dir, processes, args, None, None, timeout)
 }
 
 /// [`run_cluster`] with `stdin` piped into process 0, as a launcher gives the job its standard
 /// input; the other processes' standard input is empty.
 pub fn run_cluster_with_stdin(dir: &Path, processes: usize, workers: usize, args: &[&str], stdin: &[u8], timeout: std::time::Duration) -> Vec<Output> {
-    run_cluster_with_stdin_once(dir, processes, workers, args, stdin, || true, timeout)
+    run_cluster_with_stdin_once(dir, (processes, None), workers, args, stdin, || true, timeout)
 }
 
 /// A test's condition for writing a job's standard input.
 type Ready = Box<dyn Fn() -> bool + Send>;
 
 /// [`run_cluster_with_stdin`] with `stdin` written only once `ready` holds (asked every 5 ms,
-/// for up to 30 s): process 0's worker 0, which reads it, is held up until then.
+/// for up to 30 s): process 0's worker 0, which reads it, is held up until then. `processes` is
+/// the count and, if given, each process's working directory, as processes on separate hosts
+/// would see one relative path as separate directories.
 pub fn run_cluster_with_stdin_once(
     dir: &Path,
-    processes: usize,
+    (processes, homes): (usize, Option<&[PathBuf]>),
     workers: usize,
     args: &[&str],
     stdin: &[u8],
@@ -189,14 +191,25 @@ pub fn run_cluster_with_stdin_once(
 ) -> Vec<Output> {
     let workers = workers.to_string();
     let args = |_| [args, &["-w", &workers]].concat().iter().map(|a| a.to_string()).collect();
-    run_cluster_piped(dir, processes, args, Some((stdin, Box::new(ready))), timeout)
+    run_cluster_piped(dir, processes, args, Some((stdin, Box::new(ready))), homes, timeout)
 }
 
-fn run_cluster_piped(dir: &Path, processes: usize, args: impl Fn(usize) -> Vec<String>, stdin: Option<(&[u8], Ready)>, timeout: std::time::Duration) -> Vec<Output> {
+fn run_cluster_piped(
+    dir: &Path,
+    processes: usize,
+    args: impl Fn(usize) -> Vec<String>,
+    stdin: Option<(&[u8], Ready)>,
+    homes: Option<&[PathBuf]>,
+    timeout: std::time::Duration,
+) -> Vec<Output> {
     let hosts = hostfile(dir, processes);
     let mut children: Vec<_> = (0..processes)
         .map(|p| {
-            bin()
+            let mut command = bin();
+            if let Some(homes) = homes {
+                command.current_dir(&homes[p]);
+            }
+            command
                 .args(args(p))
                 .args(["-n", &processes.to_string(), "-p", &p.to_string()])
                 .arg("--hostfile")
