@@ -179,6 +179,10 @@ pub fn print_summary(s: &SemijoinStats) {
     for e in &s.malformed_examples {
         println!("    {e}");
     }
+    let taken: u64 = s.per_worker_probe.iter().map(|w| w.taken_splits).sum();
+    if taken > 0 {
+        println!("  splits taken        {taken} probe split(s) read by idle workers for busier ones (the parts are as without)");
+    }
     println!("  bloom survivors     {} ({:.2}% pruned)", s.bloom_survivors, s.fraction_pruned * 100.0);
     match (s.false_positives_removed, s.exact_strategy) {
         (Some(fp), Some(strategy)) if s.anti => println!("  false positives     {fp} kept by the exact anti-join ({strategy} strategy)"),

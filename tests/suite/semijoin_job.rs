@@ -494,8 +494,10 @@ fn a_process_takes_the_probe_splits_of_a_slow_one() {
     let cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
     let temporary = dir.path().join("cluster/_temporary");
     let taking = move || names_in(&temporary).iter().any(|n| n.starts_with("taken-"));
-    all_ok(&run_cluster_with_stdin_once(dir.path(), (2, None), 1, &cluster, stdin.as_bytes(), taking, Duration::from_secs(60)));
-    assert!(taken_by("cluster")[1] > 0, "process 1 took none of process 0's splits: {:?}", taken_by("cluster"));
+    let summary = all_ok(&run_cluster_with_stdin_once(dir.path(), (2, None), 1, &cluster, stdin.as_bytes(), taking, Duration::from_secs(60)));
+    let taken = taken_by("cluster");
+    assert!(taken[1] > 0, "process 1 took none of process 0's splits: {taken:?}");
+    assert!(summary.contains(&format!("splits taken        {} probe split(s)", taken[1])), "{summary}");
     assert_eq!(names_in(path_str(dir.path(), "cluster")), names_in(path_str(dir.path(), "single")));
     for part in ["part-00000", "part-00001"] {
         let read = |out: &str| std::fs::read_to_string(dir.path().join(out).join(part)).unwrap();
