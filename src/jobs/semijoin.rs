@@ -165,6 +165,9 @@ pub struct SemijoinStats {
     pub elapsed_secs: f64,
     pub mb_per_sec: f64,
     pub warnings: Vec<String>,
+    /// The part files written into another host's output directory (the processes do not share
+    /// it), so not beside this `_SUCCESS`.
+    pub parts_elsewhere: Vec<String>,
     pub per_worker_build: Vec<WorkerReport>,
     pub per_worker_probe: Vec<ProbeReport>,
 }
@@ -305,6 +308,13 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     joined
 }
 
+/// The processes of `workers` (global indices), as a list: "1, 2".
+fn processes_of(workers: &[usize], per_process: usize) -> String {
+    let mut processes: Vec<usize> = workers.iter().map(|w| w / per_process).collect();
+    processes.dedup();
+    processes.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ")
+}
+
 /// A worker's part file after its probe: finished, or, where other processes took splits of its
 /// own (listed), open for their outputs, which it appends once every worker is done.
 enum Part {
@@ -317,9 +327,12 @@ enum Part {
 /// directory where that leaves it empty.
 struct Stealing {
     dir: PathBuf,
+    /// Its announcement, kept until the job commits: a worker that sees worker 0's then knows
+    /// that its part goes beside worker 0's `_SUCCESS`.
+    announcement: Vec<PathBuf>,
     /// The failure to announce the worker, reported when its probe begins.
     unannounced: Option<Error>,
-    /// Its claims and announcement, removed once every worker is done claiming.
+    /// Its claims, removed once every worker is done claiming.
     claims: Vec<PathBuf>,
     /// The outputs of the splits it took, removed once their owners have appended them (or the
     /// job failed).
@@ -335,9 +348,9 @@ impl Stealing {
     /// (Announced when its probe began, a worker could be too late for a quick other process,
     /// which then took nothing.)
     fn announce(claims: &ProbeClaims, me: usize, dir: &Path) -> Stealing {
-        let mut stealing = Stealing { dir: dir.to_path_buf(), unannounced: None, claims: Vec::new(), outputs: Vec::new(), lost: Vec::new() };
+        let mut stealing = Stealing { dir: dir.to_path_buf(), announcement: Vec::new(), unannounced: None, claims: Vec::new(), outputs: Vec::new(), lost: Vec::new() };
         match claims.announce(me) {
-            Ok(announcement) => stealing.claims.push(announcement),
+            Ok(announcement) => stealing.announcement.push(announcement),
             Err(e) => stealing.unannounced = Some(e),
         }
         stealing
@@ -346,7 +359,8 @@ impl Stealing {
 
 impl Drop for Stealing {
     fn drop(&mut self) {
-        if !(self.claims.is_empty() && self.outputs.is_empty()) {
+        if !(self.announcement.is_empty() && self.claims.is_empty() && self.outputs.is_empty()) {
+            ProbeClaims::remove(&mut self.announcement);
             ProbeClaims::remove(&mut self.claims);
             ProbeClaims::remove(&mut self.outputs);
             output::remove_if_empty(&self.dir);
@@ -444,8 +458,15 @@ impl Job {
         // written its part, and _SUCCESS is written only once every part has moved. A process
         // that dies before then leaves nothing that looks like output.
         let reports: Vec<ProbeReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
-        // Every worker is done claiming.
+        // Every worker is done claiming. Every worker has announced itself, and worker 0 keeps
+        // its announcement until the job commits: not seeing it, this worker writes its part into
+        // a directory of its own host's, not beside `_SUCCESS`. (The others' announcements go
+        // now, so that none is left for worker 0 to find when it clears the temporary area.)
         ProbeClaims::remove(&mut stealing.claims);
+        let beside_worker_0 = me == 0 || self.probe_claims.announced(0);
+        if me != 0 {
+            ProbeClaims::remove(&mut stealing.announcement);
+        }
         let failure = reports.iter().find_map(|r| r.error.clone());
         let failure = failure.or_else(|| {
             check_keys_found(reports.iter().map(|r| (&r.scan, r.scan.records - r.scan.malformed)), "probe").err().map(|e| e.to_string())
@@ -459,11 +480,13 @@ impl Job {
                 Err(String::new())
             }
         };
-        let commits: Vec<Option<String>> = all_reports(worker, committed.as_ref().err().cloned()).into_iter().map(|(_, r)| r).collect();
+        let commits: Vec<(usize, (Option<String>, bool))> = all_reports(worker, (committed.as_ref().err().cloned(), beside_worker_0));
         // Every owner is done appending: what this worker read for others goes (if its owner
-        // has not removed it, as after a failure).
+        // has not removed it, as after a failure), and so does worker 0's announcement.
         ProbeClaims::remove(&mut stealing.outputs);
-        let failure = failure.or_else(|| commits.into_iter().flatten().next());
+        ProbeClaims::remove(&mut stealing.announcement);
+        let elsewhere: Vec<usize> = commits.iter().filter(|(_, (_, beside))| !beside).map(|&(w, _)| w).collect();
+        let failure = failure.or_else(|| commits.into_iter().find_map(|(_, (e, _))| e));
         if let Some(failure) = failure {
             output::abort_task(&self.dir, &part_name(me, self.compression.codec));
             return Err(Error::Job(failure));
@@ -475,7 +498,7 @@ impl Job {
             let _ = std::fs::remove_dir(self.dir.join(output::TEMPORARY));
             return Ok(None);
         }
-        let stats = self.stats(&filter, strategy, build_reports, reports);
+        let stats = self.stats(&filter, strategy, build_reports, reports, &elsewhere);
         let json = serde_json::to_vec_pretty(&stats).expect("statistics serialise");
         output::write_success(&self.dir, &json)?;
         Ok(Some(stats))
@@ -859,7 +882,9 @@ impl Job {
         Ok(written)
     }
 
-    fn stats(&self, filter: &BloomFilter, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>) -> SemijoinStats {
+    /// The job's statistics; `elsewhere`: the workers whose parts are in another host's output
+    /// directory.
+    fn stats(&self, filter: &BloomFilter, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>, elsewhere: &[usize]) -> SemijoinStats {
         let elapsed = self.started.elapsed().as_secs_f64();
         let mut scan = ScanStats::default();
         for r in &probe {
@@ -891,8 +916,19 @@ impl Job {
                 fraction_pruned * 100.0
             ));
         }
+        let parts_elsewhere: Vec<String> = elsewhere.iter().map(|&w| part_name(w, self.compression.codec)).collect();
+        if !parts_elsewhere.is_empty() {
+            warnings.push(format!(
+                "the part files of process(es) {} ({}) are not in {}: those processes see it as a directory of their own host's \
+                 (give an output directory on a shared file system to have every part beside _SUCCESS)",
+                processes_of(elsewhere, self.cluster.workers),
+                parts_elsewhere.join(", "),
+                self.dir.display()
+            ));
+        }
         let build_bytes = if built { build_scan.bytes } else { 0 };
         SemijoinStats {
+            parts_elsewhere,
             output: self.dir.display().to_string(),
             output_compression: self.compression.codec.name().into(),
             processes: self.cluster.processes,

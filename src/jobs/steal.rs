@@ -65,6 +65,11 @@ impl ProbeClaims {
         Ok(path)
     }
 
+    /// Whether `worker`'s announcement is seen here (it shares this output directory).
+    pub(crate) fn announced(&self, worker: usize) -> bool {
+        self.announcement(worker).exists()
+    }
+
     fn announcement(&self, worker: usize) -> PathBuf {
         self.temporary.join(format!("probing-{worker:05}"))
     }

@@ -494,9 +494,12 @@ fn a_process_takes_the_probe_splits_of_a_slow_one() {
     let cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
     let temporary = dir.path().join("cluster/_temporary");
     let taking = move || names_in(&temporary).iter().any(|n| n.starts_with("taken-"));
-    let summary = all_ok(&run_cluster_with_stdin_once(dir.path(), (2, None), 1, &cluster, stdin.as_bytes(), taking, Duration::from_secs(60)));
+    let outs = run_cluster_with_stdin_once(dir.path(), (2, None), 1, &cluster, stdin.as_bytes(), taking, Duration::from_secs(60));
+    let summary = all_ok(&outs);
     let taken = taken_by("cluster");
     assert!(taken[1] > 0, "process 1 took none of process 0's splits: {taken:?}");
+    let warned = String::from_utf8_lossy(&outs[0].stderr);
+    assert!(!warned.contains("are not in"), "one directory: every part is beside _SUCCESS\n{warned}");
     assert!(summary.contains(&format!("splits taken        {} probe split(s)", taken[1])), "{summary}");
     assert_eq!(names_in(path_str(dir.path(), "cluster")), names_in(path_str(dir.path(), "single")));
     for part in ["part-00000", "part-00001"] {
@@ -606,7 +609,8 @@ fn a_job_failing_while_splits_are_taken_leaves_no_directory() {
 /// `-o out` from two working directories, as two hosts' own disks. Process 0 is held up on
 /// standard input for half a second, which would have let process 1 take all its file splits;
 /// neither sees the other's announcement, so each reads its own, and each directory ends with
-/// its process's part and nothing else (process 0's with `_SUCCESS`).
+/// its process's part and nothing else (process 0's with `_SUCCESS`, which names the part that
+/// is elsewhere, as the summary's warning does).
 #[test]
 fn processes_with_separate_output_directories_take_nothing_from_each_other() {
     let dir = tempdir();
@@ -625,9 +629,13 @@ fn processes_with_separate_output_directories_take_nothing_from_each_other() {
     let args = stdin_then(semijoin_args(&build, "-", "out", &["--exact"]), &probe);
     let started = std::time::Instant::now();
     let half_a_second = move || started.elapsed() > Duration::from_millis(500);
-    all_ok(&run_cluster_with_stdin_once(dir.path(), (2, Some(&homes[..])), 1, &args, b"event,key,note\n", half_a_second, Duration::from_secs(60)));
+    let outs = run_cluster_with_stdin_once(dir.path(), (2, Some(&homes[..])), 1, &args, b"event,key,note\n", half_a_second, Duration::from_secs(60));
+    all_ok(&outs);
+    let warned = String::from_utf8_lossy(&outs[0].stderr);
+    assert!(warned.contains("warning: the part files of process(es) 1 (part-00001) are not in out"), "{warned}");
     let (out0, out1) = (homes[0].join("out"), homes[1].join("out"));
     let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out0.join("_SUCCESS")).unwrap()).unwrap();
+    assert_eq!(stats["parts_elsewhere"], serde_json::json!(["part-00001"]));
     let taken: Vec<u64> = stats["per_worker_probe"].as_array().unwrap().iter().map(|w| w["taken_splits"].as_u64().unwrap()).collect();
     assert_eq!(taken, [0, 0]);
     assert_eq!(names_in(&out0), ["_SUCCESS", "part-00000"]);
