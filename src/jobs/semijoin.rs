@@ -316,10 +316,10 @@ fn processes_of(workers: &[usize], per_process: usize) -> String {
 }
 
 /// A worker's part file after its probe: finished, or, where other processes took splits of its
-/// own (listed), open for their outputs, which it appends once every worker is done.
+/// own ([`Stealing::lost`]), open for their outputs, which it appends once every worker is done.
 enum Part {
     Finished(PathBuf),
-    Open(Box<TaskFile>, Vec<usize>),
+    Open(Box<TaskFile>),
 }
 
 /// What a worker made or lost by the taking of probe splits (see [`steal`](super::steal)).
@@ -472,7 +472,7 @@ impl Job {
             check_keys_found(reports.iter().map(|r| (&r.scan, r.scan.records - r.scan.malformed)), "probe").err().map(|e| e.to_string())
         });
         let committed = match (&failure, part) {
-            (None, Some(part)) => self.complete(part).and_then(|part| output::commit_task(&self.dir, &part)).map_err(|e| e.to_string()),
+            (None, Some(part)) => self.complete(part, &stealing.lost).and_then(|part| output::commit_task(&self.dir, &part)).map_err(|e| e.to_string()),
             (_, part) => {
                 if let Some(Part::Finished(part)) = part {
                     output::discard(&part);
@@ -635,15 +635,15 @@ impl Job {
         Ok((scanned, output))
     }
 
-    /// Appends to an open part the outputs of its splits that other processes took, in input
-    /// order, once every worker is done, and finishes it.
-    fn complete(&self, part: Part) -> Result<PathBuf> {
-        let (mut part, lost) = match part {
+    /// Appends to an open part the outputs of its splits that other processes took (`lost`, in
+    /// input order), once every worker is done, and finishes it.
+    fn complete(&self, part: Part, lost: &[usize]) -> Result<PathBuf> {
+        let mut part = match part {
             Part::Finished(path) => return Ok(path),
-            Part::Open(part, lost) => (part, lost),
+            Part::Open(part) => part,
         };
         let mut chunk = Vec::new();
-        for split in lost {
+        for &split in lost {
             append_and_discard(&mut part, &self.probe_claims.taken_output(split), &mut chunk)?;
         }
         part.finish()
@@ -730,7 +730,7 @@ impl Job {
         // Finished now where nothing is to be appended, so that its sync overlaps others' work.
         Ok(match stealing.lost.is_empty() {
             true => Part::Finished(part.finish()?),
-            false => Part::Open(Box::new(part), stealing.lost.clone()),
+            false => Part::Open(Box::new(part)),
         })
     }
 

@@ -280,6 +280,15 @@ mod tests {
         ProbeClaims::new(dir, vec![vec![0, 3, 6, 9, 12], vec![1, 4], vec![2, 5]])
     }
 
+    /// [`claims`] with all three workers announced.
+    fn announced(dir: &Path) -> ProbeClaims {
+        let claims = claims(dir);
+        for w in 0..3 {
+            claims.announce(w).unwrap();
+        }
+        claims
+    }
+
     /// Each split is claimed once; a taker takes the last unclaimed split of the announced
     /// worker with the most left, looking again when its pick is claimed meanwhile.
     #[test]
@@ -314,10 +323,7 @@ mod tests {
     #[test]
     fn an_owner_waits_only_for_what_its_own_process_takes() {
         let dir = tempfile::tempdir().unwrap();
-        let claims = claims(dir.path());
-        for w in 0..3 {
-            claims.announce(w).unwrap();
-        }
+        let claims = announced(dir.path());
         let abort = AtomicBool::new(false);
         assert_eq!(claims.take(2, |_| true).unwrap().unwrap().0.split, 12);
         std::thread::scope(|s| {
@@ -360,10 +366,7 @@ mod tests {
     #[test]
     fn a_stale_listing_does_not_make_a_taker_try_one_split_for_ever() {
         let dir = tempfile::tempdir().unwrap();
-        let claims = claims(dir.path());
-        for w in 0..3 {
-            claims.announce(w).unwrap();
-        }
+        let claims = announced(dir.path());
         assert!(claims.claim(1, 12).unwrap().is_some());
         assert!(claims.claim(1, 9).unwrap().is_some());
         let looks = std::cell::Cell::new(0);
