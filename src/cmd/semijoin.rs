@@ -37,7 +37,7 @@ pub struct Args {
     #[arg(long)]
     exact: bool,
     /// How --exact joins: broadcast the build keys to every process (when they fit
-    /// --broadcast-limit, with auto), or shuffle keys and join with differential-dataflow.
+    /// --broadcast-limit, with auto), or shuffle the keys, each worker joining a shard of them.
     #[arg(long, value_enum, default_value_t = StrategyArg::Auto, requires = "exact")]
     exact_strategy: StrategyArg,
     /// Keep the probe records whose key is NOT on the build side instead (a left anti-join, as

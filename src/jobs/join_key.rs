@@ -1,9 +1,10 @@
-//! The key the exact shuffle join exchanges, sorts and compares.
+//! The key the exact shuffle join exchanges and hashes to its shard.
 //!
-//! differential-dataflow sorts and merges its updates by key many times over. With the key as a
-//! `Vec<u8>`, the shuffle semi-join of the benchmark workload (1.2M Bloom survivors against 1M
-//! build keys, 2 workers) spent a quarter of its time in `memcmp` and a fifth in `malloc` and
-//! `free` (perf). A short key held inline, as integers, needs neither.
+//! Every build key and every Bloom survivor travels as one. With the key as a `Vec<u8>`, each
+//! took an allocation and a free; when the join was differential-dataflow's `semijoin`, which
+//! sorts and merges its updates by key many times over, the benchmark's shuffle semi-join spent
+//! a quarter of its time in `memcmp` and a fifth in `malloc` and `free` (perf). A short key held
+//! inline, as integers, needs neither.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -34,7 +35,7 @@ impl JoinKey {
     }
 
     /// Passes the key's bytes to `f`.
-    fn with_bytes<T>(&self, f: impl FnOnce(&[u8]) -> T) -> T {
+    pub(crate) fn with_bytes<T>(&self, f: impl FnOnce(&[u8]) -> T) -> T {
         match self {
             JoinKey::Inline(words, len) => {
                 let mut bytes = [0u8; INLINE_BYTES];

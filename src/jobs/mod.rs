@@ -3,6 +3,8 @@
 pub mod build;
 mod claims;
 mod join_key;
+mod rounds;
+mod shard_join;
 pub mod semijoin;
 mod steal;
 

@@ -1,8 +1,8 @@
 //! The semi-join job: the global filter is built by the all-reduce and left on every worker (or
 //! read from a file), then every worker scans its own probe splits and keeps the records whose key
 //! the filter answers "maybe". Probe records never cross the network. With `--exact`, the
-//! survivors' keys and the build keys are exchanged by key and joined with differential-dataflow's
-//! `semijoin`, and only true matches are written.
+//! survivors' keys are checked against the build keys (broadcast to every process, or both
+//! exchanged by key and looked up shard by shard), and only true matches are written.
 //!
 //! With `--anti` (which needs `--exact`) the job keeps the other records: those whose key is not
 //! on the build side (a left anti-join, Spark's `left_anti`). A record the filter answers
@@ -11,6 +11,8 @@
 
 use super::build::{filter_plan, size_filter, SizedSpec, Sizing};
 use super::join_key::JoinKey;
+use super::rounds::{WaitingRecords, LAG, ROUND_BYTES, STEP_BYTES};
+use super::shard_join::{shard_join, ShardJoin};
 use super::steal::ProbeClaims;
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeyCounts, KeySet};
@@ -26,8 +28,6 @@ use crate::output::{self, part_name, TaskFile};
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
 use crate::scan::{Header, RecordBatch, ScanOptions, ScanStats, Source};
 use crate::splits::{resolve_inputs, Input};
-use crate::compressed::Compression;
-use differential_dataflow::input::Input as _;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -35,17 +35,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use timely::dataflow::channels::pact::Exchange;
-use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
-use timely::dataflow::operators::Probe;
 use timely::worker::Worker;
-
-/// A differential update of the exact shuffle join: a survivor's (key, (worker, sequence)).
-/// The join is one batch computation, so its time is `()`: an update is 8 bytes smaller than
-/// with a `u64` time that is always 0 (peak RSS of the benchmark's shuffle join 240-260 ->
-/// 207-230 MB).
-type SurvivorUpdate = ((JoinKey, (u32, u64)), (), isize);
 
 /// Where the global filter comes from.
 #[derive(Clone, Debug)]
@@ -65,8 +56,9 @@ pub enum ExactStrategy {
     /// Every process gets all build keys in a compact hash set and checks its survivors locally
     /// (Spark's broadcast hash join): no probe data crosses the network.
     Broadcast,
-    /// Survivors' keys and build keys are exchanged by key and joined with differential-dataflow's
-    /// `semijoin`: for build sides too large to copy to every process.
+    /// Survivors' keys and build keys are exchanged by key, and each worker looks up the
+    /// survivors of its shard of the keys ([`shard_join`]): for build sides too large to copy to
+    /// every process.
     Shuffle,
 }
 
@@ -269,7 +261,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     };
     let mut total = build_bytes + probe.bytes_of(mine.clone(), peers);
     if config.exact && config.exact_strategy == ExactStrategy::Shuffle {
-        total += shuffle_rereads(&planned, &probe, config.anti, mine, peers);
+        total += shuffle_rereads(&planned, mine, peers);
     }
     // With `auto`, the shuffle's second reads are added once the job chooses it.
     let progress_total = Arc::new(AtomicU64::new(total));
@@ -425,7 +417,7 @@ impl Job {
         let strategy = self.exact.then(|| self.choose_strategy(&build_reports)).transpose()?;
         if self.exact_strategy == ExactStrategy::Auto && strategy == Some(ExactStrategy::Shuffle) {
             // Each worker adds its own second reads to its process's total.
-            self.progress_total.fetch_add(shuffle_rereads(&self.planned, &self.probe, self.anti, me..me + 1, worker.peers()), Ordering::Relaxed);
+            self.progress_total.fetch_add(shuffle_rereads(&self.planned, me..me + 1, worker.peers()), Ordering::Relaxed);
         }
 
         // 2. This worker's probe splits, pruned by the filter, into its part file in _temporary/.
@@ -734,152 +726,111 @@ impl Job {
         })
     }
 
-    /// The Bloom step, then the exact join of the survivors' keys with the build keys. The
-    /// survivors wait in a temporary file; only (key, worker, sequence) tuples and build keys are
-    /// exchanged, and each worker then writes the survivors that matched, in input order. With
-    /// `--anti` the worker writes all but the survivors that matched: from a second read of the
-    /// probe where it is plain files ([`reads_probe_twice`]), else from the file, where every
-    /// record waits (a sequence number is then its line there, not its survivor number).
+    /// The Bloom step, then the exact join of the survivors' keys with the build keys. Only
+    /// (key, worker, number) tuples and build keys are exchanged; the survivors wait in memory,
+    /// round by round ([`WaitingRecords`]), and each worker writes those that matched, in input
+    /// order. With `--anti` every record waits, and the worker writes all but the survivors that
+    /// matched.
     fn probe_exact(&self, worker: &mut Worker, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<PathBuf> {
         let (me, peers) = (worker.index(), worker.peers());
         let PlannedFilter::Build { source: build, .. } = &self.planned else {
             unreachable!("--exact is refused without a build side")
         };
         let matched = Rc::new(RefCell::new(Vec::<u64>::new()));
-        let probe_handle = ProbeHandle::new();
-        let (mut survivors_in, mut build_in) = worker.dataflow::<(), _, _>(|scope| {
-            let (survivors_in, survivors) = scope.new_collection::<(JoinKey, (u32, u64)), isize>();
-            let (build_in, build_keys) = scope.new_collection::<JoinKey, isize>();
-            let sink = Rc::clone(&matched);
-            survivors
-                .semijoin(build_keys)
-                .inner
-                .unary::<timely::container::CapacityContainerBuilder<Vec<()>>, _, _, _>(
-                    Exchange::new(|((_, (w, _)), _, _): &SurvivorUpdate| *w as u64),
-                    "CollectMatches",
-                    move |_cap, _info| {
-                        move |input, _output| {
-                            input.for_each(|_time, data| {
-                                let mut m = sink.borrow_mut();
-                                // Inputs are only inserted, so every count is positive; a
-                                // build key seen n times matches with count n, maybe in parts
-                                // (copy_lines takes a line listed more than once).
-                                m.extend(data.drain(..).filter(|(_, _, diff)| *diff > 0).map(|((_, (_, seq)), _, _)| seq));
-                            });
-                        }
-                    },
-                )
-                .probe_with(&probe_handle);
-            (survivors_in, build_in)
-        });
+        let answered = ProbeHandle::new();
+        let ShardJoin { build: mut build_in, survivors: mut survivors_in } = shard_join(worker, &matched, &answered);
 
-        // The records that wait for the join's answers, in input order, in a temporary file:
-        // the survivors; with --anti every record, unless the probe is read a second time.
-        let reread = reads_probe_twice(self.anti, &self.probe);
-        // Scan errors are kept until the exchange is done: every worker must close its inputs,
-        // or its peers would wait for them forever.
-        let mut survivors_file = (!reread).then(|| TaskFile::create_scratch(&self.dir, &format!("bloom-{me:05}")));
-        let keep_all = self.anti && !reread;
-        let (mut seq, mut survivors, mut pruned_bytes, mut digest) = (0u64, 0u64, 0u64, SurvivorDigest::default());
-        let mut read_header: Option<Vec<u8>> = None;
-        let mut scan = |mut file: Option<&mut TaskFile>| {
-            let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
-            self.probe.scan_worker(me, peers, abort, counter, |batch| {
-                if let Some(header) = self.header_read(batch)? {
-                    read_header = Some(header.to_vec());
-                }
-                filter.contains_batch(batch.keys, &mut answers);
-                batch.unmatch_nulls(&mut answers);
-                for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
-                    if maybe {
-                        survivors_in.insert((JoinKey::new(key), (me as u32, seq)));
-                        survivors += 1;
-                        if reread {
-                            digest.add(key);
-                        }
-                    } else {
-                        pruned_bytes += survivor_wire_bytes(key);
-                    }
-                    if maybe || keep_all {
-                        seq += 1;
-                        if let Some(file) = file.as_deref_mut() {
-                            write_line(file, record)?;
-                        }
-                    }
-                }
-                // A NULL key would not have been exchanged either.
-                pruned_bytes -= batch.nulls.len() as u64 * survivor_wire_bytes(b"");
-                Ok(())
-            })
-        };
-        let scanned = match survivors_file.as_mut().map(|file| file.as_mut()) {
-            // Reported once the exchange is done.
-            Some(Err(_)) => Ok(ScanStats::default()),
-            Some(Ok(file)) => scan(Some(file)),
-            None => scan(None),
-        };
+        // The build keys, then the build input closes. Scan errors are kept until the exchange
+        // is done: every worker must close its inputs, or its peers would wait for them forever.
+        let mut build_bytes = 0u64;
         let build_scanned = build.scan_worker(me, peers, abort, counter, |batch| {
-            for key in batch.keys {
-                build_in.insert(JoinKey::new(key));
+            for (key, record) in batch.keys.iter().zip(batch.records) {
+                build_in.send(JoinKey::new(key));
+                build_bytes += record.len() as u64;
+            }
+            if build_bytes >= STEP_BYTES {
+                build_bytes = 0;
+                worker.step();
             }
             Ok(())
         });
-        survivors_in.close();
-        build_in.close();
-        worker.step_or_park_while(PARK, || !probe_handle.done());
+        drop(build_in);
+        survivors_in.advance_to(1);
+
+        let mut waiting = WaitingRecords::new(1, !self.anti);
+        let mut part: Option<TaskFile> = None;
+        let (mut survivors, mut pruned_bytes, mut written) = (0u64, 0u64, 0u64);
+        let mut read_header: Option<Vec<u8>> = None;
+        // The open round's bytes read.
+        let mut round_bytes = 0u64;
+        let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
+        let scanned = self.probe.scan_worker(me, peers, abort, counter, |batch| {
+            if let Some(header) = self.header_read(batch)? {
+                read_header = Some(header.to_vec());
+            }
+            filter.contains_batch(batch.keys, &mut answers);
+            batch.unmatch_nulls(&mut answers);
+            let batch_bytes: u64 = batch.records.iter().map(|r| r.len() as u64).sum();
+            round_bytes += batch_bytes;
+            for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
+                if maybe {
+                    survivors_in.send((JoinKey::new(key), me as u32, waiting.push(record)));
+                    survivors += 1;
+                } else {
+                    pruned_bytes += survivor_wire_bytes(key);
+                    if self.anti {
+                        waiting.push(record);
+                    }
+                }
+            }
+            // A NULL key would not have been exchanged either.
+            pruned_bytes -= batch.nulls.len() as u64 * survivor_wire_bytes(b"");
+            if round_bytes < ROUND_BYTES {
+                // Now and then, the join's share of this worker's time, so that a round's answers
+                // come while the next is read.
+                if round_bytes / STEP_BYTES != (round_bytes - batch_bytes) / STEP_BYTES {
+                    worker.step();
+                }
+                return Ok(());
+            }
+            round_bytes = 0;
+            let next = survivors_in.time() + 1;
+            waiting.close_round(next);
+            survivors_in.advance_to(next);
+            survivors_in.flush();
+            // Write the rounds answered; wait while too many are not.
+            loop {
+                worker.step();
+                while waiting.oldest().is_some_and(|time| !answered.less_equal(&time)) {
+                    let part = match &mut part {
+                        Some(part) => part,
+                        None => part.insert(self.open_part(me, read_header.as_deref())?),
+                    };
+                    written += waiting.write_oldest(&mut matched.borrow_mut(), part)?;
+                }
+                if waiting.unanswered() <= LAG || abort.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+                worker.step_or_park(PARK);
+            }
+        });
+        drop(survivors_in);
+        worker.step_or_park_while(PARK, || !answered.done());
 
         report.scan = scanned?;
         build_scanned?;
         report.bloom_survivors = survivors;
         report.pruned_exchange_bytes = pruned_bytes;
-        let survivors_path = survivors_file.map(|file| file?.finish()).transpose()?;
-        let mut matched = matched.take();
-        matched.sort_unstable();
-        let mut part = self.open_part(me, read_header.as_deref())?;
-        report.records_out = match survivors_path {
-            Some(path) => {
-                let written = copy_lines(&path, &matched, !self.anti, &mut part)?;
-                output::discard(&path);
-                written
-            }
-            None => self.anti_again(me, peers, filter, &matched, (survivors, digest), abort, counter, &mut part)?,
+        let mut part = match part {
+            Some(part) => part,
+            None => self.open_part(me, read_header.as_deref())?,
         };
-        part.finish()
-    }
-
-    /// The anti-join's output from a second read of this worker's probe splits (plain files):
-    /// each record the filter drops is written at once, and each survivor unless the join
-    /// matched it (`matched`: survivor numbers, sorted). The survivors must come back as the
-    /// first read saw them, by count and by a digest of their keys (`first`): in a file changed
-    /// in between, a join answer would be applied to another record.
-    #[allow(clippy::too_many_arguments)]
-    fn anti_again(&self, me: usize, peers: usize, filter: &BloomFilter, matched: &[u64], first: (u64, SurvivorDigest), abort: &AtomicBool, counter: &AtomicU64, part: &mut TaskFile) -> Result<u64> {
-        // The survivors kept: those the join did not match.
-        let mut survivors = Selection::new(matched, false);
-        let (mut digest, mut written) = (SurvivorDigest::default(), 0u64);
-        let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
-        self.probe.scan_worker(me, peers, abort, counter, |batch| {
-            filter.contains_batch(batch.keys, &mut answers);
-            batch.unmatch_nulls(&mut answers);
-            for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
-                if maybe {
-                    digest.add(key);
-                    if !survivors.keeps_next() {
-                        continue;
-                    }
-                }
-                write_line(part, record)?;
-                written += 1;
-            }
-            Ok(())
-        })?;
-        let seq = survivors.index;
-        // Stopped early by another worker's failure, which the job reports.
-        if abort.load(Ordering::Relaxed) {
-            return Ok(written);
+        waiting.close_round(u64::MAX);
+        while waiting.unanswered() > 0 {
+            written += waiting.write_oldest(&mut matched.borrow_mut(), &mut part)?;
         }
-        same_survivors(me, first, (seq, digest))?;
-        Ok(written)
+        report.records_out = written;
+        part.finish()
     }
 
     /// The job's statistics; `elsewhere`: the workers whose parts are in another host's output
@@ -974,11 +925,11 @@ impl Job {
     }
 }
 
-/// The bytes one survivor's update takes on the wire in the exact shuffle join (bincode: the
-/// key's length and bytes, the worker, the sequence number, the count; the time `()` takes
-/// none): what the Bloom step saves the network for each record it drops.
+/// The bytes one survivor takes on the wire in the exact shuffle join ([`Survivor`](super::shard_join::Survivor), bincode:
+/// the key's length and bytes, the worker, the number): what the Bloom step saves the network
+/// for each record it drops.
 fn survivor_wire_bytes(key: &[u8]) -> u64 {
-    8 + key.len() as u64 + 4 + 8 + 8
+    8 + key.len() as u64 + 4 + 8
 }
 
 /// Why the shuffle join cannot take its build side from standard input: it reads the build
@@ -988,50 +939,12 @@ fn survivor_wire_bytes(key: &[u8]) -> u64 {
 const SHUFFLE_STDIN: &str = "the shuffle join reads the build side twice, and standard input (`--build -`) can be read only once";
 
 /// The bytes that `workers` read a second time in an exact shuffle join: the build side, whose
-/// keys are exchanged after the filter is built from them, and the probe where
-/// [`reads_probe_twice`].
-fn shuffle_rereads(planned: &PlannedFilter, probe: &Source, anti: bool, workers: std::ops::Range<usize>, peers: usize) -> u64 {
-    let build = match planned {
-        PlannedFilter::Build { source, .. } => source.bytes_of(workers.clone(), peers),
+/// keys are exchanged after the filter is built from them.
+fn shuffle_rereads(planned: &PlannedFilter, workers: std::ops::Range<usize>, peers: usize) -> u64 {
+    match planned {
+        PlannedFilter::Build { source, .. } => source.bytes_of(workers, peers),
         PlannedFilter::File { .. } => 0,
-    };
-    build + if reads_probe_twice(anti, probe) { probe.bytes_of(workers, peers) } else { 0 }
-}
-
-/// Whether an exact shuffle join reads the probe a second time: an anti-join writes every
-/// record in input order, and plain files are read again for that instead of copied whole into
-/// the temporary file (which would need as much disk again as the probe). Compressed files
-/// (decompressed twice) and standard input (read once) keep the copy.
-fn reads_probe_twice(anti: bool, probe: &Source) -> bool {
-    anti && probe.inputs.iter().all(|input| matches!(input, Input::File { compression: Compression::None, .. }))
-}
-
-/// A digest of the survivors' keys in the order a scan meets them, to tell that two reads of the
-/// same splits met the same survivors.
-#[derive(Clone, Copy, Default, PartialEq, Eq)]
-struct SurvivorDigest(u64);
-
-impl SurvivorDigest {
-    fn add(&mut self, key: &[u8]) {
-        use std::hash::BuildHasher;
-        self.0 = foldhash::quality::FixedState::with_seed(self.0).hash_one(key);
     }
-}
-
-/// Refuses a second read of worker `me`'s probe splits that met other survivors than the first
-/// (`first` and `second`: their count and digest): the join's answers, numbered by survivor,
-/// would be applied to other records.
-fn same_survivors(me: usize, first: (u64, SurvivorDigest), second: (u64, SurvivorDigest)) -> Result<()> {
-    if second == first {
-        return Ok(());
-    }
-    Err(Error::Job(format!(
-        "the probe input changed while the anti-join read it: worker {me}'s second read (the anti-join reads plain \
-         files twice) found {} records whose key may be on the build side, where the first found {}{}",
-        second.0,
-        first.0,
-        if second.0 == first.0 { ", with other keys" } else { "" }
-    )))
 }
 
 /// Refuses probe inputs whose headers differ: each part file starts with one header, which the
@@ -1073,98 +986,9 @@ fn write_line(part: &mut TaskFile, record: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// Copies to `part` the lines of `path` whose 0-based index is in `matched` (sorted; an index
-/// may be listed more than once), or with `keep_matched` false every other line.
-///
-/// The file is read in large blocks, its lines found with `memchr`, and each run of kept lines
-/// written with one call: the anti-join copies nearly all of a worker's probe records here, and
-/// read line by line (`read_until` into a line buffer, one write each) it took 18% of the
-/// shuffle anti-join's time (perf).
-fn copy_lines(path: &Path, matched: &[u64], keep_matched: bool, part: &mut TaskFile) -> Result<u64> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut lines = Selection::new(matched, keep_matched);
-    let mut buf = vec![0u8; 1 << 20];
-    // buf[..held] holds the bytes read and not yet dealt with: the start of an unfinished line.
-    let mut held = 0;
-    loop {
-        if held == buf.len() {
-            buf.resize(2 * buf.len(), 0); // a line longer than the buffer
-        }
-        let n = loop {
-            match file.read(&mut buf[held..]) {
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                read => break read.map_err(|e| Error::io(path, e))?,
-            }
-        };
-        let done = n == 0;
-        let filled = held + n;
-        // At the end, a last line without a newline is a line too.
-        let complete = if done { filled } else { memchr::memrchr(b'\n', &buf[..filled]).map_or(0, |i| i + 1) };
-        lines.copy(&buf[..complete], part)?;
-        if done || lines.finished() {
-            return Ok(lines.written);
-        }
-        buf.copy_within(complete..filled, 0);
-        held = filled - complete;
-    }
-}
-
-/// Which of a run of lines (or survivors) are kept, taken in order: those whose index is
-/// listed as matched, or with `keep_matched` false the others.
-struct Selection<'m> {
-    wanted: std::iter::Peekable<std::iter::Copied<std::slice::Iter<'m, u64>>>,
-    keep_matched: bool,
-    /// The index of the next line.
-    index: u64,
-    /// The lines kept so far.
-    written: u64,
-}
-
-impl<'m> Selection<'m> {
-    /// The selection by `matched` (sorted; an index may be listed more than once).
-    fn new(matched: &'m [u64], keep_matched: bool) -> Self {
-        Selection { wanted: matched.iter().copied().peekable(), keep_matched, index: 0, written: 0 }
-    }
-
-    /// Whether the next line is kept (counting it if so).
-    fn keeps_next(&mut self) -> bool {
-        let matched = self.wanted.next_if_eq(&self.index).is_some();
-        while self.wanted.next_if_eq(&self.index).is_some() {}
-        self.index += 1;
-        let kept = matched == self.keep_matched;
-        self.written += kept as u64;
-        kept
-    }
-
-    /// Whether no later line can be kept: every matched line is past, and only they are kept.
-    fn finished(&mut self) -> bool {
-        self.keep_matched && self.wanted.peek().is_none()
-    }
-
-    /// Writes the kept lines of `block` (whole lines), each run of them in one write.
-    fn copy(&mut self, block: &[u8], part: &mut TaskFile) -> Result<()> {
-        let (mut line_start, mut run_start) = (0, None);
-        let ends = memchr::memchr_iter(b'\n', block).map(|i| i + 1).chain((block.last() != Some(&b'\n') && !block.is_empty()).then_some(block.len()));
-        for end in ends {
-            if self.keeps_next() {
-                run_start.get_or_insert(line_start);
-            } else if let Some(start) = run_start.take() {
-                part.write(&block[start..line_start])?;
-            }
-            line_start = end;
-        }
-        if let Some(start) = run_start {
-            part.write(&block[start..line_start])?;
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::{Rng, SeedableRng};
 
     /// The summary names a strategy as `_SUCCESS` does.
     #[test]
@@ -1174,62 +998,12 @@ mod tests {
         }
     }
 
-    /// The anti-join's second read must meet the first read's survivors: the same keys in the
-    /// same order. A changed count, other keys, or the same keys in another order fail the job.
-    #[test]
-    fn a_second_read_that_meets_other_survivors_is_refused() {
-        let digest = |keys: &[&[u8]]| {
-            let mut d = SurvivorDigest::default();
-            keys.iter().for_each(|k| d.add(k));
-            (keys.len() as u64, d)
-        };
-        let first = digest(&[b"a", b"b", b"c"]);
-        assert!(same_survivors(0, first, digest(&[b"a", b"b", b"c"])).is_ok());
-        let fewer = same_survivors(1, first, digest(&[b"a", b"b"])).unwrap_err().to_string();
-        assert!(fewer.contains("worker 1's second read") && fewer.contains("found 2 records") && fewer.contains("the first found 3"), "{fewer}");
-        assert!(!fewer.contains("other keys"), "{fewer}");
-        for other in [&[&b"a"[..], b"b", b"d"], &[b"c", b"b", b"a"], &[b"ab", b"", b"c"]] {
-            let err = same_survivors(0, first, digest(other)).unwrap_err().to_string();
-            assert!(err.contains("found 3 records") && err.contains(", with other keys"), "{other:?}: {err}");
-        }
-    }
-
     /// The statistic of exchange bytes saved counts what a survivor's update takes on the wire.
     #[test]
     fn survivor_wire_bytes_is_the_serialized_size_of_an_update() {
         for key in [&b""[..], b"1234567", &[9; 24], &[9; 100]] {
-            let update: SurvivorUpdate = ((JoinKey::new(key), (3, 1 << 40)), (), 1);
-            assert_eq!(survivor_wire_bytes(key), bincode::serialized_size(&update).unwrap(), "{} bytes", key.len());
-        }
-    }
-
-    /// `copy_lines` keeps exactly the matched lines, or exactly the others, in order, across
-    /// many 1 MiB blocks, lines longer than a block, and a last line without a newline.
-    #[test]
-    fn copy_lines_keeps_the_chosen_lines_across_blocks() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-        let mut lines: Vec<Vec<u8>> = (0..60_000u32)
-            .map(|i| {
-                let len = if i % 20_000 == 7 { 3 << 20 } else { rng.gen_range(0..60) };
-                let mut line = format!("{i}:").into_bytes();
-                line.extend((0..len).map(|j| b'a' + (j % 26) as u8));
-                line.push(b'\n');
-                line
-            })
-            .collect();
-        lines.last_mut().unwrap().pop();
-        let input = dir.path().join("lines");
-        std::fs::write(&input, lines.concat()).unwrap();
-        for (density, keep_matched) in [(0.02, true), (0.02, false), (0.9, true), (0.9, false), (0.0, false)] {
-            // Some lines listed twice or three times, as a join with repeated build keys may.
-            let matched: Vec<u64> = (0..lines.len() as u64).filter(|_| rng.gen_bool(density)).flat_map(|i| std::iter::repeat_n(i, 1 + (i % 7 == 0) as usize + (i % 11 == 0) as usize)).collect();
-            let mut part = TaskFile::create_scratch(dir.path(), "out").unwrap();
-            let written = copy_lines(&input, &matched, keep_matched, &mut part).unwrap();
-            let got = std::fs::read(part.finish().unwrap()).unwrap();
-            let want: Vec<u8> = lines.iter().enumerate().filter(|(i, _)| matched.binary_search(&(*i as u64)).is_ok() == keep_matched).flat_map(|(_, l)| l.clone()).collect();
-            assert_eq!(written as usize, lines.iter().enumerate().filter(|(i, _)| matched.binary_search(&(*i as u64)).is_ok() == keep_matched).count());
-            assert!(got == want, "density {density} keep_matched {keep_matched}: {} bytes, want {}", got.len(), want.len());
+            let survivor: super::super::shard_join::Survivor = (JoinKey::new(key), 3, 1 << 40);
+            assert_eq!(survivor_wire_bytes(key), bincode::serialized_size(&survivor).unwrap(), "{} bytes", key.len());
         }
     }
 }

@@ -175,10 +175,10 @@ fn a_probe_from_standard_input_keeps_its_header() {
     assert!(!std::fs::read_to_string(Path::new(&out).join("part-00000")).unwrap().contains("event,key"));
 }
 
-/// The shuffle anti-join reads plain probe files twice instead of keeping every record in a
-/// temporary file; from standard input it keeps them. Both give the true anti-join, in input
-/// order, for several worker counts, with repeated build keys and a tiny filter (so that many
-/// records survive the Bloom step), and leave no temporary file behind. From standard input,
+/// The shuffle anti-join keeps every record until the join has answered for its round, from
+/// files and from standard input alike. Both give the true anti-join, in input order, for
+/// several worker counts, with repeated build keys and a tiny filter (so that many records
+/// survive the Bloom step), and leave no temporary file behind. From standard input,
 /// the worker that reads it (worker 0) writes its header, and the other parts are empty.
 #[test]
 fn the_shuffle_anti_join_is_exact_from_files_and_from_standard_input() {
@@ -203,6 +203,47 @@ fn the_shuffle_anti_join_is_exact_from_files_and_from_standard_input() {
                 assert_eq!(read_output(Path::new(&out), "event,key,note\n"), d.anti, "seed {seed} -w {w} stdin {from_stdin}");
             }
         }
+    }
+}
+
+/// The exact shuffle join reads its probe in rounds of 4 MiB, each answered while the next is
+/// read. On a probe of several rounds per worker (23 MB), its semi-join and anti-join write the
+/// broadcast join's parts, byte for byte, in one process of 2 workers and in 2 processes of 1.
+#[test]
+fn the_shuffle_join_answers_round_after_round_as_the_broadcast_join() {
+    let dir = tempdir();
+    let data = path_str(dir.path(), "data");
+    ok(&run(&["gen", "semijoin-bench", "--build-rows", "20000", "--probe-rows", "300000", "-o", &data]));
+    let (build, probe) = (format!("{data}/build.csv"), format!("{data}/probe.csv"));
+    assert!(std::fs::metadata(&probe).unwrap().len() > 5 * (4 << 20), "several rounds for each of 2 workers");
+    let parts = |out: &str| -> Vec<u8> {
+        let mut names = names_in(out);
+        names.retain(|n| n.starts_with("part-"));
+        assert_eq!(names.len(), 2, "{names:?}");
+        names.iter().flat_map(|n| std::fs::read(Path::new(out).join(n)).unwrap()).collect()
+    };
+    for anti in [false, true] {
+        let join = |out: &str, strategy: &str| -> Vec<String> {
+            let mut args = vec!["semijoin", "--build", &build, "--build-key", "customer_id", "--probe", &probe, "--probe-key", "customer_id"];
+            args.extend(["-o", out, "--no-progress", "--exact", "--exact-strategy", strategy, "--split-size", "4000000"]);
+            if anti {
+                args.push("--anti");
+            }
+            args.into_iter().map(String::from).collect()
+        };
+        let (broadcast, shuffled, cluster) = (path_str(dir.path(), &format!("b-{anti}")), path_str(dir.path(), &format!("s-{anti}")), path_str(dir.path(), &format!("c-{anti}")));
+        let with_workers = |mut args: Vec<String>| {
+            args.extend(["-w".to_string(), "2".to_string()]);
+            args
+        };
+        ok(&run(&with_workers(join(&broadcast, "broadcast")).iter().map(String::as_str).collect::<Vec<_>>()));
+        ok(&run(&with_workers(join(&shuffled, "shuffle")).iter().map(String::as_str).collect::<Vec<_>>()));
+        all_ok(&run_cluster(dir.path(), 2, 1, &join(&cluster, "shuffle").iter().map(String::as_str).collect::<Vec<_>>(), Duration::from_secs(120)));
+        let want = parts(&broadcast);
+        let records = want.iter().filter(|&&b| b == b'\n').count();
+        assert!(if anti { records > 290_000 } else { (100..10_000).contains(&records) }, "{records} records, anti {anti}");
+        assert!(parts(&shuffled) == want, "1 process x 2, anti {anti}");
+        assert!(parts(&cluster) == want, "2 processes x 1, anti {anti}");
     }
 }
 
@@ -990,8 +1031,7 @@ fn each_side_in_its_own_format() {
 
 /// `--null-key`: a key field written as the NULL text, unquoted, matches nothing, as in SQL. The
 /// semi-join drops its record and the anti-join keeps it, in order, down every path (the Bloom
-/// step alone, the broadcast and the shuffle join, the anti-join's second read and its file of
-/// waiting records); a build does not insert it; a composite key with one NULL field is NULL;
+/// step alone, the broadcast and the shuffle join, from files and from standard input); a build does not insert it; a composite key with one NULL field is NULL;
 /// a quoted field is text. The expected output is a model of that rule, which DuckDB's
 /// `nullstr` follows too (checked by hand on a smaller pair). Files without a header or quotes
 /// (`plain`) take the scan's fast path from their first line.

@@ -1,0 +1,212 @@
+//! The probe records of the exact shuffle join that wait for the join's answers, round by round.
+//!
+//! The shuffle join sends each Bloom survivor's key, numbered, to the worker that holds that
+//! key's build keys, and gets back the numbers that matched; the records themselves stay with
+//! the worker that read them. A worker reads its probe in rounds of about [`ROUND_BYTES`] of
+//! input. A round's survivors enter the join at timestamp r and leave it (are retracted) at
+//! r + 1, so the join's arrangement holds about one round of them, never the whole input's.
+//! Once the join's output frontier is past r, every answer of round r is in, and the round's
+//! records are written in input order. A worker reads at most [`LAG`] rounds ahead of its
+//! oldest unanswered one, so the records that wait are bounded too: memory does not grow with
+//! the input, and nothing waits on disk.
+
+use crate::error::Result;
+use crate::output::TaskFile;
+use std::collections::VecDeque;
+
+/// Probe bytes read per round: large enough that a round's progress round trip (one per worker,
+/// across processes too) costs little, small enough that an anti-join's waiting records (every
+/// record of the unanswered rounds) take a few MiB.
+pub const ROUND_BYTES: u64 = 4 << 20;
+
+/// Probe bytes read between two steps of the worker's dataflow within a round.
+pub const STEP_BYTES: u64 = 1 << 20;
+
+/// How many read rounds may be unanswered while a worker reads the next: the join works on
+/// them while the worker reads.
+pub const LAG: usize = 2;
+
+/// A round's waiting records: whole lines, numbered from `first` on.
+struct Round {
+    /// The join timestamp of the round's survivors.
+    time: u64,
+    first: u64,
+    lines: Vec<u8>,
+    count: u64,
+}
+
+/// The records that wait for the join's answers: the open round, which takes new records,
+/// and the closed rounds whose answers are not all in, oldest first.
+pub struct WaitingRecords {
+    closed: VecDeque<Round>,
+    open: Round,
+    /// Whether a matched record is written (the semi-join) or every other one (the anti-join).
+    keep_matched: bool,
+}
+
+impl WaitingRecords {
+    /// No records yet; the first round's survivors enter the join at `time`.
+    pub fn new(time: u64, keep_matched: bool) -> Self {
+        WaitingRecords { closed: VecDeque::new(), open: Round { time, first: 0, lines: Vec::new(), count: 0 }, keep_matched }
+    }
+
+    /// Adds `record` to the open round (with a newline where its input's last line lacked one)
+    /// and returns its number: the number the join answers with.
+    pub fn push(&mut self, record: &[u8]) -> u64 {
+        let round = &mut self.open;
+        round.lines.extend_from_slice(record);
+        if !record.ends_with(b"\n") {
+            round.lines.push(b'\n');
+        }
+        round.count += 1;
+        round.first + round.count - 1
+    }
+
+    /// Closes the open round; the next one's survivors enter the join at `time`.
+    pub fn close_round(&mut self, time: u64) {
+        let first = self.open.first + self.open.count;
+        let next = Round { time, first, lines: Vec::new(), count: 0 };
+        let closed = std::mem::replace(&mut self.open, next);
+        if closed.count > 0 {
+            self.closed.push_back(closed);
+        }
+    }
+
+    /// The timestamp of the oldest closed round not yet written.
+    pub fn oldest(&self) -> Option<u64> {
+        self.closed.front().map(|round| round.time)
+    }
+
+    /// How many closed rounds wait for answers.
+    pub fn unanswered(&self) -> usize {
+        self.closed.len()
+    }
+
+    /// Writes the oldest closed round to `part`, every answer of which is in `matched` (the
+    /// numbers of matched records, in any order, a number listed once per build key it matched;
+    /// numbers of later rounds may be there too). Takes the round's numbers out of `matched`,
+    /// and returns how many records were written.
+    pub fn write_oldest(&mut self, matched: &mut Vec<u64>, part: &mut TaskFile) -> Result<u64> {
+        let Some(round) = self.closed.pop_front() else { return Ok(0) };
+        let end = round.first + round.count;
+        matched.sort_unstable();
+        let answered = matched.partition_point(|&n| n < end);
+        let ours: Vec<u64> = matched.drain(..answered).map(|n| n - round.first).collect();
+        let mut lines = Selection::new(&ours, self.keep_matched);
+        lines.copy(&round.lines, part)?;
+        Ok(lines.written)
+    }
+}
+
+/// Which of a run of lines are kept, taken in order: those whose index is listed as matched, or
+/// with `keep_matched` false the others.
+struct Selection<'m> {
+    wanted: std::iter::Peekable<std::iter::Copied<std::slice::Iter<'m, u64>>>,
+    keep_matched: bool,
+    /// The index of the next line.
+    index: u64,
+    /// The lines kept so far.
+    written: u64,
+}
+
+impl<'m> Selection<'m> {
+    /// The selection by `matched` (sorted; an index may be listed more than once).
+    fn new(matched: &'m [u64], keep_matched: bool) -> Self {
+        Selection { wanted: matched.iter().copied().peekable(), keep_matched, index: 0, written: 0 }
+    }
+
+    /// Whether the next line is kept (counting it if so).
+    fn keeps_next(&mut self) -> bool {
+        let matched = self.wanted.next_if_eq(&self.index).is_some();
+        while self.wanted.next_if_eq(&self.index).is_some() {}
+        self.index += 1;
+        let kept = matched == self.keep_matched;
+        self.written += kept as u64;
+        kept
+    }
+
+    /// Writes the kept lines of `block` (whole lines, each ending in a newline), each run of
+    /// them in one write: an anti-join writes nearly all of its records here.
+    fn copy(&mut self, block: &[u8], part: &mut TaskFile) -> Result<()> {
+        let (mut line_start, mut run_start) = (0, None);
+        for end in memchr::memchr_iter(b'\n', block).map(|i| i + 1) {
+            if self.keeps_next() {
+                run_start.get_or_insert(line_start);
+            } else if let Some(start) = run_start.take() {
+                part.write(&block[start..line_start])?;
+            }
+            line_start = end;
+        }
+        if let Some(start) = run_start {
+            part.write(&block[start..line_start])?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// Rounds of random lines (some empty of waiting records, one line a few MiB long, the last
+    /// line without a newline), written as their answers come, keep exactly the matched lines,
+    /// or exactly the others, in order; answers of later rounds wait in `matched` untouched.
+    #[test]
+    fn rounds_write_the_chosen_lines_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(5);
+        let mut lines: Vec<Vec<u8>> = (0..60_000u32)
+            .map(|i| {
+                let len = if i % 20_000 == 7 { 3 << 20 } else { rng.gen_range(0..60) };
+                let mut line = format!("{i}:").into_bytes();
+                line.extend((0..len).map(|j| b'a' + (j % 26) as u8));
+                line.push(b'\n');
+                line
+            })
+            .collect();
+        lines.last_mut().unwrap().pop();
+        for (density, keep_matched) in [(0.02, true), (0.02, false), (0.9, true), (0.9, false), (0.0, false)] {
+            // Some lines listed twice or three times, as a join with repeated build keys may.
+            let matched: Vec<u64> = (0..lines.len() as u64)
+                .filter(|_| rng.gen_bool(density))
+                .flat_map(|i| std::iter::repeat_n(i, 1 + (i % 7 == 0) as usize + (i % 11 == 0) as usize))
+                .collect();
+            let mut part = TaskFile::create_scratch(dir.path(), "out").unwrap();
+            let mut waiting = WaitingRecords::new(1, keep_matched);
+            let (mut answers, mut written, mut time) = (Vec::new(), 0, 1);
+            let mut to_answer = matched.iter().copied().peekable();
+            for (i, line) in lines.iter().enumerate() {
+                assert_eq!(waiting.push(line), i as u64);
+                // The join's answers for the records read so far, in any order.
+                while let Some(n) = to_answer.next_if(|&n| n == i as u64) {
+                    answers.insert(rng.gen_range(0..=answers.len()), n);
+                }
+                if rng.gen_bool(0.001) {
+                    time += 1;
+                    waiting.close_round(time);
+                    if rng.gen_bool(0.3) {
+                        time += 1;
+                        waiting.close_round(time); // an empty round: nothing waits for it
+                    }
+                }
+                if rng.gen_bool(0.002) && waiting.unanswered() > 0 {
+                    written += waiting.write_oldest(&mut answers, &mut part).unwrap();
+                }
+            }
+            waiting.close_round(time + 1);
+            while waiting.unanswered() > 0 {
+                written += waiting.write_oldest(&mut answers, &mut part).unwrap();
+            }
+            assert!(answers.is_empty());
+            let got = std::fs::read(part.finish().unwrap()).unwrap();
+            let kept: Vec<&Vec<u8>> = lines.iter().enumerate().filter(|(i, _)| matched.binary_search(&(*i as u64)).is_ok() == keep_matched).map(|(_, l)| l).collect();
+            let mut want: Vec<u8> = kept.iter().flat_map(|l| l.iter().copied()).collect();
+            if keep_matched == (matched.binary_search(&(lines.len() as u64 - 1)).is_ok()) {
+                want.push(b'\n'); // the last line, given its newline
+            }
+            assert_eq!(written as usize, kept.len());
+            assert!(got == want, "density {density} keep_matched {keep_matched}: {} bytes, want {}", got.len(), want.len());
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The exact shuffle join's dataflow: build keys and Bloom survivors are exchanged by key, each
+//! worker answers for its shard of the keys from an exact hash set of them, and each match goes
+//! back to the worker that read the record, as its number.
+//!
+//! A survivor is looked up once, as it arrives, and then forgotten: unlike a join of two
+//! arranged collections (differential-dataflow's `semijoin`, the tests' oracle), nothing here
+//! keeps the survivors, so memory does not grow with the probe. The build side's keys are held
+//! once, spread over the workers, in the compact [`KeySet`] the broadcast join uses.
+
+use super::join_key::JoinKey;
+use crate::keyset::{KeyArena, KeySet};
+use std::cell::RefCell;
+use std::rc::Rc;
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::vec::input::Handle;
+use timely::dataflow::operators::Probe;
+use timely::dataflow::operators::Input as _;
+use timely::worker::Worker;
+
+/// A Bloom survivor on its way to the worker that holds its key's shard: its key, the worker
+/// that read it, and its number there.
+pub type Survivor = (JoinKey, u32, u64);
+
+/// A match on its way back: the worker that read the survivor, and its number there.
+type Match = (u32, u64);
+
+/// The inputs of the join: the build keys, and the survivors, at the timestamp of their round.
+pub struct ShardJoin {
+    pub build: Handle<u64, JoinKey>,
+    pub survivors: Handle<u64, Survivor>,
+}
+
+/// The worker that holds `key`'s shard, as a hash every process computes alike.
+fn shard_of(key: &JoinKey) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::quality::FixedState::with_seed(0x9E37_79B9_7F4A_7C15).hash_one(key)
+}
+
+/// Makes the join's dataflow on `worker`. The numbers of this worker's survivors that matched
+/// go into `matched` (in any order, each once); `answered` passes a round's timestamp once every
+/// answer of the round is in `matched`.
+pub fn shard_join(worker: &mut Worker, matched: &Rc<RefCell<Vec<u64>>>, answered: &ProbeHandle<u64>) -> ShardJoin {
+    let sink = Rc::clone(matched);
+    worker.dataflow::<u64, _, _>(|scope| {
+        let (build, build_keys) = scope.new_input::<Vec<JoinKey>>();
+        let (survivors, survivor_stream) = scope.new_input::<Vec<Survivor>>();
+        build_keys
+            .binary_frontier::<_, CapacityContainerBuilder<Vec<Match>>, _, _, _, _>(
+                survivor_stream,
+                Exchange::new(shard_of),
+                Exchange::new(|(key, _, _): &Survivor| shard_of(key)),
+                "LookUpSurvivors",
+                |_cap, _info| {
+                    let mut arena = Some(KeyArena::default());
+                    let mut set: Option<KeySet> = None;
+                    // Survivors that came before the last build key: this worker's peers may
+                    // finish their build scans first.
+                    let mut early: Vec<(timely::dataflow::operators::Capability<u64>, Vec<Survivor>)> = Vec::new();
+                    move |(build_in, build_frontier), (survivors_in, _), output| {
+                        build_in.for_each(|_time, data| {
+                            let arena = arena.as_mut().expect("build keys arrive before the build input closes");
+                            data.drain(..).for_each(|key| key.with_bytes(|bytes| arena.push(bytes)));
+                        });
+                        if set.is_none() && build_frontier.is_empty() {
+                            let arena = arena.take().expect("the set is made once");
+                            let bytes = arena.as_bytes();
+                            let pieces: Vec<&[u8]> = arena.pieces().into_iter().map(|piece| &bytes[piece]).collect();
+                            set = Some(KeySet::build(&pieces, arena.counts()));
+                        }
+                        let output_index = output.output_index();
+                        survivors_in.for_each(|cap, data| match &set {
+                            Some(set) => {
+                                let mut session = output.session(&cap);
+                                session.give_iterator(data.drain(..).filter(|(key, _, _)| key.with_bytes(|b| set.contains(b))).map(|(_, w, n)| (w, n)));
+                            }
+                            None => early.extend(cap.retain_least(output_index).map(|cap| (cap, std::mem::take(data)))),
+                        });
+                        if let Some(set) = &set {
+                            for (cap, mut data) in early.drain(..) {
+                                let mut session = output.session(&cap);
+                                session.give_iterator(data.drain(..).filter(|(key, _, _)| key.with_bytes(|b| set.contains(b))).map(|(_, w, n)| (w, n)));
+                            }
+                        }
+                    }
+                },
+            )
+            .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(Exchange::new(|&(w, _): &Match| w as u64), "CollectMatches", move |_cap, _info| {
+                move |input, _output| {
+                    input.for_each(|_time, data| sink.borrow_mut().extend(data.drain(..).map(|(_, n)| n)));
+                }
+            })
+            .probe_with(answered);
+        ShardJoin { build, survivors }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use differential_dataflow::input::Input as _;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeSet;
+    use timely::dataflow::operators::Inspect;
+
+    /// The keys worker `w` of a test job sends: build keys and probe keys drawn from 2000, some
+    /// longer than a join key holds inline, one empty.
+    fn keys_of(w: usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let key = |i: u64| match i {
+            1 => Vec::new(),
+            i if i % 13 == 0 => format!("a key longer than twenty-four bytes, {i}").into_bytes(),
+            i => format!("k{i}").into_bytes(),
+        };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(w as u64);
+        let build = (0..400).map(|_| key(rng.gen_range(0..2000))).collect();
+        let probe = (0..3000).map(|_| key(rng.gen_range(0..2000))).collect();
+        (build, probe)
+    }
+
+    /// On 3 workers, each sending its survivors in rounds: once the join's frontier passes a
+    /// round, every match of the round is in (checked against the keys every worker sent); and
+    /// the matches are exactly what differential-dataflow's `semijoin` finds.
+    #[test]
+    fn matches_what_differential_dataflows_semijoin_finds() {
+        let guards = timely::execute(timely::Config::process(3), |worker| {
+            let (me, peers) = (worker.index(), worker.peers());
+            let (build, probe) = keys_of(me);
+            let all_build: BTreeSet<Vec<u8>> = (0..peers).flat_map(|w| keys_of(w).0).collect();
+
+            let (matched, answered) = (Rc::new(RefCell::new(Vec::new())), ProbeHandle::new());
+            let ShardJoin { build: mut build_in, survivors: mut survivors_in } = shard_join(worker, &matched, &answered);
+            let oracle = Rc::new(RefCell::new(Vec::new()));
+            let oracle_done = ProbeHandle::new();
+            let (mut oracle_build, mut oracle_probe) = worker.dataflow::<u64, _, _>(|scope| {
+                let (build_in, build) = scope.new_collection::<Vec<u8>, isize>();
+                let (probe_in, probe) = scope.new_collection::<(Vec<u8>, (u32, u64)), isize>();
+                let sink = Rc::clone(&oracle);
+                probe.semijoin(build).inner.inspect(move |((_, found), _, _)| sink.borrow_mut().push(*found)).probe_with(&oracle_done);
+                (build_in, probe_in)
+            });
+
+            for key in &build {
+                build_in.send(JoinKey::new(key));
+                oracle_build.insert(key.clone());
+            }
+            drop(build_in);
+            let mut got = BTreeSet::new();
+            for (round, numbers) in (0..probe.len() as u64).collect::<Vec<_>>().chunks(250).enumerate() {
+                for &n in numbers {
+                    survivors_in.send((JoinKey::new(&probe[n as usize]), me as u32, n));
+                    oracle_probe.insert((probe[n as usize].clone(), (me as u32, n)));
+                }
+                survivors_in.advance_to(round as u64 + 1);
+                worker.step_or_park_while(None, || answered.less_equal(&(round as u64)));
+                got.extend(matched.borrow_mut().drain(..));
+                let want: BTreeSet<u64> = (0..=*numbers.last().unwrap()).filter(|&n| all_build.contains(&probe[n as usize])).collect();
+                assert_eq!(got, want, "worker {me}, round {round}");
+            }
+            drop(survivors_in);
+            oracle_build.close();
+            oracle_probe.close();
+            worker.step_or_park_while(None, || !answered.done() || !oracle_done.done());
+            assert!(matched.borrow().is_empty(), "no answers after the last round's");
+            let found: BTreeSet<(u32, u64)> = oracle.borrow().iter().copied().collect();
+            (me, got, found)
+        })
+        .unwrap();
+        let (mut ours, mut differential) = (BTreeSet::new(), BTreeSet::new());
+        for result in guards.join() {
+            let (me, got, found) = result.unwrap();
+            ours.extend(got.into_iter().map(|n| (me as u32, n)));
+            differential.extend(found);
+        }
+        assert!(ours.len() > 1000, "{} matches", ours.len());
+        assert_eq!(ours, differential);
+    }
+}
