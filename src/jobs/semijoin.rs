@@ -755,6 +755,10 @@ impl Job {
             Ok(())
         });
         drop(build_in);
+        if build_scanned.is_err() {
+            // The job fails: no need to read the probe (the scan stops at once).
+            abort.store(true, Ordering::Relaxed);
+        }
         survivors_in.advance_to(1);
 
         let mut waiting = WaitingRecords::new(1, !self.anti);

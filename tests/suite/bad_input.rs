@@ -390,22 +390,27 @@ fn the_disk_filling_up_while_writing() {
     let left: Vec<_> = std::fs::read_dir(&disk.0).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 
-    // Survivors that do not fit: no _SUCCESS, no parts.
+    // Records that do not fit: no _SUCCESS, no parts. The probe is a few of the shuffle join's
+    // rounds for each worker, so that its parts fill the disk while it still reads; half its keys
+    // are on the build side, half (for the anti-join) are not.
     let probe = dir.path().join("big-probe.csv");
     let mut text = String::from("event,id\n");
-    for i in 0..20_000 {
-        text.push_str(&format!("{i},1,{}\n", "p".repeat(20)));
+    for i in 0..400_000 {
+        text.push_str(&format!("{i},{},{}\n", 1 + 2 * (i % 2), "p".repeat(20)));
     }
     std::fs::write(&probe, text).unwrap();
-    let joined = disk.0.join("joined");
-    let o = run(&[
-        "semijoin", "--build", &build, "--build-key", "id", "--probe", probe.to_str().unwrap(), "--probe-key", "id",
-        "-o", joined.to_str().unwrap(), "-w", "2", "--split-size", "100000",
-    ]);
-    fails_with_any_code(&o, &["No space left on device"]);
-    assert!(!joined.join("_SUCCESS").exists());
-    let parts = std::fs::read_dir(&joined).map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count()).unwrap_or(0);
-    assert_eq!(parts, 0);
+    for exact in [&[][..], &["--exact", "--exact-strategy", "shuffle"], &["--exact", "--anti", "--exact-strategy", "shuffle"]] {
+        let joined = disk.0.join("joined");
+        let args = [
+            "semijoin", "--build", &build, "--build-key", "id", "--probe", probe.to_str().unwrap(), "--probe-key", "id",
+            "-o", joined.to_str().unwrap(), "-w", "2",
+        ];
+        let o = run(&[&args[..], exact].concat());
+        fails_with_any_code(&o, &["No space left on device"]);
+        assert!(!joined.join("_SUCCESS").exists(), "{exact:?}");
+        let parts = std::fs::read_dir(&joined).map(|d| d.filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("part-")).count()).unwrap_or(0);
+        assert_eq!(parts, 0, "{exact:?}");
+    }
 }
 
 #[test]
