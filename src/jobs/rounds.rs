@@ -26,6 +26,40 @@ pub const STEP_BYTES: u64 = 1 << 20;
 /// them while the worker reads.
 pub const LAG: usize = 2;
 
+/// What a worker does after reading a batch of its probe.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Tick {
+    /// Reads on.
+    ReadOn,
+    /// Gives the join's dataflow a step, so that a round's answers come while the next is read.
+    Step,
+    /// Ends the round.
+    EndRound,
+}
+
+/// Counts the probe bytes a worker reads: a round every [`ROUND_BYTES`], a step every
+/// [`STEP_BYTES`] within it.
+#[derive(Default)]
+pub struct RoundClock {
+    read: u64,
+}
+
+impl RoundClock {
+    /// What to do after a batch of `bytes`.
+    pub fn after(&mut self, bytes: u64) -> Tick {
+        let before = self.read;
+        self.read += bytes;
+        if self.read >= ROUND_BYTES {
+            self.read = 0;
+            Tick::EndRound
+        } else if self.read / STEP_BYTES != before / STEP_BYTES {
+            Tick::Step
+        } else {
+            Tick::ReadOn
+        }
+    }
+}
+
 /// A round's waiting records: whole lines, numbered from `first` on.
 struct Round {
     /// The join timestamp of the round's survivors.
@@ -148,6 +182,22 @@ impl<'m> Selection<'m> {
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    /// A round ends at the first batch that brings its bytes to [`ROUND_BYTES`], and a step comes
+    /// at each [`STEP_BYTES`] boundary crossed within it.
+    #[test]
+    fn the_clock_ends_rounds_and_steps_by_bytes_read() {
+        let mut clock = RoundClock::default();
+        let ticks: Vec<Tick> = (0..12).map(|_| clock.after(ROUND_BYTES / 5 + 1)).collect();
+        let steps_per_round = (ROUND_BYTES / STEP_BYTES - 1) as usize; // the last one ends the round
+        let round: Vec<usize> = ticks.iter().enumerate().filter(|(_, t)| **t == Tick::EndRound).map(|(i, _)| i).collect();
+        assert_eq!(round, [4, 9], "{ticks:?}");
+        assert_eq!(ticks[..4].iter().filter(|t| **t == Tick::Step).count(), steps_per_round, "{ticks:?}");
+        let mut clock = RoundClock::default();
+        assert_eq!(clock.after(ROUND_BYTES + 1), Tick::EndRound);
+        assert_eq!(clock.after(1), Tick::ReadOn);
+        assert_eq!(clock.after(STEP_BYTES), Tick::Step);
+    }
 
     /// Rounds of random lines (some empty of waiting records, one line a few MiB long, the last
     /// line without a newline), written as their answers come, keep exactly the matched lines,

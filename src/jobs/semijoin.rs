@@ -11,7 +11,7 @@
 
 use super::build::{filter_plan, size_filter, SizedSpec, Sizing};
 use super::join_key::JoinKey;
-use super::rounds::{WaitingRecords, LAG, ROUND_BYTES, STEP_BYTES};
+use super::rounds::{RoundClock, Tick, WaitingRecords, LAG, STEP_BYTES};
 use super::shard_join::{shard_join, ShardJoin};
 use super::steal::ProbeClaims;
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
+use timely::dataflow::operators::vec::input::Handle;
 use timely::worker::Worker;
 
 /// Where the global filter comes from.
@@ -738,85 +739,62 @@ impl Job {
         };
         let matched = Rc::new(RefCell::new(Vec::<u64>::new()));
         let answered = ProbeHandle::new();
-        let ShardJoin { build: mut build_in, survivors: mut survivors_in } = shard_join(worker, &matched, &answered);
+        let ShardJoin { build: build_in, survivors: mut survivors_in } = shard_join(worker, &matched, &answered);
 
-        // The build keys, then the build input closes. Scan errors are kept until the exchange
-        // is done: every worker must close its inputs, or its peers would wait for them forever.
-        let mut build_bytes = 0u64;
-        let build_scanned = build.scan_worker(me, peers, abort, counter, |batch| {
-            for (key, record) in batch.keys.iter().zip(batch.records) {
-                build_in.send(JoinKey::new(key));
-                build_bytes += record.len() as u64;
-            }
-            if build_bytes >= STEP_BYTES {
-                build_bytes = 0;
-                worker.step();
-            }
-            Ok(())
-        });
-        drop(build_in);
+        // Scan errors are kept until the exchange is done: every worker must close its inputs, or
+        // its peers would wait for them forever.
+        let build_scanned = send_build_keys(build, worker, build_in, abort, counter);
         if build_scanned.is_err() {
             // The job fails: no need to read the probe (the scan stops at once).
             abort.store(true, Ordering::Relaxed);
         }
         survivors_in.advance_to(1);
 
-        let mut waiting = WaitingRecords::new(1, !self.anti);
-        let mut part: Option<TaskFile> = None;
-        let (mut survivors, mut pruned_bytes, mut written) = (0u64, 0u64, 0u64);
-        let mut read_header: Option<Vec<u8>> = None;
-        // The open round's bytes read.
-        let mut round_bytes = 0u64;
+        let mut out = ShufflePart { job: self, me, waiting: WaitingRecords::new(1, !self.anti), part: None, read_header: None, written: 0 };
+        let (mut survivors, mut pruned_bytes) = (0u64, 0u64);
+        let mut clock = RoundClock::default();
         let mut answers = Vec::with_capacity(crate::scan::BATCH_LINES);
         let scanned = self.probe.scan_worker(me, peers, abort, counter, |batch| {
             if let Some(header) = self.header_read(batch)? {
-                read_header = Some(header.to_vec());
+                out.read_header = Some(header.to_vec());
             }
             filter.contains_batch(batch.keys, &mut answers);
             batch.unmatch_nulls(&mut answers);
-            let batch_bytes: u64 = batch.records.iter().map(|r| r.len() as u64).sum();
-            round_bytes += batch_bytes;
             for ((key, record), &maybe) in batch.keys.iter().zip(batch.records).zip(&answers) {
                 if maybe {
-                    survivors_in.send((JoinKey::new(key), me as u32, waiting.push(record)));
+                    survivors_in.send((JoinKey::new(key), me as u32, out.waiting.push(record)));
                     survivors += 1;
                 } else {
                     pruned_bytes += survivor_wire_bytes(key);
                     if self.anti {
-                        waiting.push(record);
+                        out.waiting.push(record);
                     }
                 }
             }
             // A NULL key would not have been exchanged either.
             pruned_bytes -= batch.nulls.len() as u64 * survivor_wire_bytes(b"");
-            if round_bytes < ROUND_BYTES {
-                // Now and then, the join's share of this worker's time, so that a round's answers
-                // come while the next is read.
-                if round_bytes / STEP_BYTES != (round_bytes - batch_bytes) / STEP_BYTES {
+            match clock.after(batch.records.iter().map(|r| r.len() as u64).sum()) {
+                Tick::ReadOn => {}
+                Tick::Step => {
                     worker.step();
                 }
-                return Ok(());
-            }
-            round_bytes = 0;
-            let next = survivors_in.time() + 1;
-            waiting.close_round(next);
-            survivors_in.advance_to(next);
-            survivors_in.flush();
-            // Write the rounds answered; wait while too many are not.
-            loop {
-                worker.step();
-                while waiting.oldest().is_some_and(|time| !answered.less_equal(&time)) {
-                    let part = match &mut part {
-                        Some(part) => part,
-                        None => part.insert(self.open_part(me, read_header.as_deref())?),
-                    };
-                    written += waiting.write_oldest(&mut matched.borrow_mut(), part)?;
+                Tick::EndRound => {
+                    let next = survivors_in.time() + 1;
+                    out.waiting.close_round(next);
+                    survivors_in.advance_to(next);
+                    survivors_in.flush();
+                    // Write the rounds answered; wait while too many are not.
+                    loop {
+                        worker.step();
+                        out.write_answered(&answered, &matched)?;
+                        if out.waiting.unanswered() <= LAG || abort.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        worker.step_or_park(PARK);
+                    }
                 }
-                if waiting.unanswered() <= LAG || abort.load(Ordering::Relaxed) {
-                    return Ok(());
-                }
-                worker.step_or_park(PARK);
             }
+            Ok(())
         });
         drop(survivors_in);
         worker.step_or_park_while(PARK, || !answered.done());
@@ -825,16 +803,9 @@ impl Job {
         build_scanned?;
         report.bloom_survivors = survivors;
         report.pruned_exchange_bytes = pruned_bytes;
-        let mut part = match part {
-            Some(part) => part,
-            None => self.open_part(me, read_header.as_deref())?,
-        };
-        waiting.close_round(u64::MAX);
-        while waiting.unanswered() > 0 {
-            written += waiting.write_oldest(&mut matched.borrow_mut(), &mut part)?;
-        }
+        let (part, written) = out.finish(&matched)?;
         report.records_out = written;
-        part.finish()
+        Ok(part)
     }
 
     /// The job's statistics; `elsewhere`: the workers whose parts are in another host's output
@@ -926,6 +897,72 @@ impl Job {
             per_worker_build: build,
             per_worker_probe: probe,
         }
+    }
+}
+
+/// Sends this worker's share of the `build` side's keys into the shuffle join's `build_in`, then
+/// closes it. Steps the dataflow now and then, so that the keys are taken in as they come.
+fn send_build_keys(build: &Source, worker: &mut Worker, mut build_in: Handle<u64, JoinKey>, abort: &AtomicBool, counter: &AtomicU64) -> Result<ScanStats> {
+    let (me, peers) = (worker.index(), worker.peers());
+    let mut bytes = 0u64;
+    build.scan_worker(me, peers, abort, counter, |batch| {
+        for (key, record) in batch.keys.iter().zip(batch.records) {
+            build_in.send(JoinKey::new(key));
+            bytes += record.len() as u64;
+        }
+        if bytes >= STEP_BYTES {
+            bytes = 0;
+            worker.step();
+        }
+        Ok(())
+    })
+}
+
+/// An exact shuffle join's part file, opened at its first write (it starts with the probe's
+/// header, which standard input gives only with its first batch), and the records that wait for
+/// the join's answers to go into it.
+struct ShufflePart<'j> {
+    job: &'j Job,
+    me: usize,
+    waiting: WaitingRecords,
+    part: Option<TaskFile>,
+    /// Standard input's header, where this worker reads it.
+    read_header: Option<Vec<u8>>,
+    written: u64,
+}
+
+impl ShufflePart<'_> {
+    /// Writes the oldest closed round, opening the part file first if need be.
+    fn write_oldest(&mut self, matched: &RefCell<Vec<u64>>) -> Result<()> {
+        if self.part.is_none() {
+            self.part = Some(self.job.open_part(self.me, self.read_header.as_deref())?);
+        }
+        let part = self.part.as_mut().expect("opened above");
+        self.written += self.waiting.write_oldest(&mut matched.borrow_mut(), part)?;
+        Ok(())
+    }
+
+    /// Writes every closed round whose answers are all in `matched`: the join's frontier
+    /// (`answered`) is past its timestamp.
+    fn write_answered(&mut self, answered: &ProbeHandle<u64>, matched: &RefCell<Vec<u64>>) -> Result<()> {
+        while self.waiting.oldest().is_some_and(|time| !answered.less_equal(&time)) {
+            self.write_oldest(matched)?;
+        }
+        Ok(())
+    }
+
+    /// Once the join is done, writes the records still waiting and finishes the part file (made
+    /// here if nothing was written before): its path and the records written.
+    fn finish(mut self, matched: &RefCell<Vec<u64>>) -> Result<(PathBuf, u64)> {
+        self.waiting.close_round(u64::MAX);
+        while self.waiting.unanswered() > 0 {
+            self.write_oldest(matched)?;
+        }
+        let part = match self.part.take() {
+            Some(part) => part,
+            None => self.job.open_part(self.me, self.read_header.as_deref())?,
+        };
+        Ok((part.finish()?, self.written))
     }
 }
 
