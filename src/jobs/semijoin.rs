@@ -387,6 +387,12 @@ impl Job {
     fn run_worker(&self, worker: &mut Worker, abort: &AtomicBool, counter: &AtomicU64) -> Result<Option<SemijoinStats>> {
         let me = worker.index();
         let mut stealing = Stealing::announce(&self.probe_claims, me, &self.dir);
+        if let PlannedFilter::File { .. } = self.planned {
+            // No build, whose last exchange would come after every announcement: wait for every
+            // worker to have announced itself, so that none runs out of splits before another
+            // can be taken from.
+            all_reports(worker, ());
+        }
         // 1. The global filter on every worker (and, for a broadcast exact join, the build keys).
         let limit = match self.exact_strategy {
             ExactStrategy::Auto => self.broadcast_limit,
