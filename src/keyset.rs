@@ -446,21 +446,26 @@ fn number(key: &[u8]) -> Option<u32> {
     Some(value + 1)
 }
 
-/// Whether a key is short (see [`short_word`]), from its length and last byte alone.
+/// Whether a key is short (see [`short_word`]): from its length and last byte alone, but for
+/// the keys of 10–16 bytes, which may be numbers.
 #[inline(always)]
 pub fn is_short(key: &[u8]) -> bool {
-    matches!(key.len(), 1..INLINE) || key.len() == INLINE && key[INLINE - 1] >= 8
+    matches!(key.len(), 1..INLINE) || key.len() == INLINE && key[INLINE - 1] >= 8 || long_number(key).is_some()
 }
 
 /// A key as one nonzero word, if it fits with its length: keys of 1–7 bytes, zero-padded, with
 /// the length in the top byte (1–7); keys of 8 bytes whose last byte, the top byte, is 8 or more
-/// (so that no 8-byte key's word equals a shorter key's). Identifiers (numbers, codes) nearly
-/// all are short; the rest (the empty key, longer keys, and 8-byte keys ending in a control
-/// byte below 8) go to the table of others.
+/// (so that no 8-byte key's word equals a shorter key's); and numbers of 10–16 digits (see
+/// [`long_number`]), whose top byte is 0. Identifiers (numbers, codes) nearly all are short; the
+/// rest (the empty key, other longer keys, and 8-byte keys ending in a control byte below 8) go
+/// to the table of others.
 #[inline(always)]
 fn short_word(key: &[u8]) -> Option<u64> {
     let len = key.len();
-    if !(1..=INLINE).contains(&len) {
+    if len > INLINE {
+        return long_number(key);
+    }
+    if len == 0 {
         return None;
     }
     let word = inline_word(key);
@@ -469,6 +474,27 @@ fn short_word(key: &[u8]) -> Option<u64> {
     } else {
         (word >> 56 >= 8).then_some(word)
     }
+}
+
+/// A key that is a decimal number of 10–16 digits without a leading zero, as its value: below
+/// 10^16 < 2^56, so its word's top byte is 0, which no other short key's word has (there it is
+/// the key's length, 1–7, or its last byte, 8 or more). Ids of that many digits (milliseconds
+/// since 1970, long account or phone numbers) then take an 8-byte word, not a 16-byte slot and
+/// their bytes in the arena.
+#[inline(always)]
+fn long_number(key: &[u8]) -> Option<u64> {
+    if !(10..=16).contains(&key.len()) || key[0] == b'0' {
+        return None;
+    }
+    let mut value = 0u64;
+    for &b in key {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            return None;
+        }
+        value = value * 10 + digit as u64;
+    }
+    Some(value)
 }
 
 /// A key of at most 8 bytes as a slot holds it: its bytes zero-padded to 8, little-endian. Built
@@ -509,8 +535,8 @@ fn slot_of(hash: u64, slots: usize) -> usize {
     crate::hashing::mulshift(hash.rotate_left(32), slots as u64) as usize
 }
 
-/// An exact set of keys, built once and then only queried. Keys of up to 8 bytes live in the
-/// tables themselves, so a lookup touches one cache line, and batched lookups prefetch those
+/// An exact set of keys, built once and then only queried. Keys of up to 8 bytes (and numbers
+/// of up to 16 digits) live in the tables themselves, so a lookup touches one cache line, and batched lookups prefetch those
 /// lines so that the misses overlap; longer keys live in an arena. About 6 bytes per number (see
 /// [`number`]), 12 per other short key (see [`short_word`]), 24 per other key plus the arena.
 ///
@@ -773,12 +799,43 @@ mod tests {
         let keys: [&[u8]; 8] = [b"0", b"7", b"07", b"007", b"123456789", b"1234567890", b"999999999", b"x7"];
         let mut arena = KeyArena::with_piece(16);
         keys.iter().for_each(|k| arena.push(k));
-        assert_eq!(arena.counts(), KeyCounts { keys: 8, numbers: 4, short: 3 });
+        assert_eq!(arena.counts(), KeyCounts { keys: 8, numbers: 4, short: 4 });
         for counts in [arena.counts(), KeyCounts { keys: 1, numbers: 0, short: 0 }] {
             let set = KeySet::build(&pieces_of(&arena), counts);
             assert!(keys.iter().all(|k| set.contains(k)));
             assert_eq!(set.parts[0].numbers.keys, 4);
             for absent in [&b"00"[..], b"0007", b"8", b"70", b"12345678", b"23456789", b"1000000000", b"x07"] {
+                assert!(!set.contains(absent), "{:?}", String::from_utf8_lossy(absent));
+            }
+        }
+    }
+
+    /// Numbers of 10–16 digits without a leading zero are words of their own (top byte 0): no
+    /// short key's word and no other number's. In a set with 8-byte keys, shorter keys and other
+    /// numbers, each is found and nothing else is.
+    #[test]
+    fn long_numbers_are_words_apart_from_other_keys() {
+        assert_eq!(long_number(b"1000000000"), Some(1_000_000_000));
+        assert_eq!(long_number(b"9999999999999999"), Some(9_999_999_999_999_999));
+        for not in [&b"999999999"[..], b"10000000000000000", b"0123456789", b"123456789a", b"12345 67890", b"-123456789"] {
+            assert_eq!(long_number(not), None, "{:?}", String::from_utf8_lossy(not));
+        }
+        let keys: Vec<Vec<u8>> = ["1000000000", "1700000000123", "9999999999999999", "12345678", "1234567", "abcdefgh", "10000000000000000", "0123456789", "123456789"]
+            .iter()
+            .map(|k| k.as_bytes().to_vec())
+            .collect();
+        // An 8-byte key whose little-endian word is a long number's value (its top byte 0) is
+        // not short, and must not be taken for the number.
+        let mut as_bytes = 1_000_000_000u64.to_le_bytes().to_vec();
+        as_bytes.truncate(8);
+        let mut arena = KeyArena::with_piece(16);
+        keys.iter().for_each(|k| arena.push(k));
+        assert_eq!(arena.counts(), KeyCounts { keys: 9, numbers: 3, short: 4 });
+        for counts in [arena.counts(), KeyCounts { keys: 1, numbers: 0, short: 0 }] {
+            let set = KeySet::build(&pieces_of(&arena), counts);
+            assert!(keys.iter().all(|k| set.contains(k)));
+            assert_eq!(set.parts[0].words.keys, 4, "three long numbers and abcdefgh");
+            for absent in [&as_bytes[..], b"1000000001", b"01000000000", b"100000000", b"99999999999999999", b"170000000012"] {
                 assert!(!set.contains(absent), "{:?}", String::from_utf8_lossy(absent));
             }
         }
