@@ -10,4 +10,5 @@ mod filter_props;
 mod format_native;
 mod compression;
 mod interop;
+mod keyset_props;
 mod semijoin_job;

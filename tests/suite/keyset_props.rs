@@ -1,0 +1,47 @@
+//! Property tests of the exact join's key set against a `HashSet`: whatever the keys (numbers of
+//! every length with and without leading zeros, short keys ending in any byte, long keys, the
+//! empty key), the partition count, and the counts the tables are sized for, the set holds
+//! exactly the keys put in, one by one and in batches.
+
+use bloomflow::keyset::{KeyArena, KeyCounts, KeySet, PartitionBuilder};
+use proptest::prelude::*;
+use std::collections::HashSet;
+
+/// Keys of the kinds the set keeps apart: decimal digits (1–20 of them, so numbers of every
+/// table, and leading zeros one time in ten), bytes of any value (0–24 of them), and 8-byte
+/// keys whose last byte is at most 8 (the edge of the short keys).
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        prop::collection::vec(b'0'..=b'9', 1..=20),
+        prop::collection::vec(any::<u8>(), 0..=24),
+        (prop::collection::vec(any::<u8>(), 7), 0u8..=8).prop_map(|(mut key, last)| {
+            key.push(last);
+            key
+        }),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn a_key_set_holds_exactly_its_keys(members in prop::collection::vec(key(), 0..200), others in prop::collection::vec(key(), 0..200), parts in 1usize..4, sized in any::<bool>()) {
+        let mut arena = KeyArena::default();
+        members.iter().for_each(|k| arena.push(k));
+        let bytes = arena.as_bytes();
+        let pieces: Vec<&[u8]> = arena.pieces().into_iter().map(|piece| &bytes[piece]).collect();
+        // Sized for the keys, or for one (the tables must grow).
+        let counts = if sized { arena.counts() } else { KeyCounts { keys: 1, numbers: 0, short: 0 } };
+        let set = KeySet::from_partitions((0..parts).map(|i| PartitionBuilder::new(counts, i, parts).build(&pieces)).collect());
+        let want: HashSet<&[u8]> = members.iter().map(Vec::as_slice).collect();
+        prop_assert_eq!(set.len(), members.len());
+        // Near misses too: each member with a leading zero, without its first byte, and with a
+        // zero byte after it (a number with leading zeros must not read as the number).
+        let near: Vec<Vec<u8>> = members.iter().flat_map(|m| [[b"0", &m[..]].concat(), m.get(1..).unwrap_or_default().to_vec(), [&m[..], b"\0"].concat()]).collect();
+        let queries: Vec<&[u8]> = members.iter().chain(&others).chain(&near).map(Vec::as_slice).collect();
+        let mut answers = Vec::new();
+        set.contains_batch(&queries, &mut answers);
+        for (query, batched) in queries.iter().zip(answers) {
+            prop_assert_eq!(set.contains(query), want.contains(query), "{:?}", query);
+            prop_assert_eq!(batched, want.contains(query), "{:?}", query);
+        }
+    }
+}
