@@ -1,7 +1,7 @@
 //! The build job: every worker of every process reads its own splits into a partial filter, the
 //! partials are OR-merged by the all-reduce, and worker 0 writes the global filter.
 
-use super::{all_reports, check_keys_found, global_filter, join_workers};
+use super::{all_reports, check_keys_found, global_filter, join_workers, KeepKeys};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
 use crate::error::{Error, Result};
@@ -247,7 +247,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let local = Arc::new(LocalMerge::new(cluster.workers));
     let guards = crate::cluster::execute(cluster, agreement, move |worker| {
         let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(job_sized.spec, tick).sized_for(job_sized.expected_items, job_sized.target_fpp);
-        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, None, &local);
+        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
         if let Some(failure) = first_failure(&reports) {
             return Err(Error::Job(failure));

@@ -11,6 +11,8 @@ mod steal;
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Slice, Topology};
 use crate::filter::BloomFilter;
 use crate::keyset::{KeyArena, KeyCounts, KeySet, PartitionBuilder};
+use join_key::JoinKey;
+use timely::dataflow::operators::vec::input::Handle;
 use crate::report::WorkerReport;
 use crate::scan::{ScanStats, Source, SplitFeed};
 use std::cell::RefCell;
@@ -28,6 +30,17 @@ use timely::ExchangeData;
 /// How long an idle worker parks before looking again (it is woken earlier by any message).
 pub(crate) const PARK: Option<Duration> = Some(Duration::from_millis(50));
 
+/// What a build scan does with its keys besides inserting them into the filter.
+pub(crate) enum KeepKeys<'a> {
+    /// Nothing more (a filter is all the job wants).
+    No,
+    /// Keeps them for an exact broadcast join, up to a limit of bytes (then none: the job falls
+    /// back to the shuffle join).
+    UpTo(&'a mut KeyArena, u64),
+    /// Sends them into an exact shuffle join's build input, which then needs no second read.
+    Send(&'a mut Handle<u64, JoinKey>),
+}
+
 /// Runs inside a timely worker: reads the splits of `source` it claims (see [`claims`]) into its
 /// partial filter (made by `empty`, sized as every other worker's, which must call the tick it
 /// is given as it zeroes a large filter), then takes part in the all-reduce, even when its own
@@ -43,7 +56,7 @@ pub(crate) fn global_filter(
     gather: Gather,
     abort: &AtomicBool,
     progress: &AtomicU64,
-    mut collect: Option<(&mut KeyArena, u64)>,
+    mut keep: KeepKeys,
     local: &LocalMerge,
 ) -> (BloomFilter, WorkerReport) {
     let (me, peers) = (worker.index(), worker.peers());
@@ -60,22 +73,26 @@ pub(crate) fn global_filter(
         let scanned = source.scan_feed(&mut feed, abort, progress, |batch| {
             partial.insert_batch(batch.keys);
             keys += batch.len() as u64;
-            // Keys kept for an exact broadcast join, up to the limit (then none: the job
-            // falls back to the shuffle join).
-            if let Some((arena, limit)) = collect.as_mut().filter(|_| !overflow) {
-                batch.keys.iter().for_each(|k| arena.push(k));
-                if arena.len_bytes() as u64 > *limit {
-                    overflow = true;
-                    arena.clear();
+            match &mut keep {
+                KeepKeys::UpTo(arena, limit) if !overflow => {
+                    batch.keys.iter().for_each(|k| arena.push(k));
+                    if arena.len_bytes() as u64 > *limit {
+                        overflow = true;
+                        arena.clear();
+                    }
                 }
+                KeepKeys::Send(input) => batch.keys.iter().for_each(|k| input.send(JoinKey::new(k))),
+                _ => {}
             }
             Ok(())
         });
         drop(feed);
         report.keys = keys;
-        report.collected_key_bytes = collect.as_ref().filter(|_| !overflow).map(|(a, _)| a.len_bytes() as u64);
-        let counts = collect.as_ref().map(|(a, _)| a.counts()).unwrap_or_default();
-        (report.collected_number_keys, report.collected_short_keys) = (counts.numbers, counts.short);
+        if let KeepKeys::UpTo(arena, _) = &keep {
+            report.collected_key_bytes = (!overflow).then(|| arena.len_bytes() as u64);
+            let counts = arena.counts();
+            (report.collected_number_keys, report.collected_short_keys) = (counts.numbers, counts.short);
+        }
         match scanned {
             Ok(scan) => report.scan = scan,
             Err(err) => {

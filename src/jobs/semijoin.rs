@@ -14,7 +14,7 @@ use super::join_key::JoinKey;
 use super::rounds::{RoundClock, Tick, WaitingRecords, LAG, STEP_BYTES};
 use super::shard_join::{shard_join, ShardJoin};
 use super::steal::ProbeClaims;
-use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, SharedKeys, PARK};
+use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, KeepKeys, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeyCounts, KeySet};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
@@ -31,7 +31,6 @@ use crate::splits::{resolve_inputs, Input};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -236,9 +235,6 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
             PlannedFilter::File { path: path.clone(), filter: Arc::new(filter) }
         }
     };
-    if config.exact && config.exact_strategy == ExactStrategy::Shuffle && planned.reads_stdin() {
-        return Err(Error::invalid("--exact-strategy shuffle", SHUFFLE_STDIN.to_string() + ": give the build side as files, or use --exact-strategy broadcast"));
-    }
     // A probe key the filter's scheme cannot hold (an empty key, for Hadoop) cannot match.
     let mut probe_scan = config.probe_scan.clone();
     probe_scan.key_rules.reject_empty = match &planned {
@@ -260,12 +256,9 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::Build { source, .. } => source.bytes_of(mine.clone(), peers),
         PlannedFilter::File { .. } => 0,
     };
-    let mut total = build_bytes + probe.bytes_of(mine.clone(), peers);
-    if config.exact && config.exact_strategy == ExactStrategy::Shuffle {
-        total += shuffle_rereads(&planned, mine, peers);
-    }
-    // With `auto`, the shuffle's second reads are added once the job chooses it.
-    let progress_total = Arc::new(AtomicU64::new(total));
+    // With `auto`, a fallback to the shuffle join's second read of the build side is added once
+    // the job chooses it.
+    let progress_total = Arc::new(AtomicU64::new(build_bytes + probe.bytes_of(mine, peers)));
     let counter = Arc::new(AtomicU64::new(0));
     let progress = Progress::start(config.progress, "semijoin", Arc::clone(&progress_total), Arc::clone(&counter));
     let abort = Arc::new(AtomicBool::new(false));
@@ -399,6 +392,9 @@ impl Job {
             _ => u64::MAX,
         };
         let collecting = self.exact && self.exact_strategy != ExactStrategy::Shuffle;
+        // Asked for, the shuffle join is made now, and takes the build keys as the build reads
+        // them; chosen by `auto` once the keys prove too many, it reads them again.
+        let mut shuffle = (self.exact && self.exact_strategy == ExactStrategy::Shuffle).then(|| shard_join(worker));
         // Room for as many key bytes as the build side has (keys are shorter than their lines),
         // up to the limit and 256 MiB: address space only, so that the arena never reallocates.
         let build_bytes = match &self.planned {
@@ -406,11 +402,18 @@ impl Job {
             _ => 0,
         };
         let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize);
-        let collect = collecting.then_some((&mut keys, limit));
+        let keep = match shuffle.as_mut().and_then(|join| join.build.as_mut()) {
+            Some(input) => KeepKeys::Send(input),
+            None if collecting => KeepKeys::UpTo(&mut keys, limit),
+            None => KeepKeys::No,
+        };
         let (filter, build_reports) = match &self.planned {
             PlannedFilter::Build { source, sized } => {
                 let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(sized.spec, tick).sized_for(sized.expected_items, sized.target_fpp);
-                let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, collect, &self.local_merge);
+                let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, keep, &self.local_merge);
+                if let Some(join) = shuffle.as_mut() {
+                    join.build = None; // every key sent: the build input closes
+                }
                 let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
                 if let Some(failure) = first_failure(&reports) {
                     return Err(Error::Job(failure));
@@ -432,7 +435,10 @@ impl Job {
         let mut report = ProbeReport { worker: me, ..Default::default() };
         let outcome = match strategy {
             None => self.probe_bloom(me, &filter, None, abort, counter, &mut report, &mut stealing),
-            Some(ExactStrategy::Shuffle) => self.probe_exact(worker, &filter, abort, counter, &mut report).map(Part::Finished),
+            Some(ExactStrategy::Shuffle) => {
+                let join = shuffle.take().unwrap_or_else(|| shard_join(worker));
+                self.probe_exact(worker, join, &filter, abort, counter, &mut report).map(Part::Finished)
+            }
             Some(_) => {
                 let counts = KeyCounts {
                     keys: build_reports.iter().map(|r| r.keys).sum(),
@@ -536,7 +542,8 @@ impl Job {
             (ExactStrategy::Auto, Some(bytes)) if bytes > self.broadcast_limit => ExactStrategy::Shuffle,
             _ => ExactStrategy::Broadcast,
         };
-        if strategy == ExactStrategy::Shuffle && self.planned.reads_stdin() {
+        // Asked for, the shuffle took the keys during the build; a fallback must read them again.
+        if strategy == ExactStrategy::Shuffle && self.exact_strategy == ExactStrategy::Auto && self.planned.reads_stdin() {
             return Err(Error::Job(format!(
                 "the build side's keys are more than --broadcast-limit ({} bytes), so the exact join would shuffle, \
                  but {SHUFFLE_STDIN}: give the build side as files, or raise --broadcast-limit",
@@ -738,18 +745,20 @@ impl Job {
     /// round by round ([`WaitingRecords`]), and each worker writes those that matched, in input
     /// order. With `--anti` every record waits, and the worker writes all but the survivors that
     /// matched.
-    fn probe_exact(&self, worker: &mut Worker, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<PathBuf> {
+    fn probe_exact(&self, worker: &mut Worker, join: ShardJoin, filter: &BloomFilter, abort: &AtomicBool, counter: &AtomicU64, report: &mut ProbeReport) -> Result<PathBuf> {
         let (me, peers) = (worker.index(), worker.peers());
         let PlannedFilter::Build { source: build, .. } = &self.planned else {
             unreachable!("--exact is refused without a build side")
         };
-        let matched = Rc::new(RefCell::new(Vec::<u64>::new()));
-        let answered = ProbeHandle::new();
-        let ShardJoin { build: build_in, survivors: mut survivors_in } = shard_join(worker, &matched, &answered);
+        let ShardJoin { build: build_in, survivors: mut survivors_in, matched, answered } = join;
 
-        // Scan errors are kept until the exchange is done: every worker must close its inputs, or
-        // its peers would wait for them forever.
-        let build_scanned = send_build_keys(build, worker, build_in, abort, counter);
+        // The build keys, where the build did not send them as it read them. Scan errors are kept
+        // until the exchange is done: every worker must close its inputs, or its peers would wait
+        // for them forever.
+        let build_scanned = match build_in {
+            Some(build_in) => send_build_keys(build, worker, build_in, abort, counter).map(|_| ()),
+            None => Ok(()),
+        };
         if build_scanned.is_err() {
             // The job fails: no need to read the probe (the scan stops at once).
             abort.store(true, Ordering::Relaxed);
@@ -979,11 +988,11 @@ fn survivor_wire_bytes(key: &[u8]) -> u64 {
     8 + key.len() as u64 + 4 + 8
 }
 
-/// Why the shuffle join cannot take its build side from standard input: it reads the build
-/// side once for the filter and again for the join (the broadcast join keeps the keys of the
-/// first read), and a second read of standard input finds nothing. Before this was refused, the
-/// join then saw no build keys: a semi-join wrote no records and an anti-join every record.
-const SHUFFLE_STDIN: &str = "the shuffle join reads the build side twice, and standard input (`--build -`) can be read only once";
+/// Why `auto` cannot fall back to the shuffle join where the build side is standard input: the
+/// fallback reads the build side again for the join (the build kept its keys for a broadcast,
+/// up to the limit, and then none), and a second read of standard input finds nothing. Asked for
+/// with `--exact-strategy shuffle`, the join takes the keys as the build reads them.
+const SHUFFLE_STDIN: &str = "a fallback to the shuffle join reads the build side a second time, and standard input (`--build -`) can be read only once";
 
 /// The bytes that `workers` read a second time in an exact shuffle join: the build side, whose
 /// keys are exchanged after the filter is built from them.
