@@ -5,9 +5,11 @@ medians of wall time and the peak RSS are printed with ratios against bloomflow.
 compared: bloomflow --exact and the peers must write the same rows; bloomflow's Bloom-only output
 must contain them all. Called by bench-semijoin.sh, which sets up the virtual environment.
 
-With ANTI=1 in the environment, the anti-join (the probe rows whose key is not on the build side:
-bloomflow --exact --anti, DuckDB's ANTI JOIN, Polars' anti join) is timed beside them, and its
-outputs compared by an order-free digest of their rows.
+With SHUFFLE=1 in the environment, `--exact --exact-strategy shuffle` is timed too (its rows must
+be the broadcast join's, and its peak RSS is printed for both probes). With ANTI=1 in the
+environment, the anti-join (the probe rows whose key is not on the build side: bloomflow --exact
+--anti, DuckDB's ANTI JOIN, Polars' anti join) is timed beside them, and its outputs compared by
+an order-free digest of their rows.
 """
 import hashlib
 import os
@@ -64,6 +66,9 @@ TOOLS = [
         "--build-key", "customer_id", "--probe", str(probe), "--probe-key", "customer_id", "--expected-items", "1000000",
         "-o", str(out / "exact-p2"), "--overwrite", "--no-progress", "--exact"]),
 ]
+SHUFFLE = os.environ.get("SHUFFLE") == "1"
+if SHUFFLE:
+    TOOLS += [("bloomflow semijoin -w 2 --exact --exact-strategy shuffle", bloomflow_cmd("shuffle", "--exact", "--exact-strategy", "shuffle"))]
 ANTI = os.environ.get("ANTI") == "1"
 if ANTI:
     TOOLS += [
@@ -131,6 +136,8 @@ results = {name: (statistics.median(walls[name]), max(rss[name])) for name, _ in
 for name, (wall, peak) in results.items():
     print(f"  {name}: {wall:.3f} s, {peak:.0f} MiB", file=sys.stderr)
 small_rss = max(run_once(bloomflow_cmd("exact-2m", "--exact", probe_file=small_probe))[1] for _ in range(runs))
+if SHUFFLE:
+    small_shuffle_rss = max(run_once(bloomflow_cmd("shuffle-2m", "--exact", "--exact-strategy", "shuffle", probe_file=small_probe))[1] for _ in range(runs))
 
 parts = lambda d: sorted((out / d).glob("part-*"))
 exact, bloom = rows(parts("exact")), rows(parts("bloom"))
@@ -162,6 +169,12 @@ target(f"-w 2 at least 1.7x faster than -w 1: {w1 / exact_t:.2f}x", w1 / exact_t
 target(f"2 processes x 1 within 15% of 1 process x 2: {p2 / exact_t:.2f}x the time", p2 / exact_t <= 1.15)
 target(f"peak RSS on the 20M-row probe within 10% of the 2M-row probe's: {exact_rss:.0f} vs {small_rss:.0f} MiB",
        exact_rss <= 1.10 * small_rss)
+if SHUFFLE:
+    shuffle_t, shuffle_rss = results["bloomflow semijoin -w 2 --exact --exact-strategy shuffle"]
+    same = same and digest(rows(parts("shuffle"))) == digest(exact)
+    print(f"\nshuffle strategy: same rows {'yes' if digest(rows(parts('shuffle'))) == digest(exact) else 'NO'}; "
+          f"{peer / shuffle_t:.2f}x faster than the faster peer; peak RSS {shuffle_rss:.0f} MiB on the 20M-row probe, "
+          f"{small_shuffle_rss:.0f} MiB on the 2M-row one")
 anti_same = True
 if ANTI:
     anti = {name: multiset_digest(paths) for name, paths in
