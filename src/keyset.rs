@@ -537,8 +537,9 @@ fn slot_of(hash: u64, slots: usize) -> usize {
 
 /// An exact set of keys, built once and then only queried. Keys of up to 8 bytes (and numbers
 /// of up to 16 digits) live in the tables themselves, so a lookup touches one cache line, and
-/// batched lookups prefetch those lines so that the misses overlap; longer keys live in an arena. About 6 bytes per number (see
-/// [`number`]), 12 per other short key (see [`short_word`]), 24 per other key plus the arena.
+/// batched lookups prefetch those lines so that the misses overlap; longer keys live in an
+/// arena. About 6 bytes per number of up to 9 digits (see [`number`]), 12 per other short key
+/// (see [`short_word`]), 24 per other key plus the arena.
 ///
 /// The set is cut into partitions by hash, so that the workers of a process can each build one
 /// at the same time (see [`PartitionBuilder`]); a key is looked up in its own partition only.
@@ -826,8 +827,7 @@ mod tests {
             .collect();
         // An 8-byte key whose little-endian word is a long number's value (its top byte 0) is
         // not short, and must not be taken for the number.
-        let mut as_bytes = 1_000_000_000u64.to_le_bytes().to_vec();
-        as_bytes.truncate(8);
+        let as_bytes = 1_000_000_000u64.to_le_bytes();
         let mut arena = KeyArena::with_piece(16);
         keys.iter().for_each(|k| arena.push(k));
         assert_eq!(arena.counts(), KeyCounts { keys: 9, numbers: 3, short: 4 });
