@@ -21,6 +21,8 @@ pub struct KeyArena {
     /// arrive.
     numbers: u64,
     short: u64,
+    /// Keys that are numbers of 17–20 digits (see [`big_number`]).
+    big: u64,
     /// Where each piece of at least `piece` bytes ends (see [`KeyArena::pieces`]), noted as keys
     /// come: finding key boundaries afterwards meant decoding every length again, 3 ms for 1M
     /// keys on the sender's way.
@@ -40,11 +42,13 @@ pub struct KeyCounts {
     pub numbers: u64,
     /// Keys that are short (see [`is_short`]) and not numbers.
     pub short: u64,
+    /// Keys that are numbers of 17–20 digits (see [`is_big_number`]).
+    pub big: u64,
 }
 
 impl Default for KeyArena {
     fn default() -> Self {
-        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, cuts: Vec::new(), piece: PIECE }
+        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, cuts: Vec::new(), piece: PIECE }
     }
 }
 
@@ -66,7 +70,9 @@ impl KeyArena {
         self.keys += 1;
         let number = is_number(key);
         self.numbers += number as u64;
-        self.short += (!number && is_short(key)) as u64;
+        let short = !number && is_short(key);
+        self.short += short as u64;
+        self.big += (!number && !short && is_big_number(key)) as u64;
         if self.bytes.len() - self.cuts.last().copied().unwrap_or(0) >= self.piece {
             self.cuts.push(self.bytes.len());
         }
@@ -100,7 +106,7 @@ impl KeyArena {
 
     /// How many keys of each kind are held.
     pub fn counts(&self) -> KeyCounts {
-        KeyCounts { keys: self.keys, numbers: self.numbers, short: self.short }
+        KeyCounts { keys: self.keys, numbers: self.numbers, short: self.short, big: self.big }
     }
 
     /// The encoded keys, for sending.
@@ -330,45 +336,56 @@ impl Others {
 }
 
 /// A key as the tables take it: its hash, its number if it is one (0 if not), else its word if
-/// it is short (0 if not).
+/// it is short (0 if not), else its value if it is a big number (0 if not).
 #[derive(Clone, Copy)]
 struct Hashed<'a> {
     hash: u64,
     number: u32,
     word: u64,
+    big: u64,
     key: &'a [u8],
 }
 
 impl<'a> Hashed<'a> {
-    const NONE: Hashed<'static> = Hashed { hash: 0, number: 0, word: 0, key: &[] };
+    const NONE: Hashed<'static> = Hashed { hash: 0, number: 0, word: 0, big: 0, key: &[] };
 
     #[inline(always)]
     fn new(h: &foldhash::fast::FixedState, key: &'a [u8]) -> Self {
         // A word hashes in a few instructions where bytes of varying length take a loop.
         if let Some(number) = number(key) {
-            return Hashed { hash: h.hash_one(number.wide()), number, word: 0, key };
+            return Hashed { hash: h.hash_one(number.wide()), number, word: 0, big: 0, key };
         }
-        match short_word(key) {
-            Some(word) => Hashed { hash: h.hash_one(word), number: 0, word, key },
-            None => Hashed { hash: h.hash_one(key), number: 0, word: 0, key },
+        if let Some(word) = short_word(key) {
+            return Hashed { hash: h.hash_one(word), number: 0, word, big: 0, key };
+        }
+        match big_number(key) {
+            Some(big) => Hashed { hash: h.hash_one(big), number: 0, word: 0, big, key },
+            None => Hashed { hash: h.hash_one(key), number: 0, word: 0, big: 0, key },
         }
     }
 }
 
-/// One partition of a [`KeySet`]: its numbers, its other short keys and the rest, apart.
+/// One partition of a [`KeySet`]: its numbers, its other short keys, its big numbers and the
+/// rest, apart.
 struct Part {
     numbers: Words<u32>,
     words: Words<u64>,
+    big: Words<u64>,
     others: Others,
 }
 
 impl Part {
-    fn with_capacity(numbers: usize, short: usize, others: usize) -> Part {
-        Part { numbers: Words::with_capacity(numbers), words: Words::with_capacity(short), others: Others::with_capacity(others) }
+    fn with_capacity(numbers: usize, short: usize, big: usize, others: usize) -> Part {
+        Part {
+            numbers: Words::with_capacity(numbers),
+            words: Words::with_capacity(short),
+            big: Words::with_capacity(big),
+            others: Others::with_capacity(others),
+        }
     }
 
     fn keys(&self) -> usize {
-        self.numbers.keys + self.words.keys + self.others.keys
+        self.numbers.keys + self.words.keys + self.big.keys + self.others.keys
     }
 
     #[inline(always)]
@@ -377,6 +394,8 @@ impl Part {
             self.numbers.insert(k.hash, k.number);
         } else if k.word != 0 {
             self.words.insert(k.hash, k.word);
+        } else if k.big != 0 {
+            self.big.insert(k.hash, k.big);
         } else {
             self.others.insert(k.hash, k.key);
         }
@@ -389,6 +408,8 @@ impl Part {
             prefetch(&self.numbers.slots[self.numbers.first(k.hash)]);
         } else if k.word != 0 {
             prefetch(&self.words.slots[self.words.first(k.hash)]);
+        } else if k.big != 0 {
+            prefetch(&self.big.slots[self.big.first(k.hash)]);
         } else {
             prefetch(&self.others.slots[slot_and_tag(k.hash, self.others.slots.len()).0]);
         }
@@ -413,6 +434,8 @@ impl Part {
             self.numbers.probe(k.hash, k.number)
         } else if k.word != 0 {
             self.words.probe(k.hash, k.word)
+        } else if k.big != 0 {
+            self.big.probe(k.hash, k.big)
         } else {
             self.others.probe(k.hash, k.key)
         }
@@ -486,15 +509,41 @@ fn long_number(key: &[u8]) -> Option<u64> {
     if !(10..=16).contains(&key.len()) || key[0] == b'0' {
         return None;
     }
+    decimal(key)
+}
+
+/// The value of `key` read as decimal digits: None at a byte that is not a digit, or past
+/// `u64::MAX`.
+#[inline(always)]
+fn decimal(key: &[u8]) -> Option<u64> {
     let mut value = 0u64;
     for &b in key {
         let digit = b.wrapping_sub(b'0');
         if digit > 9 {
             return None;
         }
-        value = value * 10 + digit as u64;
+        value = value.checked_mul(10)?.checked_add(digit as u64)?;
     }
     Some(value)
+}
+
+/// Whether a key is a big number (see [`big_number`]).
+#[inline(always)]
+pub fn is_big_number(key: &[u8]) -> bool {
+    big_number(key).is_some()
+}
+
+/// A key that is a decimal number of 17–20 digits without a leading zero and below 2^64, as its
+/// value: nonzero, and no two such keys share one. Ids of 18–19 digits (64-bit "snowflake" ids,
+/// which most large systems hand out) then take an 8-byte word of a table of their own (their
+/// values use all 64 bits, so they cannot share the short keys' table) instead of a 16-byte slot
+/// and their bytes in the arena.
+#[inline(always)]
+fn big_number(key: &[u8]) -> Option<u64> {
+    if !(17..=20).contains(&key.len()) || key[0] == b'0' {
+        return None;
+    }
+    decimal(key)
 }
 
 /// A key of at most 8 bytes as a slot holds it: its bytes zero-padded to 8, little-endian. Built
@@ -565,8 +614,8 @@ impl PartitionBuilder {
     pub fn new(counts: KeyCounts, index: usize, count: usize) -> PartitionBuilder {
         // A share, with room for the deviation of a random split.
         let share = |n: u64| (n as usize / count) + (n as usize / count).isqrt() * 4 + 16;
-        let others = counts.keys.saturating_sub(counts.numbers + counts.short);
-        let table = Part::with_capacity(share(counts.numbers), share(counts.short), share(others));
+        let others = counts.keys.saturating_sub(counts.numbers + counts.short + counts.big);
+        let table = Part::with_capacity(share(counts.numbers), share(counts.short), share(counts.big), share(others));
         PartitionBuilder { table, index, count }
     }
 
@@ -721,7 +770,7 @@ mod tests {
         arena.push(b"a key longer than eight bytes");
         let pieces = pieces_of(&arena);
         // Sized for the keys, and for far fewer (the tables must grow).
-        for counts in [arena.counts(), KeyCounts { keys: 100, numbers: 10, short: 50 }] {
+        for counts in [arena.counts(), KeyCounts { keys: 100, numbers: 10, short: 50, big: 0 }] {
             let set = KeySet::build(&pieces, counts);
             assert_eq!(set.len(), 10_002);
             assert!((0..7000).all(|i| set.contains(format!("k{i}").as_bytes())));
@@ -780,9 +829,9 @@ mod tests {
         assert!(set.contains(shorter) && set.contains(&seven_then_seven));
         assert!(set.contains(b"a") && set.contains(b"a\0") && set.contains(b"") && set.contains(b"12345678"));
         assert!(!set.contains(b"a\0\0") && !set.contains(b"abcdefg\0") && !set.contains(b"abcdefg\x08"));
-        let only_seven = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(shorter); a }), KeyCounts { keys: 1, numbers: 0, short: 1 });
+        let only_seven = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(shorter); a }), KeyCounts { keys: 1, numbers: 0, short: 1, big: 0 });
         assert!(!only_seven.contains(&seven_then_seven));
-        let only_eight = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(&seven_then_seven); a }), KeyCounts { keys: 1, numbers: 0, short: 0 });
+        let only_eight = KeySet::build(&pieces_of(&{ let mut a = KeyArena::default(); a.push(&seven_then_seven); a }), KeyCounts { keys: 1, ..KeyCounts::default() });
         assert!(!only_eight.contains(shorter));
     }
 
@@ -800,8 +849,8 @@ mod tests {
         let keys: [&[u8]; 8] = [b"0", b"7", b"07", b"007", b"123456789", b"1234567890", b"999999999", b"x7"];
         let mut arena = KeyArena::with_piece(16);
         keys.iter().for_each(|k| arena.push(k));
-        assert_eq!(arena.counts(), KeyCounts { keys: 8, numbers: 4, short: 4 });
-        for counts in [arena.counts(), KeyCounts { keys: 1, numbers: 0, short: 0 }] {
+        assert_eq!(arena.counts(), KeyCounts { keys: 8, numbers: 4, short: 4, big: 0 });
+        for counts in [arena.counts(), KeyCounts { keys: 1, ..KeyCounts::default() }] {
             let set = KeySet::build(&pieces_of(&arena), counts);
             assert!(keys.iter().all(|k| set.contains(k)));
             assert_eq!(set.parts[0].numbers.keys, 4);
@@ -830,12 +879,40 @@ mod tests {
         let as_bytes = 1_000_000_000u64.to_le_bytes();
         let mut arena = KeyArena::with_piece(16);
         keys.iter().for_each(|k| arena.push(k));
-        assert_eq!(arena.counts(), KeyCounts { keys: 9, numbers: 3, short: 4 });
-        for counts in [arena.counts(), KeyCounts { keys: 1, numbers: 0, short: 0 }] {
+        assert_eq!(arena.counts(), KeyCounts { keys: 9, numbers: 3, short: 4, big: 1 });
+        for counts in [arena.counts(), KeyCounts { keys: 1, ..KeyCounts::default() }] {
             let set = KeySet::build(&pieces_of(&arena), counts);
             assert!(keys.iter().all(|k| set.contains(k)));
             assert_eq!(set.parts[0].words.keys, 4, "three long numbers and abcdefgh");
+            assert_eq!(set.parts[0].big.keys, 1, "the 17-digit number");
             for absent in [&as_bytes[..], b"1000000001", b"01000000000", b"100000000", b"99999999999999999", b"170000000012"] {
+                assert!(!set.contains(absent), "{:?}", String::from_utf8_lossy(absent));
+            }
+        }
+    }
+
+    /// Numbers of 17–20 digits without a leading zero and below 2^64 are words of a table of
+    /// their own; one past 2^64, or with a leading zero, is another key. In a set of snowflake
+    /// ids beside other keys, each is found and its near misses are not.
+    #[test]
+    fn big_numbers_are_words_of_their_own() {
+        assert_eq!(big_number(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(big_number(b"10000000000000000"), Some(10_000_000_000_000_000));
+        for not in [&b"18446744073709551616"[..], b"99999999999999999999", b"01234567890123456", b"1234567890123456", b"123456789012345678a", b"123456789012345678901"] {
+            assert_eq!(big_number(not), None, "{:?}", String::from_utf8_lossy(not));
+        }
+        let keys: Vec<Vec<u8>> = ["1789012345678901234", "1789012345678901235", "18446744073709551615", "18446744073709551616", "7", "k1789012345678901234"]
+            .iter()
+            .map(|k| k.as_bytes().to_vec())
+            .collect();
+        let mut arena = KeyArena::default();
+        keys.iter().for_each(|k| arena.push(k));
+        assert_eq!(arena.counts(), KeyCounts { keys: 6, numbers: 1, short: 0, big: 3 });
+        for counts in [arena.counts(), KeyCounts { keys: 1, ..KeyCounts::default() }] {
+            let set = KeySet::build(&pieces_of(&arena), counts);
+            assert!(keys.iter().all(|k| set.contains(k)));
+            assert_eq!(set.parts[0].big.keys, 3);
+            for absent in [&b"1789012345678901236"[..], b"01789012345678901234", b"178901234567890123", b"17890123456789012340", b"18446744073709551614"] {
                 assert!(!set.contains(absent), "{:?}", String::from_utf8_lossy(absent));
             }
         }

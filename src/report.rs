@@ -21,13 +21,15 @@ pub struct WorkerReport {
     /// none or they passed the broadcast limit.
     #[serde(default)]
     pub collected_key_bytes: Option<u64>,
-    /// Of the keys it kept, the numbers and the other short keys, for the exact set's tables
-    /// of 4- and 8-byte words (see [`crate::keyset::KeyCounts`]): every process sizes those
-    /// tables before the keys arrive.
+    /// Of the keys it kept, the numbers, the other short keys and the big numbers, for the exact
+    /// set's tables of 4- and 8-byte words (see [`crate::keyset::KeyCounts`]): every process
+    /// sizes those tables before the keys arrive.
     #[serde(default)]
     pub collected_number_keys: u64,
     #[serde(default)]
     pub collected_short_keys: u64,
+    #[serde(default)]
+    pub collected_big_number_keys: u64,
     /// Set when this worker failed; the job then fails everywhere and writes nothing.
     pub error: Option<String>,
 }

@@ -91,7 +91,7 @@ pub(crate) fn global_filter(
         if let KeepKeys::UpTo(arena, _) = &keep {
             report.collected_key_bytes = (!overflow).then(|| arena.len_bytes() as u64);
             let counts = arena.counts();
-            (report.collected_number_keys, report.collected_short_keys) = (counts.numbers, counts.short);
+            (report.collected_number_keys, report.collected_short_keys, report.collected_big_number_keys) = (counts.numbers, counts.short, counts.big);
         }
         match scanned {
             Ok(scan) => report.scan = scan,

@@ -444,6 +444,7 @@ impl Job {
                     keys: build_reports.iter().map(|r| r.keys).sum(),
                     numbers: build_reports.iter().map(|r| r.collected_number_keys).sum(),
                     short: build_reports.iter().map(|r| r.collected_short_keys).sum(),
+                    big: build_reports.iter().map(|r| r.collected_big_number_keys).sum(),
                 };
                 let set = broadcast_keys(worker, std::mem::take(&mut keys), counts, &self.receivers(), &self.shared_keys);
                 self.probe_bloom(me, &filter, Some(&set), abort, counter, &mut report, &mut stealing)

@@ -29,7 +29,7 @@ proptest! {
         let bytes = arena.as_bytes();
         let pieces: Vec<&[u8]> = arena.pieces().into_iter().map(|piece| &bytes[piece]).collect();
         // Sized for the keys, or for one (the tables must grow).
-        let counts = if sized { arena.counts() } else { KeyCounts { keys: 1, numbers: 0, short: 0 } };
+        let counts = if sized { arena.counts() } else { KeyCounts { keys: 1, ..KeyCounts::default() } };
         let set = KeySet::from_partitions((0..parts).map(|i| PartitionBuilder::new(counts, i, parts).build(&pieces)).collect());
         let want: HashSet<&[u8]> = members.iter().map(Vec::as_slice).collect();
         prop_assert_eq!(set.len(), members.len());
