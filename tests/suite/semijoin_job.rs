@@ -278,7 +278,8 @@ fn a_build_side_from_standard_input_is_read_once() {
 
 /// A build side given as a file and standard input joins in two processes as in one: standard
 /// input, listed after the file's one split, is read by process 0, which has it, not by the
-/// worker its place would give it (process 1, whose standard input is not the job's).
+/// worker its place would give it (process 1, whose standard input is not the job's). The
+/// broadcast and the shuffle join alike.
 #[test]
 fn a_build_side_piped_to_process_0_joins_as_in_one_process() {
     let dir = tempdir();
@@ -291,13 +292,15 @@ fn a_build_side_piped_to_process_0_joins_as_in_one_process() {
     let piped: String = [*header].iter().chain(&rows[half..]).copied().collect();
     let probe = path_str(dir.path(), "p.csv");
     std::fs::write(&probe, &d.probe).unwrap();
-    for workers in [1, 2] {
-        let out = path_str(dir.path(), &format!("out-{workers}"));
+    // The shuffle join too: it takes the keys as the build reads them, standard input's included.
+    for (workers, strategy) in [(1, "auto"), (2, "auto"), (1, "shuffle"), (2, "shuffle")] {
+        let out = path_str(dir.path(), &format!("out-{workers}-{strategy}"));
         // One split for the file: standard input's is the second.
         let args = ["semijoin", "--build", &file, "-", "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--expected-items", "100", "--split-size", "1000000"];
+        let args = [&args[..], &["--exact-strategy", strategy]].concat();
         let outs = run_cluster_with_stdin(dir.path(), 2, workers, &args, piped.as_bytes(), Duration::from_secs(60));
         all_ok(&outs);
-        assert_eq!(read_output(Path::new(&out), "event,key,note\n"), d.expected, "2 x {workers}");
+        assert_eq!(read_output(Path::new(&out), "event,key,note\n"), d.expected, "2 x {workers}, {strategy}");
     }
 }
 
