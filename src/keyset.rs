@@ -506,16 +506,17 @@ fn short_word(key: &[u8]) -> Option<u64> {
 /// their bytes in the arena.
 #[inline(always)]
 fn long_number(key: &[u8]) -> Option<u64> {
-    if !(10..=16).contains(&key.len()) || key[0] == b'0' {
-        return None;
-    }
-    decimal(key)
+    decimal(key, 10..=16)
 }
 
-/// The value of `key` read as decimal digits: None at a byte that is not a digit, or past
-/// `u64::MAX`.
+/// The value of `key` as a decimal number of `digits` digits without a leading zero: None for a
+/// key of another length, with a leading zero or a byte that is not a digit, or past `u64::MAX`.
 #[inline(always)]
-fn decimal(key: &[u8]) -> Option<u64> {
+fn decimal(key: &[u8], digits: std::ops::RangeInclusive<usize>) -> Option<u64> {
+    debug_assert!(*digits.start() >= 1, "an empty key has no first digit");
+    if !digits.contains(&key.len()) || key[0] == b'0' {
+        return None;
+    }
     let mut value = 0u64;
     for &b in key {
         let digit = b.wrapping_sub(b'0');
@@ -540,10 +541,7 @@ pub fn is_big_number(key: &[u8]) -> bool {
 /// and their bytes in the arena.
 #[inline(always)]
 fn big_number(key: &[u8]) -> Option<u64> {
-    if !(17..=20).contains(&key.len()) || key[0] == b'0' {
-        return None;
-    }
-    decimal(key)
+    decimal(key, 17..=20)
 }
 
 /// A key of at most 8 bytes as a slot holds it: its bytes zero-padded to 8, little-endian. Built
