@@ -3,12 +3,12 @@
 //! The shuffle join sends each Bloom survivor's key, numbered, to the worker that holds that
 //! key's build keys, and gets back the numbers that matched; the records themselves stay with
 //! the worker that read them. A worker reads its probe in rounds of about [`ROUND_BYTES`] of
-//! input. A round's survivors enter the join at timestamp r and leave it (are retracted) at
-//! r + 1, so the join's arrangement holds about one round of them, never the whole input's.
-//! Once the join's output frontier is past r, every answer of round r is in, and the round's
-//! records are written in input order. A worker reads at most [`LAG`] rounds ahead of its
-//! oldest unanswered one, so the records that wait are bounded too: memory does not grow with
-//! the input, and nothing waits on disk.
+//! input, whose survivors enter the join at timestamp r. Once the join's output frontier is
+//! past r, every answer of round r is in, and the round's records are written in input order:
+//! to the worker's part file, or for a split it took from another worker, to that split's
+//! scratch file ([`Sinks`]). A worker reads at most [`LAG`] rounds ahead of its oldest
+//! unanswered one, so the records that wait are bounded: memory does not grow with the input,
+//! and nothing waits on disk.
 
 use crate::error::Result;
 use crate::output::TaskFile;
@@ -60,13 +60,45 @@ impl RoundClock {
     }
 }
 
-/// A round's waiting records: whole lines, numbered from `first` on.
+/// A round's waiting records: whole lines, numbered from `first` on, and the files they go to.
 struct Round {
     /// The join timestamp of the round's survivors.
     time: u64,
     first: u64,
     lines: Vec<u8>,
     count: u64,
+    /// Runs of lines for one sink each (see [`Sinks`]): the sink, and where its run starts in
+    /// `lines`; a run ends where the next one starts. Never empty: the last run takes new lines.
+    runs: Vec<(usize, usize)>,
+}
+
+impl Round {
+    fn new(time: u64, first: u64, sink: usize) -> Self {
+        Round { time, first, lines: Vec::new(), count: 0, runs: vec![(sink, 0)] }
+    }
+
+    /// The sink new lines go to.
+    fn sink(&self) -> usize {
+        self.runs.last().expect("a round has a run").0
+    }
+
+    /// Whether any of the round's lines go to `sink`, or new ones would.
+    fn feeds(&self, sink: usize) -> bool {
+        self.runs.iter().any(|&(s, _)| s == sink)
+    }
+}
+
+/// The files a worker's waiting records go to, by number: its part file, and the scratch files
+/// of the splits it took from other workers (which their owners append to their parts).
+pub trait Sinks {
+    fn file(&mut self, sink: usize) -> Result<&mut TaskFile>;
+}
+
+/// A single file takes every sink's lines.
+impl Sinks for TaskFile {
+    fn file(&mut self, _sink: usize) -> Result<&mut TaskFile> {
+        Ok(self)
+    }
 }
 
 /// The records that wait for the join's answers: the open round, which takes new records,
@@ -79,9 +111,10 @@ pub struct WaitingRecords {
 }
 
 impl WaitingRecords {
-    /// No records yet; the first round's survivors enter the join at `time`.
+    /// No records yet; the first round's survivors enter the join at `time`, and its records go
+    /// to sink 0.
     pub fn new(time: u64, keep_matched: bool) -> Self {
-        WaitingRecords { closed: VecDeque::new(), open: Round { time, first: 0, lines: Vec::new(), count: 0 }, keep_matched }
+        WaitingRecords { closed: VecDeque::new(), open: Round::new(time, 0, 0), keep_matched }
     }
 
     /// Adds `record` to the open round (with a newline where its input's last line lacked one)
@@ -96,10 +129,21 @@ impl WaitingRecords {
         round.first + round.count - 1
     }
 
-    /// Closes the open round; the next one's survivors enter the join at `time`.
+    /// Sends the records pushed from now on to `sink`. A switch ends no round: a worker that
+    /// takes many small splits does not wait for the join once per split.
+    pub fn switch_to(&mut self, sink: usize) {
+        let round = &mut self.open;
+        match round.runs.last_mut() {
+            Some(last) if last.1 == round.lines.len() => last.0 = sink,
+            _ => round.runs.push((sink, round.lines.len())),
+        }
+    }
+
+    /// Closes the open round; the next one's survivors enter the join at `time`, and its records
+    /// go to the same sink.
     pub fn close_round(&mut self, time: u64) {
         let first = self.open.first + self.open.count;
-        let next = Round { time, first, lines: Vec::new(), count: 0 };
+        let next = Round::new(time, first, self.open.sink());
         let closed = std::mem::replace(&mut self.open, next);
         if closed.count > 0 {
             self.closed.push_back(closed);
@@ -111,23 +155,31 @@ impl WaitingRecords {
         self.closed.front().map(|round| round.time)
     }
 
+    /// Whether records for `sink` wait, or may still come (new records go to it).
+    pub fn waits_for(&self, sink: usize) -> bool {
+        self.open.feeds(sink) || self.closed.iter().any(|round| round.feeds(sink))
+    }
+
     /// How many closed rounds wait for answers.
     pub fn unanswered(&self) -> usize {
         self.closed.len()
     }
 
-    /// Writes the oldest closed round to `part`, every answer of which is in `matched` (the
+    /// Writes the oldest closed round to its `sinks`, every answer of which is in `matched` (the
     /// numbers of matched records, in any order, a number listed once per build key it matched;
     /// numbers of later rounds may be there too). Takes the round's numbers out of `matched`,
     /// and returns how many records were written.
-    pub fn write_oldest(&mut self, matched: &mut Vec<u64>, part: &mut TaskFile) -> Result<u64> {
+    pub fn write_oldest(&mut self, matched: &mut Vec<u64>, sinks: &mut impl Sinks) -> Result<u64> {
         let Some(round) = self.closed.pop_front() else { return Ok(0) };
         let end = round.first + round.count;
         matched.sort_unstable();
         let answered = matched.partition_point(|&n| n < end);
         let ours: Vec<u64> = matched.drain(..answered).map(|n| n - round.first).collect();
         let mut lines = Selection::new(&ours, self.keep_matched);
-        lines.copy(&round.lines, part)?;
+        let ends = round.runs.iter().skip(1).map(|&(_, start)| start).chain([round.lines.len()]);
+        for (&(sink, start), end) in round.runs.iter().zip(ends) {
+            lines.copy(&round.lines[start..end], sinks.file(sink)?)?;
+        }
         Ok(lines.written)
     }
 }
@@ -199,9 +251,18 @@ mod tests {
         assert_eq!(clock.after(STEP_BYTES), Tick::Step);
     }
 
+    /// Three files, as a worker's part and the scratch files of two splits it took.
+    impl Sinks for Vec<TaskFile> {
+        fn file(&mut self, sink: usize) -> Result<&mut TaskFile> {
+            Ok(&mut self[sink])
+        }
+    }
+
     /// Rounds of random lines (some empty of waiting records, one line a few MiB long, the last
-    /// line without a newline), written as their answers come, keep exactly the matched lines,
-    /// or exactly the others, in order; answers of later rounds wait in `matched` untouched.
+    /// line without a newline), sent to three sinks in runs that switch within rounds and across
+    /// them, written as their answers come: each sink gets exactly its matched lines, or exactly
+    /// its others, in order; answers of later rounds wait in `matched` untouched; and a sink is
+    /// waited for exactly while some of its lines are unwritten or it takes new ones.
     #[test]
     fn rounds_write_the_chosen_lines_in_order() {
         let dir = tempfile::tempdir().unwrap();
@@ -222,11 +283,20 @@ mod tests {
                 .filter(|_| rng.gen_bool(density))
                 .flat_map(|i| std::iter::repeat_n(i, 1 + (i % 7 == 0) as usize + (i % 11 == 0) as usize))
                 .collect();
-            let mut part = TaskFile::create_scratch(dir.path(), "out").unwrap();
+            let mut sinks: Vec<TaskFile> = (0..3).map(|s| TaskFile::create_scratch(dir.path(), &format!("sink{s}")).unwrap()).collect();
             let mut waiting = WaitingRecords::new(1, keep_matched);
             let (mut answers, mut written, mut time) = (Vec::new(), 0, 1);
             let mut to_answer = matched.iter().copied().peekable();
+            // Each line's sink; the lines not yet written, by sink.
+            let (mut sink_of, mut sink) = (Vec::new(), 0);
+            let mut unwritten = [0u64; 3];
             for (i, line) in lines.iter().enumerate() {
+                if rng.gen_bool(0.0005) {
+                    sink = rng.gen_range(0..3);
+                    waiting.switch_to(sink);
+                }
+                sink_of.push(sink);
+                unwritten[sink] += 1;
                 assert_eq!(waiting.push(line), i as u64);
                 // The join's answers for the records read so far, in any order.
                 while let Some(n) = to_answer.next_if(|&n| n == i as u64) {
@@ -241,22 +311,37 @@ mod tests {
                     }
                 }
                 if rng.gen_bool(0.002) && waiting.unanswered() > 0 {
-                    written += waiting.write_oldest(&mut answers, &mut part).unwrap();
+                    written += waiting.write_oldest(&mut answers, &mut sinks).unwrap();
+                    // What is still unwritten: the lines of the closed rounds and the open one.
+                    let first_unwritten = i + 1 - (waiting.closed.iter().map(|r| r.count).sum::<u64>() + waiting.open.count) as usize;
+                    unwritten = [0; 3];
+                    sink_of[first_unwritten..=i].iter().for_each(|&s| unwritten[s] += 1);
+                }
+                for (s, &left) in unwritten.iter().enumerate() {
+                    assert_eq!(waiting.waits_for(s), left > 0 || s == sink, "sink {s} at line {i}");
                 }
             }
             waiting.close_round(time + 1);
             while waiting.unanswered() > 0 {
-                written += waiting.write_oldest(&mut answers, &mut part).unwrap();
+                written += waiting.write_oldest(&mut answers, &mut sinks).unwrap();
             }
             assert!(answers.is_empty());
-            let got = std::fs::read(part.finish().unwrap()).unwrap();
-            let kept: Vec<&Vec<u8>> = lines.iter().enumerate().filter(|(i, _)| matched.binary_search(&(*i as u64)).is_ok() == keep_matched).map(|(_, l)| l).collect();
-            let mut want: Vec<u8> = kept.iter().flat_map(|l| l.iter().copied()).collect();
-            if keep_matched == (matched.binary_search(&(lines.len() as u64 - 1)).is_ok()) {
-                want.push(b'\n'); // the last line, given its newline
+            let mut kept_total = 0;
+            for (s, file) in sinks.into_iter().enumerate() {
+                let got = std::fs::read(file.finish().unwrap()).unwrap();
+                let kept: Vec<(usize, &Vec<u8>)> = lines
+                    .iter()
+                    .enumerate()
+                    .filter(|&(i, _)| sink_of[i] == s && matched.binary_search(&(i as u64)).is_ok() == keep_matched)
+                    .collect();
+                let mut want: Vec<u8> = kept.iter().flat_map(|(_, l)| l.iter().copied()).collect();
+                if kept.last().is_some_and(|&(i, _)| i == lines.len() - 1) {
+                    want.push(b'\n'); // the last line, given its newline
+                }
+                kept_total += kept.len();
+                assert!(got == want, "density {density} keep_matched {keep_matched} sink {s}: {} bytes, want {}", got.len(), want.len());
             }
-            assert_eq!(written as usize, kept.len());
-            assert!(got == want, "density {density} keep_matched {keep_matched}: {} bytes, want {}", got.len(), want.len());
+            assert_eq!(written as usize, kept_total);
         }
     }
 }

@@ -443,9 +443,9 @@ fn processes_of_several_workers_prune_as_one_process() {
 /// of its probe splits: 1 process × 3 workers (where an idle worker takes the unstarted splits
 /// of a busy one, reads them, and hands their output back) against 3 processes × 1 (where no
 /// worker has a sibling), part by part, for the Bloom step alone and `--exact` (about a tenth of
-/// the records kept). Runs until some split was taken (the statistics count them), at most 10
-/// times. An anti-join, which keeps most records, takes none (its output would be written
-/// twice), and its parts are the same too.
+/// the records kept), with the broadcast and the shuffle strategies. Runs until some split was
+/// taken (the statistics count them), at most 10 times. An anti-join, which keeps most records,
+/// takes none (its output would be written twice), and its parts are the same too.
 #[test]
 fn taken_probe_splits_leave_every_part_file_as_it_was() {
     let dir = tempdir();
@@ -476,7 +476,8 @@ fn taken_probe_splits_leave_every_part_file_as_it_was() {
     let args = |out: &str, extra: &[&str]| -> Vec<String> {
         with_values(semijoin_args(&build_path, &probe_path, &path_str(dir.path(), out), extra), &[("--expected-items", "300")])
     };
-    for extra in [&[][..], &["--exact"][..], &["--exact", "--anti"][..]] {
+    let shuffle = ["--exact", "--exact-strategy", "shuffle"];
+    for extra in [&[][..], &["--exact"][..], &["--exact", "--anti"][..], &shuffle[..], &[&shuffle[..], &["--anti"]].concat()[..]] {
         let (tag, anti) = (extra.join(""), extra.contains(&"--anti"));
         let apart = format!("apart{tag}");
         let cluster = args(&apart, extra);
@@ -507,7 +508,9 @@ fn taken_probe_splits_leave_every_part_file_as_it_was() {
 /// worker held up on standard input (its first split) until process 1 has begun a taken split's
 /// output, process 1 reads its own splits and then process 0's file splits, from the back;
 /// process 0 appends their outputs after its own. The parts are those of one process of two
-/// workers, and hold exactly the records whose key is on the build side.
+/// workers, and hold exactly the records whose key is on the build side: with the broadcast
+/// exact join and with the shuffle (whose rounds of a taken split wait for the join's answers
+/// like the taker's own).
 #[test]
 fn a_process_takes_the_probe_splits_of_a_slow_one() {
     let dir = tempdir();
@@ -527,37 +530,41 @@ fn a_process_takes_the_probe_splits_of_a_slow_one() {
     let (build_path, probe_path) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
     std::fs::write(&build_path, build).unwrap();
     std::fs::write(&probe_path, &probe).unwrap();
-    let args = |out: &str| -> Vec<String> {
+    let args = |out: &str, strategy: &str| -> Vec<String> {
         let out = path_str(dir.path(), out);
-        with_values(stdin_then(semijoin_args(&build_path, "-", &out, &["--exact"]), &probe_path), &[("--expected-items", "300")])
+        let exact = ["--exact", "--exact-strategy", strategy];
+        with_values(stdin_then(semijoin_args(&build_path, "-", &out, &exact), &probe_path), &[("--expected-items", "300")])
     };
     let taken_by = |out: &str| -> Vec<u64> {
         let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(out).join("_SUCCESS")).unwrap()).unwrap();
         stats["per_worker_probe"].as_array().unwrap().iter().map(|w| w["taken_splits"].as_u64().unwrap()).collect()
     };
-    let single = [args("single"), vec!["-w".into(), "2".into()]].concat();
-    ok(&run_with_stdin(&single.iter().map(String::as_str).collect::<Vec<_>>(), stdin.as_bytes()));
-    let cluster = args("cluster");
-    let cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
-    let temporary = dir.path().join("cluster/_temporary");
-    let taking = move || names_in(&temporary).iter().any(|n| n.starts_with("taken-"));
-    let outs = run_cluster_with_stdin_once(dir.path(), (2, None), 1, &cluster, stdin.as_bytes(), taking, Duration::from_secs(60));
-    let summary = all_ok(&outs);
-    let taken = taken_by("cluster");
-    assert!(taken[1] > 0, "process 1 took none of process 0's splits: {taken:?}");
-    let warned = String::from_utf8_lossy(&outs[0].stderr);
-    assert!(!warned.contains("are not in"), "one directory: every part is beside _SUCCESS\n{warned}");
-    assert!(summary.contains(&format!("splits taken        {} probe split(s)", taken[1])), "{summary}");
-    assert_eq!(names_in(path_str(dir.path(), "cluster")), names_in(path_str(dir.path(), "single")));
-    for part in ["part-00000", "part-00001"] {
-        let read = |out: &str| std::fs::read_to_string(dir.path().join(out).join(part)).unwrap();
-        assert!(read("cluster") == read("single"), "{part} differs between 2 processes x 1 and 1 x 2");
+    for strategy in ["broadcast", "shuffle"] {
+        let (single_out, cluster_out) = (format!("single-{strategy}"), format!("cluster-{strategy}"));
+        let single = [args(&single_out, strategy), vec!["-w".into(), "2".into()]].concat();
+        ok(&run_with_stdin(&single.iter().map(String::as_str).collect::<Vec<_>>(), stdin.as_bytes()));
+        let cluster = args(&cluster_out, strategy);
+        let cluster: Vec<&str> = cluster.iter().map(String::as_str).collect();
+        let temporary = dir.path().join(&cluster_out).join("_temporary");
+        let taking = move || names_in(&temporary).iter().any(|n| n.starts_with("taken-"));
+        let outs = run_cluster_with_stdin_once(dir.path(), (2, None), 1, &cluster, stdin.as_bytes(), taking, Duration::from_secs(60));
+        let summary = all_ok(&outs);
+        let taken = taken_by(&cluster_out);
+        assert!(taken[1] > 0, "{strategy}: process 1 took none of process 0's splits: {taken:?}");
+        let warned = String::from_utf8_lossy(&outs[0].stderr);
+        assert!(!warned.contains("are not in"), "one directory: every part is beside _SUCCESS\n{warned}");
+        assert!(summary.contains(&format!("splits taken        {} probe split(s)", taken[1])), "{summary}");
+        assert_eq!(names_in(path_str(dir.path(), &cluster_out)), names_in(path_str(dir.path(), &single_out)));
+        for part in ["part-00000", "part-00001"] {
+            let read = |out: &str| std::fs::read_to_string(dir.path().join(out).join(part)).unwrap();
+            assert!(read(&cluster_out) == read(&single_out), "{strategy}: {part} differs between 2 processes x 1 and 1 x 2");
+        }
+        let mut got: Vec<String> = parts_lines(&path_str(dir.path(), &cluster_out)).into_iter().filter(|l| l != "event,key,note").collect();
+        let mut expected: Vec<String> = (stdin.lines().skip(1).chain(probe.lines().skip(1))).filter(|l| build_keys.contains(l.split(',').nth(1).unwrap())).map(String::from).collect();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected);
     }
-    let mut got: Vec<String> = parts_lines(&path_str(dir.path(), "cluster")).into_iter().filter(|l| l != "event,key,note").collect();
-    let mut expected: Vec<String> = (stdin.lines().skip(1).chain(probe.lines().skip(1))).filter(|l| build_keys.contains(l.split(',').nth(1).unwrap())).map(String::from).collect();
-    got.sort();
-    expected.sort();
-    assert_eq!(got, expected);
 }
 
 #[test]
@@ -632,7 +639,8 @@ fn a_failed_job_leaves_no_success_marker_no_parts_and_no_directory() {
 /// A job that fails while workers take each other's probe splits leaves nothing behind either:
 /// no part, no scratch file of a taken split, no directory. The broken record is in the last
 /// split, the first to be taken; ten runs, since who reads it depends on timing (a scratch file
-/// left behind by a failed taken read showed in one of two series of three).
+/// left behind by a failed taken read showed in one of two series of three). The same with the
+/// exact shuffle join, whose taken splits' outputs are written as the join answers.
 #[test]
 fn a_job_failing_while_splits_are_taken_leaves_no_directory() {
     let dir = tempdir();
@@ -645,10 +653,12 @@ fn a_job_failing_while_splits_are_taken_leaves_no_directory() {
     }
     lines.push_str("20000,\"broken,b\n");
     std::fs::write(&probe, lines).unwrap();
-    for attempt in 0..10 {
-        let out = path_str(dir.path(), &format!("out{attempt}"));
-        fails_with(&run(&semijoin_args(&build, &probe, &out, &["-w", "3"])), &["p.csv:20002", "unclosed quote"]);
-        assert!(!Path::new(&out).exists(), "left {:?}", names_in(&out));
+    for (tag, extra) in [("bloom", &[][..]), ("shuffle", &["--exact", "--exact-strategy", "shuffle"][..])] {
+        for attempt in 0..10 {
+            let out = path_str(dir.path(), &format!("{tag}{attempt}"));
+            fails_with(&run(&semijoin_args(&build, &probe, &out, &[&["-w", "3"], extra].concat())), &["p.csv:20002", "unclosed quote"]);
+            assert!(!Path::new(&out).exists(), "{extra:?} left {:?}", names_in(&out));
+        }
     }
 }
 
@@ -698,7 +708,7 @@ fn processes_with_separate_output_directories_take_nothing_from_each_other() {
 /// either: no claim, no announcement, no taken split's output. Process 0 is held up on standard
 /// input until process 1, taking its file splits from the back, has claimed the one with a
 /// broken record (`--strict`), two thirds through the file: outputs of taken splits are written
-/// first.
+/// first. The same with the exact shuffle join.
 #[test]
 fn a_two_process_job_failing_while_splits_are_taken_leaves_no_directory() {
     let dir = tempdir();
@@ -718,13 +728,15 @@ fn a_two_process_job_failing_while_splits_are_taken_leaves_no_directory() {
         lines.push_str(&format!("{i},{},n\n", i % 50));
     }
     std::fs::write(&probe, lines).unwrap();
-    let out = path_str(dir.path(), "out");
-    let args = stdin_then(semijoin_args(&build, "-", &out, &["--strict"]), &probe);
-    let claim = Path::new(&out).join(format!("_temporary/claim-{broken_split:05}"));
-    let outs = run_cluster_with_stdin_once(dir.path(), (2, None), 1, &args, b"event,key,note\n1,1,n\n", move || claim.exists(), Duration::from_secs(60));
-    fails_with(&outs[1], &[&format!("p.csv:{}", broken_at.unwrap()), "the key is field 2"]);
-    assert!(!outs[0].status.success());
-    assert!(!Path::new(&out).exists(), "left {:?} and {:?}", names_in(&out), names_in(Path::new(&out).join("_temporary")));
+    for (tag, extra) in [("bloom", &["--strict"][..]), ("shuffle", &["--strict", "--exact", "--exact-strategy", "shuffle"][..])] {
+        let out = path_str(dir.path(), tag);
+        let args = stdin_then(semijoin_args(&build, "-", &out, extra), &probe);
+        let claim = Path::new(&out).join(format!("_temporary/claim-{broken_split:05}"));
+        let outs = run_cluster_with_stdin_once(dir.path(), (2, None), 1, &args, b"event,key,note\n1,1,n\n", move || claim.exists(), Duration::from_secs(60));
+        fails_with(&outs[1], &[&format!("p.csv:{}", broken_at.unwrap()), "the key is field 2"]);
+        assert!(!outs[0].status.success());
+        assert!(!Path::new(&out).exists(), "{extra:?} left {:?} and {:?}", names_in(&out), names_in(Path::new(&out).join("_temporary")));
+    }
 }
 
 #[test]
