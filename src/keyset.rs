@@ -114,6 +114,11 @@ impl KeyArena {
         &self.bytes
     }
 
+    /// Calls `f` with every key, in the order pushed.
+    pub fn for_each_key<'a>(&'a self, f: impl FnMut(&'a [u8])) {
+        for_each_key(std::slice::from_ref(&self.bytes), f);
+    }
+
     /// The encoded keys, taken.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes

@@ -34,9 +34,10 @@ pub(crate) const PARK: Option<Duration> = Some(Duration::from_millis(50));
 pub(crate) enum KeepKeys<'a> {
     /// Nothing more (a filter is all the job wants).
     No,
-    /// Keeps them for an exact broadcast join, up to a limit of bytes (then none: the job falls
-    /// back to the shuffle join).
-    UpTo(&'a mut KeyArena, u64),
+    /// Keeps them for an exact broadcast join, up to a limit of bytes. Past it, the job will
+    /// fall back to the shuffle join: the keys kept and every later one go into its build input
+    /// where one is given (`auto`), so that the build side is read once.
+    UpTo(&'a mut KeyArena, u64, Option<&'a mut Handle<u64, JoinKey>>),
     /// Sends them into an exact shuffle join's build input, which then needs no second read.
     Send(&'a mut Handle<u64, JoinKey>),
 }
@@ -74,21 +75,26 @@ pub(crate) fn global_filter(
             partial.insert_batch(batch.keys);
             keys += batch.len() as u64;
             match &mut keep {
-                KeepKeys::UpTo(arena, limit) if !overflow => {
+                KeepKeys::UpTo(arena, limit, _) if !overflow => {
                     batch.keys.iter().for_each(|k| arena.push(k));
-                    if arena.len_bytes() as u64 > *limit {
-                        overflow = true;
-                        arena.clear();
-                    }
+                    overflow = arena.len_bytes() as u64 > *limit;
                 }
-                KeepKeys::Send(input) => batch.keys.iter().for_each(|k| input.send(JoinKey::new(k))),
-                _ => {}
+                // Past the limit, the keys kept wait for the end of the scan (sent at once, they
+                // would all queue in the join's channels), later ones go as they come.
+                KeepKeys::UpTo(_, _, Some(input)) | KeepKeys::Send(input) => batch.keys.iter().for_each(|k| input.send(JoinKey::new(k))),
+                KeepKeys::UpTo(_, _, None) | KeepKeys::No => {}
             }
             Ok(())
         });
         drop(feed);
         report.keys = keys;
-        if let KeepKeys::UpTo(arena, _) = &keep {
+        if let KeepKeys::UpTo(arena, _, spill) = &mut keep {
+            if overflow {
+                if let Some(input) = spill {
+                    shard_join::send_kept_keys(worker, arena, input);
+                }
+                arena.clear();
+            }
             report.collected_key_bytes = (!overflow).then(|| arena.len_bytes() as u64);
             let counts = arena.counts();
             (report.collected_number_keys, report.collected_short_keys, report.collected_big_number_keys) = (counts.numbers, counts.short, counts.big);

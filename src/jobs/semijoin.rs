@@ -11,8 +11,8 @@
 
 use super::build::{filter_plan, size_filter, SizedSpec, Sizing};
 use super::join_key::JoinKey;
-use super::rounds::{RoundClock, Sinks, Tick, WaitingRecords, LAG, STEP_BYTES};
-use super::shard_join::{shard_join, ShardJoin, Survivor};
+use super::rounds::{RoundClock, Sinks, Tick, WaitingRecords, LAG};
+use super::shard_join::{send_kept_keys, shard_join, ShardJoin, Survivor};
 use super::steal::ProbeClaims;
 use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, KeepKeys, SharedKeys, PARK};
 use crate::keyset::{KeyArena, KeyCounts, KeySet};
@@ -171,13 +171,6 @@ enum PlannedFilter {
     File { path: PathBuf, filter: Arc<BloomFilter> },
 }
 
-impl PlannedFilter {
-    /// Whether the build side includes standard input, which can be read only once.
-    fn reads_stdin(&self) -> bool {
-        matches!(self, PlannedFilter::Build { source, .. } if source.inputs.contains(&Input::Stdin))
-    }
-}
-
 /// What every process of the job must agree on: both sides' plans, the filter and the output.
 fn job_agreement(config: &SemijoinConfig, planned: &PlannedFilter, probe: &Source) -> Agreement {
     let (filter, build_files, build_bytes) = match planned {
@@ -256,8 +249,6 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::Build { source, .. } => source.bytes_of(mine.clone(), peers),
         PlannedFilter::File { .. } => 0,
     };
-    // With `auto`, a fallback to the shuffle join's second read of the build side is added once
-    // the job chooses it.
     let progress_total = Arc::new(AtomicU64::new(build_bytes + probe.bytes_of(mine, peers)));
     let counter = Arc::new(AtomicU64::new(0));
     let progress = Progress::start(config.progress, "semijoin", Arc::clone(&progress_total), Arc::clone(&counter));
@@ -276,7 +267,6 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         local_merge: LocalMerge::new(cluster.workers),
         probe_claims: ProbeClaims::new(&config.output, assigned),
         cluster: cluster.clone(),
-        progress_total,
         started,
     });
 
@@ -371,8 +361,6 @@ struct Job {
     /// The claims on probe splits, by which idle workers take busy ones' splits.
     probe_claims: ProbeClaims,
     cluster: ClusterConfig,
-    /// The bytes the progress bar expects this process to read.
-    progress_total: Arc<AtomicU64>,
     started: Instant,
 }
 
@@ -392,9 +380,11 @@ impl Job {
             _ => u64::MAX,
         };
         let collecting = self.exact && self.exact_strategy != ExactStrategy::Shuffle;
-        // Asked for, the shuffle join is made now, and takes the build keys as the build reads
-        // them; chosen by `auto` once the keys prove too many, it reads them again.
-        let mut shuffle = (self.exact && self.exact_strategy == ExactStrategy::Shuffle).then(|| shard_join(worker));
+        // The shuffle join, where it may be needed, is made now (every worker makes it, at the
+        // same point among its dataflows), so that the build side is read once: asked for, it
+        // takes the build keys as the build reads them; with `auto`, the keys the build kept
+        // and any past the limit, if the limit is passed.
+        let mut shuffle = (self.exact && self.exact_strategy != ExactStrategy::Broadcast).then(|| shard_join(worker));
         // Room for as many key bytes as the build side has (keys are shorter than their lines),
         // up to the limit and 256 MiB: address space only, so that the arena never reallocates.
         let build_bytes = match &self.planned {
@@ -403,17 +393,14 @@ impl Job {
         };
         let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize);
         let keep = match shuffle.as_mut().and_then(|join| join.build.as_mut()) {
+            spill if collecting => KeepKeys::UpTo(&mut keys, limit, spill),
             Some(input) => KeepKeys::Send(input),
-            None if collecting => KeepKeys::UpTo(&mut keys, limit),
             None => KeepKeys::No,
         };
         let (filter, build_reports) = match &self.planned {
             PlannedFilter::Build { source, sized } => {
                 let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(sized.spec, tick).sized_for(sized.expected_items, sized.target_fpp);
                 let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, keep, &self.local_merge);
-                if let Some(join) = shuffle.as_mut() {
-                    join.build = None; // every key sent: the build input closes
-                }
                 let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
                 if let Some(failure) = first_failure(&reports) {
                     return Err(Error::Job(failure));
@@ -424,10 +411,14 @@ impl Job {
             PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
         };
         // Every worker sees the same reports, so every worker chooses alike (or fails alike).
-        let strategy = self.exact.then(|| self.choose_strategy(&build_reports)).transpose()?;
-        if self.exact_strategy == ExactStrategy::Auto && strategy == Some(ExactStrategy::Shuffle) {
-            // Each worker adds its own second reads to its process's total.
-            self.progress_total.fetch_add(shuffle_rereads(&self.planned, me..me + 1, worker.peers()), Ordering::Relaxed);
+        let strategy = self.exact.then(|| self.choose_strategy(&build_reports));
+        if strategy != Some(ExactStrategy::Shuffle) {
+            shuffle = None; // not needed: its inputs close, and the empty join ends
+        }
+        if let Some(join) = shuffle.as_mut() {
+            let mut input = join.build.take().expect("the build input is open until the build is over");
+            // The keys kept, where the limit was passed elsewhere; then the input closes.
+            send_kept_keys(worker, &std::mem::take(&mut keys), &mut input);
         }
 
         // 2. This worker's probe splits, pruned by the filter, into its part file in _temporary/.
@@ -436,7 +427,7 @@ impl Job {
         let outcome = match strategy {
             None => self.probe_bloom(me, &filter, None, abort, counter, &mut report, &mut stealing),
             Some(ExactStrategy::Shuffle) => {
-                let join = shuffle.take().unwrap_or_else(|| shard_join(worker));
+                let join = shuffle.take().expect("made before the build");
                 self.probe_exact(worker, join, &filter, abort, counter, &mut report, &mut stealing)
             }
             Some(_) => {
@@ -534,24 +525,14 @@ impl Job {
     }
 
     /// The exact strategy for this job: broadcast when every worker kept its keys and their
-    /// total fits the limit (or broadcast was asked for), shuffle otherwise; but never a
-    /// shuffle that would read standard input a second time (see [`SHUFFLE_STDIN`]).
-    fn choose_strategy(&self, build: &[WorkerReport]) -> Result<ExactStrategy> {
+    /// total fits the limit (or broadcast was asked for), shuffle otherwise.
+    fn choose_strategy(&self, build: &[WorkerReport]) -> ExactStrategy {
         let collected: Option<u64> = build.iter().map(|r| r.collected_key_bytes).sum();
-        let strategy = match (self.exact_strategy, collected) {
+        match (self.exact_strategy, collected) {
             (ExactStrategy::Shuffle, _) | (ExactStrategy::Auto, None) => ExactStrategy::Shuffle,
             (ExactStrategy::Auto, Some(bytes)) if bytes > self.broadcast_limit => ExactStrategy::Shuffle,
             _ => ExactStrategy::Broadcast,
-        };
-        // Asked for, the shuffle took the keys during the build; a fallback must read them again.
-        if strategy == ExactStrategy::Shuffle && self.exact_strategy == ExactStrategy::Auto && self.planned.reads_stdin() {
-            return Err(Error::Job(format!(
-                "the build side's keys are more than --broadcast-limit ({} bytes), so the exact join would shuffle, \
-                 but {SHUFFLE_STDIN}: give the build side as files, or raise --broadcast-limit",
-                self.broadcast_limit
-            )));
         }
-        Ok(strategy)
     }
 
     /// The first worker of every process: the receivers of broadcast keys.
@@ -768,22 +749,8 @@ impl Job {
         report: &mut ProbeReport,
         stealing: &mut Stealing,
     ) -> Result<Part> {
-        let PlannedFilter::Build { source: build, .. } = &self.planned else {
-            unreachable!("--exact is refused without a build side")
-        };
-        let ShardJoin { build: build_in, survivors: mut survivors_in, matched, answered } = join;
-
-        // The build keys, where the build did not send them as it read them. Scan errors are kept
-        // until the exchange is done: every worker must close its inputs, or its peers would wait
-        // for them forever.
-        let build_scanned = match build_in {
-            Some(build_in) => send_build_keys(build, worker, build_in, abort, counter).map(|_| ()),
-            None => Ok(()),
-        };
-        if build_scanned.is_err() {
-            // The job fails: no need to read the probe (the scan stops at once).
-            abort.store(true, Ordering::Relaxed);
-        }
+        // The build keys are all sent by now (the build input is closed).
+        let ShardJoin { build: _, survivors: mut survivors_in, matched, answered } = join;
         survivors_in.advance_to(1);
 
         let me = worker.index();
@@ -797,7 +764,6 @@ impl Job {
         // Outputs of taken splits completed before a failure are removed with the others.
         stealing.outputs.append(&mut out.outputs);
         report.scan = scanned?;
-        build_scanned?;
         let finished = out.finish(&matched);
         stealing.outputs.append(&mut out.outputs);
         report.bloom_survivors = survivors;
@@ -908,24 +874,6 @@ fn part_after_probe(part: TaskFile, stealing: &Stealing) -> Result<Part> {
     Ok(match stealing.lost.is_empty() {
         true => Part::Finished(part.finish()?),
         false => Part::Open(Box::new(part)),
-    })
-}
-
-/// Sends this worker's share of the `build` side's keys into the shuffle join's `build_in`, then
-/// closes it. Steps the dataflow now and then, so that the keys are taken in as they come.
-fn send_build_keys(build: &Source, worker: &mut Worker, mut build_in: Handle<u64, JoinKey>, abort: &AtomicBool, counter: &AtomicU64) -> Result<ScanStats> {
-    let (me, peers) = (worker.index(), worker.peers());
-    let mut bytes = 0u64;
-    build.scan_worker(me, peers, abort, counter, |batch| {
-        for (key, record) in batch.keys.iter().zip(batch.records) {
-            build_in.send(JoinKey::new(key));
-            bytes += record.len() as u64;
-        }
-        if bytes >= STEP_BYTES {
-            bytes = 0;
-            worker.step();
-        }
-        Ok(())
     })
 }
 
@@ -1153,21 +1101,6 @@ impl Drop for ShuffleFiles<'_> {
 /// for each record it drops.
 fn survivor_wire_bytes(key: &[u8]) -> u64 {
     8 + key.len() as u64 + 4 + 8
-}
-
-/// Why `auto` cannot fall back to the shuffle join where the build side is standard input: the
-/// fallback reads the build side again for the join (the build kept its keys for a broadcast,
-/// up to the limit, and then none), and a second read of standard input finds nothing. Asked for
-/// with `--exact-strategy shuffle`, the join takes the keys as the build reads them.
-const SHUFFLE_STDIN: &str = "a fallback to the shuffle join reads the build side a second time, and standard input (`--build -`) can be read only once";
-
-/// The bytes that `workers` read a second time in an exact shuffle join: the build side, whose
-/// keys are exchanged after the filter is built from them.
-fn shuffle_rereads(planned: &PlannedFilter, workers: std::ops::Range<usize>, peers: usize) -> u64 {
-    match planned {
-        PlannedFilter::Build { source, .. } => source.bytes_of(workers, peers),
-        PlannedFilter::File { .. } => 0,
-    }
 }
 
 /// Refuses probe inputs whose headers differ: each part file starts with one header, which the

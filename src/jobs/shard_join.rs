@@ -70,6 +70,20 @@ impl Lookup {
     }
 }
 
+/// Sends the keys kept in `arena` into a join's build input, giving the worker a step every MiB
+/// of them, so that the join takes them in as they go rather than all at once.
+pub fn send_kept_keys(worker: &mut Worker, arena: &KeyArena, input: &mut Handle<u64, JoinKey>) {
+    let mut bytes = 0;
+    arena.for_each_key(|key| {
+        input.send(JoinKey::new(key));
+        bytes += key.len() + 1;
+        if bytes >= super::rounds::STEP_BYTES as usize {
+            bytes = 0;
+            worker.step();
+        }
+    });
+}
+
 /// Makes the join's dataflow on `worker` (every worker must make it at the same point among its
 /// dataflows).
 pub fn shard_join(worker: &mut Worker) -> ShardJoin {

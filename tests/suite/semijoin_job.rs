@@ -248,11 +248,12 @@ fn the_shuffle_join_answers_round_after_round_as_the_broadcast_join() {
 }
 
 /// A build side from standard input is read once. Asked for, the shuffle join takes its keys as
-/// the build reads them, and gives the true join. A fallback to it, where `auto` finds the keys
-/// past `--broadcast-limit`, would read them again: the job fails and writes nothing. (It once
-/// ran on an empty second read: a semi-join wrote no record, an anti-join every record.) Within
-/// the limit, `auto` broadcasts, and a build side piped in joins as the same side read from a
-/// file.
+/// the build reads them, and gives the true join. So does a fallback to it, where `auto` finds
+/// the keys past `--broadcast-limit`: the keys the build kept go into the join, and those read
+/// after the limit was passed go straight in. (A fallback once read the build side again: from
+/// standard input it found nothing, and a semi-join wrote no record, an anti-join every record;
+/// then it was refused.) Within the limit, `auto` broadcasts, and a build side piped in joins as
+/// the same side read from a file.
 #[test]
 fn a_build_side_from_standard_input_is_read_once() {
     let dir = tempdir();
@@ -267,19 +268,70 @@ fn a_build_side_from_standard_input_is_read_once() {
         assert!(summary.contains("(shuffle strategy)"), "{summary}");
         assert_eq!(read_output(Path::new(&out), "event,key,note\n"), want, "shuffle, anti {anti}");
         std::fs::remove_dir_all(&out).unwrap();
-        let o = run_with_stdin(&[&args[..], &["--broadcast-limit", "8"]].concat(), d.build.as_bytes());
-        fails_with(&o, &["more than --broadcast-limit (8 bytes)", "standard input (`--build -`) can be read only once"]);
-        assert!(!Path::new(&out).exists(), "a failed job leaves no output");
+        // A limit passed midway through the keys, on one worker or on the two together.
+        for limit in ["40", "8"] {
+            let summary = ok(&run_with_stdin(&[&args[..], &["--broadcast-limit", limit]].concat(), d.build.as_bytes()));
+            assert!(summary.contains("(shuffle strategy)"), "{summary}");
+            assert_eq!(read_output(Path::new(&out), "event,key,note\n"), want, "auto past a limit of {limit}, anti {anti}");
+            std::fs::remove_dir_all(&out).unwrap();
+        }
         let summary = ok(&run_with_stdin(&args, d.build.as_bytes()));
         assert!(summary.contains("(broadcast strategy)"), "{summary}");
         assert_eq!(read_output(Path::new(&out), "event,key,note\n"), want, "anti {anti}");
     }
 }
 
+/// `auto` past `--broadcast-limit` joins exactly, reading the build side once, whatever each
+/// worker kept: with a limit just below the keys' total, the workers usually each keep theirs
+/// (the total passes the limit, no worker's share does) and send them once the job chooses the
+/// shuffle; with a limit of a third, each passes it midway and sends what it kept, then the
+/// rest as it reads. The statistics tell the two apart (`collected_key_bytes` is null for a
+/// worker past the limit); each case must show up within 10 runs.
+#[test]
+fn auto_past_the_limit_joins_the_keys_each_worker_kept_or_sent() {
+    let dir = tempdir();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(35);
+    let mut build = String::from("name,id\n");
+    let (mut build_keys, mut key_bytes) = (HashSet::new(), 0);
+    for i in 0..2_000 {
+        let key = format!("k{}", rng.gen_range(0..6000));
+        key_bytes += 1 + key.len(); // the arena's length byte, then the key
+        build.push_str(&format!("b{i},{key}\n"));
+        build_keys.insert(key);
+    }
+    let mut probe = String::from("event,key,note\n");
+    for i in 0..5_000 {
+        probe.push_str(&format!("{i},k{},n\n", rng.gen_range(0..6000)));
+    }
+    let (b, p) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
+    std::fs::write(&b, &build).unwrap();
+    std::fs::write(&p, &probe).unwrap();
+    let want: BTreeMap<Vec<u8>, usize> =
+        probe.lines().skip(1).filter(|l| build_keys.contains(l.split(',').nth(1).unwrap())).map(|l| (format!("{l}\n").into_bytes(), 1)).collect();
+    for (limit, kept) in [(key_bytes - 1, true), (key_bytes / 3, false)] {
+        let mut seen = false;
+        for attempt in 0..10 {
+            let out = path_str(dir.path(), &format!("out-{limit}-{attempt}"));
+            let limit = limit.to_string();
+            let summary = ok(&run(&semijoin_args(&b, &p, &out, &["--exact", "--broadcast-limit", &limit, "-w", "2"])));
+            assert!(summary.contains("(shuffle strategy)"), "{summary}");
+            assert_eq!(read_output(Path::new(&out), "event,key,note\n"), want, "limit {limit}");
+            let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
+            let workers = stats["per_worker_build"].as_array().unwrap();
+            assert_eq!(workers.iter().map(|w| w["keys"].as_u64().unwrap()).sum::<u64>(), 2_000, "each key read once");
+            if workers.iter().all(|w| w["collected_key_bytes"].is_u64() == kept) {
+                seen = true;
+                break;
+            }
+        }
+        assert!(seen, "no run in which every worker {} the limit of {limit}", if kept { "stayed within" } else { "passed" });
+    }
+}
+
 /// A build side given as a file and standard input joins in two processes as in one: standard
 /// input, listed after the file's one split, is read by process 0, which has it, not by the
 /// worker its place would give it (process 1, whose standard input is not the job's). The
-/// broadcast and the shuffle join alike.
+/// broadcast and the shuffle join alike, and `auto` falling back to the shuffle.
 #[test]
 fn a_build_side_piped_to_process_0_joins_as_in_one_process() {
     let dir = tempdir();
@@ -292,15 +344,19 @@ fn a_build_side_piped_to_process_0_joins_as_in_one_process() {
     let piped: String = [*header].iter().chain(&rows[half..]).copied().collect();
     let probe = path_str(dir.path(), "p.csv");
     std::fs::write(&probe, &d.probe).unwrap();
-    // The shuffle join too: it takes the keys as the build reads them, standard input's included.
-    for (workers, strategy) in [(1, "auto"), (2, "auto"), (1, "shuffle"), (2, "shuffle")] {
-        let out = path_str(dir.path(), &format!("out-{workers}-{strategy}"));
+    // The shuffle join too: it takes the keys as the build reads them, standard input's included;
+    // and so does `auto` past a limit (a limit of 8 bytes: the join's fallback).
+    let default = "67108864";
+    for (workers, strategy, limit) in [(1, "auto", default), (2, "auto", default), (1, "shuffle", default), (2, "shuffle", default), (1, "auto", "8"), (2, "auto", "8")] {
+        let out = path_str(dir.path(), &format!("out-{workers}-{strategy}-{limit}"));
         // One split for the file: standard input's is the second.
         let args = ["semijoin", "--build", &file, "-", "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--expected-items", "100", "--split-size", "1000000"];
-        let args = [&args[..], &["--exact-strategy", strategy]].concat();
+        let args = [&args[..], &["--exact-strategy", strategy, "--broadcast-limit", limit]].concat();
         let outs = run_cluster_with_stdin(dir.path(), 2, workers, &args, piped.as_bytes(), Duration::from_secs(60));
-        all_ok(&outs);
-        assert_eq!(read_output(Path::new(&out), "event,key,note\n"), d.expected, "2 x {workers}, {strategy}");
+        let summary = all_ok(&outs);
+        let chosen = if strategy == "shuffle" || limit != default { "(shuffle strategy)" } else { "(broadcast strategy)" };
+        assert!(summary.contains(chosen), "2 x {workers}, {strategy}, limit {limit}: {summary}");
+        assert_eq!(read_output(Path::new(&out), "event,key,note\n"), d.expected, "2 x {workers}, {strategy}, limit {limit}");
     }
 }
 
