@@ -246,7 +246,7 @@ impl Source {
         reader: &mut SplitReader<R>,
         split: &Split,
         from_text_start: bool,
-        mut key_index: Option<Vec<usize>>,
+        key_index: Option<Vec<usize>>,
         compressed: Option<&AtomicU64>,
         abort: &AtomicBool,
         progress: &AtomicU64,
@@ -254,178 +254,51 @@ impl Source {
         stats: &mut ScanStats,
         on_batch: &mut impl FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<()> {
-        let input = &self.inputs[split.input];
-        let opts = &self.options;
-        let delimiter = opts.format.delimiter;
-        let mut items: Vec<(Range<usize>, KeyAt)> = Vec::with_capacity(BATCH_LINES);
-        let null = opts.null_key.as_deref();
-        let mut nulls = Vec::new();
-        let mut arena = Vec::new();
-        let mut scratch = Vec::new();
-        // A composite key is assembled here, then copied to the arena.
-        let mut composite = Vec::new();
-        let mut long_buf = [0u8; 8];
-        // Exact line numbers are known only for a split read from the start of its input.
-        let mut line = 0u64;
-        let line_of = |offset: u64, line: u64| -> u64 {
-            match input {
-                _ if from_text_start => line,
-                Input::File { path, compression: Compression::None, .. } => line_number(path, offset).unwrap_or(0),
-                // A bzip2 split after the first: the lines before it are not counted.
-                _ => 0,
-            }
+        let mut lines = SplitLines {
+            source: self,
+            input: &self.inputs[split.input],
+            fields: KeyFields::new(key_index),
+            skip_header: self.options.format.has_header && from_text_start,
+            from_text_start,
+            line: 0,
+            set_aside: SetAside::default(),
         };
-        // The key's field when it has one (the hot path), else the first of a composite key's.
-        let single = |indexes: &Option<Vec<usize>>| match indexes.as_deref() {
-            Some(&[index]) => (Some(index), index),
-            Some(indexes) => (None, indexes[0]),
-            None => (None, 0),
-        };
-        let (mut single_index, mut first_index) = single(&key_index);
-        let mut skip_header = opts.format.has_header && from_text_start;
         // A byte order mark is dropped where the input starts, as Hadoop drops it.
         let mut at_input_start = from_text_start;
-        let (mut read, mut reported) = (0u64, 0u64);
-        let position = |read: u64| compressed.map_or(read, |c| c.load(Ordering::Relaxed));
+        let mut ticks = ProgressTicks { progress, compressed, read: 0, reported: 0 };
         // The batch's slices borrow the reader's buffer anew each time; their vectors' memory
         // is kept across batches, empty, in these.
         let (mut spare_keys, mut spare_records): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
         loop {
-            let (region_offset, region) = reader.next_lines(line)?;
+            let (region_offset, region) = reader.next_lines(lines.line)?;
             if region.is_empty() {
                 break;
             }
             let buf = reader.buffer();
-            let mut at = region.start;
+            let mut region = Region { buf, offset: region_offset, start: region.start, end: region.end, at: region.start, quote: 0 };
             if std::mem::take(&mut at_input_start) {
-                at += bom_len(&buf[region.clone()]);
+                region.at += bom_len(&buf[region.start..region.end]);
             }
-            // Where the next quote is (the region's end if none): lines before it take the
-            // fast path; the line holding it takes the general one, which parses quotes.
-            let quote_from = |from: usize| memchr::memchr(b'"', &buf[from..region.end]).map_or(region.end, |i| from + i);
-            let mut quote = quote_from(at);
-            // Batches of up to BATCH_LINES lines.
+            region.quote = region.quote_from(region.at);
             let mut batch_from = region.start;
-            while at < region.end {
+            while region.at < region.end {
                 let mut keys = recycle(std::mem::take(&mut spare_keys));
                 let mut records = recycle(std::mem::take(&mut spare_records));
-                items.clear();
-                arena.clear();
-                nulls.clear();
-                let mut header_line = None;
-                let mut taken = 0;
-                while taken < BATCH_LINES && at < region.end {
-                    // The usual lines go through the fast path, up to the first that it leaves to
-                    // the general one (a line with a quote, an empty or malformed line, a NULL key),
-                    // which takes that one line. A key in the arena puts every later key of the
-                    // batch aside too, so that the batch keeps its lines' order.
-                    if let (KeyType::Bytes, false, Some(index), true) = (opts.key_rules.key_type, skip_header, single_index, items.is_empty()) {
-                        let reject_empty = opts.key_rules.reject_empty;
-                        let run = Run { buf, lines: at..quote, delimiter, index, max: BATCH_LINES - taken };
-                        // Made twice, so that a scan without a NULL text makes no test for one.
-                        let (took, next) = match null {
-                            None => direct_lines(run, |key| reject_empty && key.is_empty(), &mut keys, &mut records),
-                            Some(null) => direct_lines(run, |key| reject_empty && key.is_empty() || key == null, &mut keys, &mut records),
-                        };
-                        (taken, at) = (taken + took, next);
-                        line += took as u64;
-                        stats.records += took as u64;
-                        if taken == BATCH_LINES || at == region.end {
-                            break;
-                        }
-                    }
-                    let end = memchr::memchr(b'\n', &buf[at..region.end]).map_or(region.end, |i| at + i + 1);
-                    let range = at..end;
-                    (taken, at) = (taken + 1, end);
-                    let quoted = end > quote;
-                    if quoted {
-                        quote = quote_from(end);
-                    }
-                    line += 1;
-                    let text = trim_line_end(&buf[range.clone()]);
-                    if skip_header {
-                        skip_header = false;
-                        header_line = Some(range.clone());
-                        if key_index.is_none() {
-                            key_index = Some(opts.key.resolve(Some(text), delimiter, &input.name())?);
-                            (single_index, first_index) = single(&key_index);
-                        }
-                        continue;
-                    }
-                    if text.is_empty() {
-                        continue;
-                    }
-                    stats.records += 1;
-                    // The field a malformed record is described by.
-                    let mut failed = first_index;
-                    let key = match single_index {
-                        Some(index) => key_or_null(text, delimiter, index, quoted, null, &mut scratch),
-                        None => {
-                            let indexes = key_index.as_deref().expect("key indexes are resolved before the first record");
-                            composite_key(text, delimiter, indexes, quoted, null, &mut scratch, &mut composite).map(|present| present.then_some(&composite[..])).map_err(|(index, e)| {
-                                failed = index;
-                                e
-                            })
-                        }
-                    };
-                    let key = match key {
-                        Ok(Some(key)) => Ok(key),
-                        Ok(None) => {
-                            stats.null_keys += 1;
-                            if opts.keep_null_records {
-                                // In its place in the batch, with an empty key that nothing looks up.
-                                nulls.push(keys.len() + items.len());
-                                if items.is_empty() {
-                                    keys.push(&buf[range.start..range.start]);
-                                    records.push(&buf[range.clone()]);
-                                } else {
-                                    items.push((range.clone(), KeyAt::Buffer(range.start..range.start)));
-                                }
-                            }
-                            continue;
-                        }
-                        Err(err) => Err(err),
-                    };
-                    match key.and_then(|key| opts.key_rules.encode(key, &mut long_buf)) {
-                        Ok(key) => match locate_key(buf, key, &mut arena) {
-                            KeyAt::Buffer(key) if items.is_empty() => {
-                                keys.push(&buf[key]);
-                                records.push(&buf[range.clone()]);
-                            }
-                            key => items.push((range.clone(), key)),
-                        },
-                        Err(err) => {
-                            // Finding a line number may mean counting newlines from the file's start:
-                            // done only for the records that are described.
-                            let described = opts.strict || err.is_fatal() || stats.malformed_examples.len() < MALFORMED_EXAMPLES;
-                            let offset = region_offset + (range.start - region.start) as u64;
-                            let numbered = if described { line_of(offset, line) } else { 0 };
-                            self.malformed(err, failed, input, numbered, stats)?;
-                        }
-                    }
-                }
-                let batch_bytes = (at - batch_from) as u64;
-                batch_from = at;
+                let header = lines.fill_batch(&mut region, &mut keys, &mut records, stats)?;
+                let set_aside = &lines.set_aside;
+                keys.extend(set_aside.items.iter().map(|(_, k)| k.get(buf, &set_aside.arena)));
+                records.extend(set_aside.items.iter().map(|(r, _)| &buf[r.clone()]));
+                let batch_bytes = (region.at - batch_from) as u64;
+                batch_from = region.at;
                 stats.bytes += batch_bytes;
-                keys.extend(items.iter().map(|(_, k)| k.get(buf, &arena)));
-                records.extend(items.iter().map(|(r, _)| &buf[r.clone()]));
-                on_batch(&RecordBatch { keys: &keys, records: &records, nulls: &nulls, header: header_line.map(|r| &buf[r]) })?;
+                on_batch(&RecordBatch { keys: &keys, records: &records, nulls: &lines.set_aside.nulls, header: header.map(|r| &buf[r]) })?;
                 (spare_keys, spare_records) = (recycle(keys), recycle(records));
-                // Progress and abort are shared by every worker: touched once per MiB, not once per
-                // batch, so that the workers do not pass their cache line back and forth.
-                read += batch_bytes;
-                let now = position(read);
-                if now - reported >= PROGRESS_STEP {
-                    tick();
-                    progress.fetch_add(now - reported, Ordering::Relaxed);
-                    reported = now;
-                    if abort.load(Ordering::Relaxed) {
-                        return Ok(());
-                    }
+                if ticks.after(batch_bytes, tick, abort) {
+                    return Ok(());
                 }
             }
         }
-        progress.fetch_add(position(read) - reported, Ordering::Relaxed);
+        ticks.finish();
         Ok(())
     }
 
@@ -442,6 +315,263 @@ impl Source {
         }
         Ok(())
     }
+}
+
+/// Where a split's key is: from the plan, or from the header the split starts with.
+struct KeyFields {
+    indexes: Option<Vec<usize>>,
+    /// The key's one field, where it has one: the fast path's case.
+    single: Option<usize>,
+    /// The key's first field: the one a malformed record is described by.
+    first: usize,
+}
+
+impl KeyFields {
+    fn new(indexes: Option<Vec<usize>>) -> Self {
+        let (single, first) = match indexes.as_deref() {
+            Some(&[index]) => (Some(index), index),
+            Some(indexes) => (None, indexes[0]),
+            None => (None, 0),
+        };
+        KeyFields { indexes, single, first }
+    }
+}
+
+/// Counts a split's bytes into the shared progress counter, and looks at the abort flag, once
+/// every [`PROGRESS_STEP`]: both are shared by every worker, and touched once per batch the
+/// workers would pass their cache line back and forth.
+struct ProgressTicks<'p> {
+    progress: &'p AtomicU64,
+    /// For a compressed input, its compressed bytes read so far, which progress counts.
+    compressed: Option<&'p AtomicU64>,
+    read: u64,
+    reported: u64,
+}
+
+impl ProgressTicks<'_> {
+    fn position(&self) -> u64 {
+        self.compressed.map_or(self.read, |c| c.load(Ordering::Relaxed))
+    }
+
+    /// Counts a batch of `bytes`; at each step, ticks the feed and tells whether the job is
+    /// aborting (the scan then stops).
+    #[inline]
+    fn after(&mut self, bytes: u64, tick: &mut impl FnMut(), abort: &AtomicBool) -> bool {
+        self.read += bytes;
+        let now = self.position();
+        if now - self.reported < PROGRESS_STEP {
+            return false;
+        }
+        tick();
+        self.progress.fetch_add(now - self.reported, Ordering::Relaxed);
+        self.reported = now;
+        abort.load(Ordering::Relaxed)
+    }
+
+    /// Counts what is left at the split's end.
+    fn finish(&self) {
+        self.progress.fetch_add(self.position() - self.reported, Ordering::Relaxed);
+    }
+}
+
+/// A run of whole lines in the reader's buffer, being cut into batches.
+struct Region<'b> {
+    buf: &'b [u8],
+    /// The input offset of `buf[start]`.
+    offset: u64,
+    start: usize,
+    end: usize,
+    /// Where the next line starts.
+    at: usize,
+    /// Where the next quote is (`end` if none): lines before it take the fast path; the line
+    /// holding it takes the general one, which parses quotes.
+    quote: usize,
+}
+
+impl Region<'_> {
+    fn quote_from(&self, from: usize) -> usize {
+        memchr::memchr(b'"', &self.buf[from..self.end]).map_or(self.end, |i| from + i)
+    }
+}
+
+/// What a batch holds besides the keys and records taken straight from the buffer, and the
+/// general path's scratch space, kept from batch to batch.
+#[derive(Default)]
+struct SetAside {
+    /// Lines whose key is not a slice of the buffer (see [`KeyAt`]), and every line after the
+    /// first of them, so that the batch keeps its lines' order.
+    items: Vec<(Range<usize>, KeyAt)>,
+    /// The keys that had to be unescaped or encoded.
+    arena: Vec<u8>,
+    /// The batch's records whose key is NULL (see [`RecordBatch::nulls`]).
+    nulls: Vec<usize>,
+    /// A quoted field is unescaped here, then copied to the arena.
+    scratch: Vec<u8>,
+    /// A composite key is assembled here, then copied to the arena.
+    composite: Vec<u8>,
+    /// A long key's 8 bytes.
+    long_buf: [u8; 8],
+}
+
+/// One split's scan, between its batches: where the key is, whether the header is still to come,
+/// the line count, and what the batch set aside.
+struct SplitLines<'s> {
+    source: &'s Source,
+    input: &'s Input,
+    fields: KeyFields,
+    skip_header: bool,
+    /// Exact line numbers are known only for a split read from the start of its input.
+    from_text_start: bool,
+    line: u64,
+    set_aside: SetAside,
+}
+
+impl SplitLines<'_> {
+    /// Fills a batch with up to [`BATCH_LINES`] lines of `region`: the usual lines through the
+    /// fast path, up to the first that it leaves to the general one (a line with a quote, an
+    /// empty or malformed line, a NULL key, the header), which takes that one line. Returns the
+    /// header's range if the batch skipped it. The lines set aside go after `keys` and
+    /// `records`, which the caller appends (their keys may be in the arena).
+    #[inline]
+    fn fill_batch<'r: 'b, 'b>(&mut self, region: &mut Region<'r>, keys: &mut Vec<&'b [u8]>, records: &mut Vec<&'b [u8]>, stats: &mut ScanStats) -> Result<Option<Range<usize>>> {
+        let opts = &self.source.options;
+        let set_aside = &mut self.set_aside;
+        set_aside.items.clear();
+        set_aside.arena.clear();
+        set_aside.nulls.clear();
+        // In locals, which stay in registers across the calls below (a tenth fewer instructions
+        // per quoted line than through `region` and `self`).
+        let (buf, end_of_region) = (region.buf, region.end);
+        let (mut at, mut quote, mut line) = (region.at, region.quote, self.line);
+        let mut header = None;
+        let mut taken = 0;
+        while taken < BATCH_LINES && at < end_of_region {
+            // Set-aside lines hold the rest of the batch: the fast path appends to `keys`.
+            if let (KeyType::Bytes, false, Some(index), true) = (opts.key_rules.key_type, self.skip_header, self.fields.single, self.set_aside.items.is_empty()) {
+                let reject_empty = opts.key_rules.reject_empty;
+                let run = Run { buf, lines: at..quote, delimiter: opts.format.delimiter, index, max: BATCH_LINES - taken };
+                // Made twice, so that a scan without a NULL text makes no test for one.
+                let (took, next) = match opts.null_key.as_deref() {
+                    None => direct_lines(run, |key| reject_empty && key.is_empty(), keys, records),
+                    Some(null) => direct_lines(run, |key| reject_empty && key.is_empty() || key == null, keys, records),
+                };
+                (taken, at) = (taken + took, next);
+                line += took as u64;
+                stats.records += took as u64;
+                if taken == BATCH_LINES || at == end_of_region {
+                    break;
+                }
+            }
+            let end = memchr::memchr(b'\n', &buf[at..end_of_region]).map_or(end_of_region, |i| at + i + 1);
+            let range = at..end;
+            (taken, at) = (taken + 1, end);
+            let quoted = end > quote;
+            if quoted {
+                quote = region.quote_from(end);
+            }
+            line += 1;
+            if self.skip_header {
+                self.skip_header = false;
+                header = Some(range.clone());
+                if self.fields.indexes.is_none() {
+                    let text = trim_line_end(&buf[range]);
+                    self.fields = KeyFields::new(Some(opts.key.resolve(Some(text), opts.format.delimiter, &self.input.name())?));
+                }
+                continue;
+            }
+            let place = LinePlace { line, offset: region.offset + (range.start - region.start) as u64 };
+            self.general_record(buf, range, quoted, place, keys, records, stats)?;
+        }
+        (region.at, region.quote, self.line) = (at, quote, line);
+        Ok(header)
+    }
+
+    /// A line the fast path left, not the header: an empty line is passed over; a record whose
+    /// key is NULL is counted (and kept in its place where the scan keeps them); a malformed one
+    /// is counted and described, or fails the scan; any other goes into the batch, its key from
+    /// the buffer or the arena.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn general_record<'b>(&mut self, buf: &'b [u8], range: Range<usize>, quoted: bool, place: LinePlace, keys: &mut Vec<&'b [u8]>, records: &mut Vec<&'b [u8]>, stats: &mut ScanStats) -> Result<()> {
+        let opts = &self.source.options;
+        let text = trim_line_end(&buf[range.clone()]);
+        if text.is_empty() {
+            return Ok(());
+        }
+        stats.records += 1;
+        let SetAside { items, arena, nulls, scratch, composite, long_buf } = &mut self.set_aside;
+        let (delimiter, null) = (opts.format.delimiter, opts.null_key.as_deref());
+        // The field a malformed record is described by.
+        let mut failed = self.fields.first;
+        let key = match self.fields.single {
+            Some(index) => key_or_null(text, delimiter, index, quoted, null, scratch),
+            None => {
+                let indexes = self.fields.indexes.as_deref().expect("key indexes are resolved before the first record");
+                composite_key(text, delimiter, indexes, quoted, null, scratch, composite).map(|present| present.then_some(&composite[..])).map_err(|(index, e)| {
+                    failed = index;
+                    e
+                })
+            }
+        };
+        let key = match key {
+            Ok(Some(key)) => key,
+            Ok(None) => {
+                stats.null_keys += 1;
+                if opts.keep_null_records {
+                    // In its place in the batch, with an empty key that nothing looks up.
+                    nulls.push(keys.len() + items.len());
+                    if items.is_empty() {
+                        keys.push(&buf[range.start..range.start]);
+                        records.push(&buf[range]);
+                    } else {
+                        items.push((range.clone(), KeyAt::Buffer(range.start..range.start)));
+                    }
+                }
+                return Ok(());
+            }
+            Err(err) => return self.malformed_at(err, failed, place, stats),
+        };
+        match opts.key_rules.encode(key, long_buf) {
+            Ok(key) => match locate_key(buf, key, arena) {
+                KeyAt::Buffer(key) if items.is_empty() => {
+                    keys.push(&buf[key]);
+                    records.push(&buf[range]);
+                }
+                key => items.push((range, key)),
+            },
+            Err(err) => return self.malformed_at(err, failed, place, stats),
+        }
+        Ok(())
+    }
+
+    /// Counts (or fails for) a malformed record at `place`. Finding its line number may mean
+    /// counting newlines from the file's start: done only for the records that are described.
+    #[cold]
+    fn malformed_at(&self, err: KeyError, field: usize, place: LinePlace, stats: &mut ScanStats) -> Result<()> {
+        let opts = &self.source.options;
+        let described = opts.strict || err.is_fatal() || stats.malformed_examples.len() < MALFORMED_EXAMPLES;
+        let line = if described { self.line_number(place) } else { 0 };
+        self.source.malformed(err, field, self.input, line, stats)
+    }
+
+    /// The number of the line at `place`: counted by the scan where the split was read from its
+    /// input's start, else from the file (0 for a bzip2 split after the first, whose lines
+    /// before it are not counted).
+    fn line_number(&self, place: LinePlace) -> u64 {
+        match self.input {
+            _ if self.from_text_start => place.line,
+            Input::File { path, compression: Compression::None, .. } => line_number(path, place.offset).unwrap_or(0),
+            _ => 0,
+        }
+    }
+}
+
+/// Where a line is: the lines the scan has counted up to it (its number where the split was
+/// read from its input's start), and its offset in its input.
+#[derive(Clone, Copy)]
+struct LinePlace {
+    line: u64,
+    offset: u64,
 }
 
 /// An empty vector of slices with `v`'s allocation, for another lifetime: a loop whose slices
