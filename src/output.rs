@@ -104,13 +104,24 @@ pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> 
 /// The first entry of the existing output `dir` that no Hadoop-style job writes, if any: a job
 /// writes `part-*` files, `_SUCCESS`, `_temporary/` and hidden files (`.crc` checksums), and
 /// --overwrite replaces only such a directory, never one holding other data (`-o data` for
-/// `-o data/out`, say). A directory with nothing in it is fine.
+/// `-o data/out`, say). A directory with nothing in it is fine, and so is one that is gone: in a
+/// job of several processes, process 0 moves the old output aside once it has checked it, and
+/// another process may be reading it then (which failed a 2-process benchmark run with "No
+/// such file or directory").
 fn not_job_output(dir: &Path) -> Result<Option<PathBuf>> {
     if !dir.is_dir() {
         return Ok(None); // refused as not a directory by process 0
     }
-    for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
+    let gone = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+    let entries = match std::fs::read_dir(dir) {
+        Err(e) if gone(&e) => return Ok(None),
+        entries => entries.map_err(|e| Error::io(dir, e))?,
+    };
+    for entry in entries {
+        let entry = match entry {
+            Err(e) if gone(&e) => return Ok(None),
+            entry => entry.map_err(|e| Error::io(dir, e))?,
+        };
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if !(name.starts_with("part-") || crate::splits::is_hidden(&name)) {
@@ -381,6 +392,36 @@ mod tests {
     /// A replaced output's large files are emptied before removal, but never a file with a
     /// second link (the user's copy) nor the target of a symbolic link.
     #[cfg(unix)]
+    #[test]
+    fn an_output_moved_aside_while_it_is_checked_is_no_error() {
+        // Another process checks the old output while process 0 moves it aside: here one thread
+        // moves it back and forth while the other checks it for 2 s: some checks see it go
+        // midway (there at `is_dir`, gone at `read_dir`), which failed the check before.
+        let dir = tempfile::tempdir().unwrap();
+        let (out, aside) = (dir.path().join("out"), dir.path().join(".out.old"));
+        std::fs::create_dir(&out).unwrap();
+        for i in 0..50 {
+            std::fs::write(out.join(format!("part-{i:05}")), "").unwrap();
+        }
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let checked = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = std::fs::rename(&out, &aside);
+                    let _ = std::fs::rename(&aside, &out);
+                }
+            });
+            let started = std::time::Instant::now();
+            let mut checked = Ok(None);
+            while started.elapsed() < std::time::Duration::from_secs(2) && matches!(checked, Ok(None)) {
+                checked = not_job_output(&out);
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            checked
+        });
+        assert!(matches!(checked, Ok(None)), "{checked:?}");
+    }
+
     #[test]
     fn shrinking_a_replaced_output_spares_hard_links_and_symlink_targets() {
         let root = tempfile::tempdir().unwrap();
