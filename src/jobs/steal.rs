@@ -380,6 +380,25 @@ mod tests {
         assert_eq!(looks.get(), 3);
     }
 
+    /// The claims' I/O errors are errors, each naming its path, not panics or silent refusals:
+    /// an announcement where the output directory cannot be made (a file is in its place), and
+    /// once the temporary area is gone, a claim (neither a link nor a create can be made there)
+    /// and a look for splits to take.
+    #[test]
+    fn the_claims_io_errors_name_their_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("out");
+        std::fs::write(&file, "").unwrap();
+        let err = ProbeClaims::new(&file, vec![vec![0]]).announce(0).unwrap_err().to_string();
+        assert!(err.contains("out/_temporary"), "{err}");
+        let claims = announced(dir.path());
+        std::fs::remove_dir_all(dir.path().join("_temporary")).unwrap();
+        let err = claims.claim(0, 3).unwrap_err().to_string();
+        assert!(err.contains("_temporary/claim-00003"), "{err}");
+        let err = claims.take(1, |_| true).unwrap_err().to_string();
+        assert!(err.contains("_temporary"), "{err}");
+    }
+
     /// Nothing is taken from a worker that has not announced itself (its output directory is
     /// elsewhere), nor a split `can_take` refuses: then the next worker's is taken.
     #[test]
