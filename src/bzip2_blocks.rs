@@ -354,7 +354,7 @@ impl Bzip2Split {
     }
 
     /// A reader of the file's magics and blocks from byte `from` (a split beginning and ending
-    /// there, until [`open`](Self::open) sets its range; for [`block_spanning`] as it is).
+    /// there, until [`open`](Self::open) sets its range; for [`block_spanning`](Self::block_spanning) as it is).
     fn open_window(path: &Path, from: u64, file_len: u64) -> Result<Bzip2Split> {
         let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
         file.seek(SeekFrom::Start(from)).map_err(|e| Error::io(path, e))?;

@@ -447,7 +447,7 @@ impl Part {
     }
 }
 
-/// Whether a key is a number (see [`number`]).
+/// Whether a key is a number (see `number`).
 #[inline(always)]
 pub fn is_number(key: &[u8]) -> bool {
     number(key).is_some()
@@ -474,7 +474,7 @@ fn number(key: &[u8]) -> Option<u32> {
     Some(value + 1)
 }
 
-/// Whether a key is short (see [`short_word`]): from its length and last byte alone, but for
+/// Whether a key is short (see `short_word`): from its length and last byte alone, but for
 /// the keys of 10–16 bytes, which may be numbers.
 #[inline(always)]
 pub fn is_short(key: &[u8]) -> bool {
@@ -533,7 +533,7 @@ fn decimal(key: &[u8], digits: std::ops::RangeInclusive<usize>) -> Option<u64> {
     Some(value)
 }
 
-/// Whether a key is a big number (see [`big_number`]).
+/// Whether a key is a big number (see `big_number`).
 #[inline(always)]
 pub fn is_big_number(key: &[u8]) -> bool {
     big_number(key).is_some()
@@ -590,8 +590,8 @@ fn slot_of(hash: u64, slots: usize) -> usize {
 /// An exact set of keys, built once and then only queried. Keys of up to 8 bytes (and numbers
 /// of up to 16 digits) live in the tables themselves, so a lookup touches one cache line, and
 /// batched lookups prefetch those lines so that the misses overlap; longer keys live in an
-/// arena. About 6 bytes per number of up to 9 digits (see [`number`]), 12 per other short key
-/// (see [`short_word`]), 24 per other key plus the arena.
+/// arena. About 6 bytes per number of up to 9 digits (see `number`), 12 per other short key
+/// (see `short_word`), 24 per other key plus the arena.
 ///
 /// The set is cut into partitions by hash, so that the workers of a process can each build one
 /// at the same time (see [`PartitionBuilder`]); a key is looked up in its own partition only.

@@ -21,7 +21,7 @@ pub fn available() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("bmi2")
 }
 
-/// The position each lane of [`test`] holds: positions 0-7 leave the extraction in this order.
+/// The position each lane of [`test()`] holds: positions 0-7 leave the extraction in this order.
 const LANE_POSITION: [u32; 8] = [0, 1, 4, 5, 2, 3, 6, 7];
 
 /// Per k, a 1 in the lanes whose position is below k, 0 in the rest: a lane's 1 is shifted
@@ -51,7 +51,7 @@ pub unsafe fn test(line: &[u64; 8], z: u64, k: u32) -> bool {
     test_demanding(line, z, demand(k))
 }
 
-/// [`ONES`]' row for k ≤ 7, which [`test_demanding`] takes: loaded once for a batch's tests.
+/// `ONES`' row for k ≤ 7, which [`test_demanding`] takes: loaded once for a batch's tests.
 ///
 /// # Safety
 /// The CPU must have AVX2 ([`available`]).
@@ -63,7 +63,7 @@ pub unsafe fn demand(k: u32) -> __m256i {
     unsafe { _mm256_loadu_si256(ONES[k as usize].as_ptr() as *const __m256i) }
 }
 
-/// [`test`], with the demand of its k made by [`demand`].
+/// [`test()`], with the demand of its k made by [`demand`].
 ///
 /// # Safety
 /// The CPU must have AVX2 ([`available`]).
@@ -102,7 +102,7 @@ pub unsafe fn test_demanding(line: &[u64; 8], z: u64, ones: __m256i) -> bool {
 /// The block is the high half of x · blocks, x = c << 32 | b, from two 32 × 32-bit multiplies
 /// (exact for blocks < 2^32: x_hi · blocks + (x_lo · blocks >> 32) < 2^64), as in
 /// [`super::block_avx512::probes`]. AVX2 has no 64-bit lane multiply: the remix's are made of
-/// three 32 × 32-bit ones each ([`mul64`]).
+/// three 32 × 32-bit ones each (`mul64`).
 ///
 /// # Safety
 /// The CPU must have AVX2 ([`available`]).

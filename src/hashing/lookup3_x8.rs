@@ -1,6 +1,6 @@
 //! lookup3 `hashlittle2` of 8 keys to a vector with AVX2, for CPUs without AVX-512: the same
 //! lanes as [`super::lookup3_x16`], with half as many per vector and rotates of two shifts.
-//! Its reading of the keys into transposed words ([`transposed_words`]) serves both: a key is
+//! Its reading of the keys into transposed words (`transposed_words`) serves both: a key is
 //! read as 32 bytes where it is and the bytes past its end cleared, and a key near the end of
 //! its page is copied into a padded buffer (a byte-masked AVX-512 load of each key, tried
 //! first, made the AVX-512 hash slower than the scalar one on a Zen 4).

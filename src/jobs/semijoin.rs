@@ -54,7 +54,7 @@ pub enum ExactStrategy {
     /// (Spark's broadcast hash join): no probe data crosses the network.
     Broadcast,
     /// Survivors' keys and build keys are exchanged by key, and each worker looks up the
-    /// survivors of its shard of the keys ([`shard_join`]): for build sides too large to copy to
+    /// survivors of its shard of the keys (`jobs::shard_join`): for build sides too large to copy to
     /// every process.
     Shuffle,
 }
@@ -103,7 +103,7 @@ pub struct ProbeReport {
     /// their key bytes plus 12 bytes of worker and sequence number each.
     pub pruned_exchange_bytes: u64,
     /// Splits this worker took from a sibling of its process and read for it (see
-    /// [`steal`](super::steal)).
+    /// `jobs::steal`).
     pub taken_splits: u64,
     pub elapsed_secs: f64,
     pub error: Option<String>,
