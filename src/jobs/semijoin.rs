@@ -97,13 +97,13 @@ pub struct ProbeReport {
     pub scan: ScanStats,
     /// Records the filter answered "maybe" for.
     pub bloom_survivors: u64,
-    /// Records written to the part file.
+    /// Records this worker wrote: to its part file, and to the outputs of the splits it took.
     pub records_out: u64,
     /// What the records the filter dropped would have cost an exact join's key exchange:
     /// their key bytes plus 12 bytes of worker and sequence number each.
     pub pruned_exchange_bytes: u64,
-    /// Splits this worker took from a sibling of its process and read for it (see
-    /// `jobs::steal`).
+    /// Splits this worker took from another worker, of its process or another, and read for
+    /// it (see `jobs::steal`).
     pub taken_splits: u64,
     pub elapsed_secs: f64,
     pub error: Option<String>,
