@@ -268,7 +268,8 @@ fn a_build_side_from_standard_input_is_read_once() {
         assert!(summary.contains("(shuffle strategy)"), "{summary}");
         assert_eq!(read_output(Path::new(&out), "event,key,note\n"), want, "shuffle, anti {anti}");
         std::fs::remove_dir_all(&out).unwrap();
-        // A limit passed midway through the keys, on one worker or on the two together.
+        // A limit passed midway through the keys, and one passed by the first key or two (worker
+        // 0, which reads standard input, keeps them until its scan ends, then sends them).
         for limit in ["40", "8"] {
             let summary = ok(&run_with_stdin(&[&args[..], &["--broadcast-limit", limit]].concat(), d.build.as_bytes()));
             assert!(summary.contains("(shuffle strategy)"), "{summary}");
