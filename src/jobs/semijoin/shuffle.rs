@@ -83,9 +83,10 @@ struct ShuffleProbe<'a, 'w> {
 impl ShuffleProbe<'_, '_> {
     /// Reads the worker's own probe splits, claiming each, then takes other workers' splits
     /// while they have some left and this worker is likely to write at most a quarter of the
-    /// records it read (as [`Job::probe_splits`] does). A taken split's rounds go to a scratch
-    /// file of their own, which its owner appends. Returns the scan's figures; `stealing` gets
-    /// the claims made and the splits of this worker's that others took.
+    /// records it read (as [`Job::probe_splits`] does). A taken split's records wait in this
+    /// worker's rounds as a run of their own, which goes to the split's scratch file (for its
+    /// owner to append) once answered. Returns the scan's figures; `stealing` gets the claims
+    /// made and the splits of this worker's that others took.
     fn read_splits(&mut self, counter: &AtomicU64, stealing: &mut Stealing) -> Result<ScanStats> {
         let (job, me, abort) = (self.job, self.out.files.me, self.out.abort);
         let mut stats = job.read_own_splits(me, abort, stealing, |split| self.read(split, counter))?;
