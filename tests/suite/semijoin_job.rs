@@ -285,9 +285,12 @@ fn a_build_side_from_standard_input_is_read_once() {
 /// `auto` past `--broadcast-limit` joins exactly, reading the build side once, whatever each
 /// worker kept: with a limit just below the keys' total, the workers usually each keep theirs
 /// (the total passes the limit, no worker's share does) and send them once the job chooses the
-/// shuffle; with a limit of a third, each passes it midway and sends what it kept, then the
-/// rest as it reads. The statistics tell the two apart (`collected_key_bytes` is null for a
-/// worker past the limit); each case must show up within 10 runs.
+/// shuffle; with a limit of a third, the worker that read the most (at least half) passes it
+/// midway and sends what it kept, then the rest as it reads, while the other may do either.
+/// The statistics tell the two apart (`collected_key_bytes` is null for a worker past the
+/// limit). The splits are claimed, so how the keys fall depends on the threads' timing: on a
+/// busy machine one worker may read nearly all of them. So the first case need only show up
+/// within 30 runs, and the second is checked in every run.
 #[test]
 fn auto_past_the_limit_joins_the_keys_each_worker_kept_or_sent() {
     let dir = tempdir();
@@ -311,7 +314,7 @@ fn auto_past_the_limit_joins_the_keys_each_worker_kept_or_sent() {
         probe.lines().skip(1).filter(|l| build_keys.contains(l.split(',').nth(1).unwrap())).map(|l| (format!("{l}\n").into_bytes(), 1)).collect();
     for (limit, kept) in [(key_bytes - 1, true), (key_bytes / 3, false)] {
         let mut seen = false;
-        for attempt in 0..10 {
+        for attempt in 0..30 {
             let out = path_str(dir.path(), &format!("out-{limit}-{attempt}"));
             let limit = limit.to_string();
             let summary = ok(&run(&semijoin_args(&b, &p, &out, &["--exact", "--broadcast-limit", &limit, "-w", "2"])));
@@ -320,12 +323,18 @@ fn auto_past_the_limit_joins_the_keys_each_worker_kept_or_sent() {
             let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
             let workers = stats["per_worker_build"].as_array().unwrap();
             assert_eq!(workers.iter().map(|w| w["keys"].as_u64().unwrap()).sum::<u64>(), 2_000, "each key read once");
-            if workers.iter().all(|w| w["collected_key_bytes"].is_u64() == kept) {
+            let within = workers.iter().filter(|w| w["collected_key_bytes"].is_u64()).count();
+            if kept && within == workers.len() {
+                seen = true;
+                break;
+            }
+            if !kept {
+                assert!(within < workers.len(), "no worker passed the limit of {limit}, a third of the keys: {stats}");
                 seen = true;
                 break;
             }
         }
-        assert!(seen, "no run in which every worker {} the limit of {limit}", if kept { "stayed within" } else { "passed" });
+        assert!(seen, "no run in which every worker stayed within the limit of {limit}");
     }
 }
 
