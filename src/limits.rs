@@ -110,6 +110,12 @@ pub fn zeroed_huge_ticking<T: bytemuck::Zeroable>(n: usize, tick: &mut dyn FnMut
 /// key set's phase (the broadcast and the table's build), medians of 15 interleaved rounds: 2
 /// processes × 1, where each process builds the whole 24 MB table, 119 -> 105 ms (the slowest
 /// 177 -> 119); 1 × 2 37 -> 29 ms; `-w 1`, which alone rarely meets cold memory, 40 -> 49 ms.
+///
+/// Written from 64 KiB up, not from 4 MiB as huge blocks are: the tables of a key set's
+/// partition are read before they are written (a probe for an empty slot), and with `-w 2` on
+/// the benchmark each worker's 3 MB partition was left to the zero page: that phase took 28.8
+/// and 26.4 ms, 14.7 and 16.5 with the pages written (medians of 9 runs, two series); `-w 1`,
+/// whose one table is past 4 MiB, 18.7 ms either way.
 pub fn zeroed_written<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
     zeroed_pages(n, Pages::Small, &mut || {})
 }
@@ -117,12 +123,21 @@ pub fn zeroed_written<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
 fn zeroed_pages<T: bytemuck::Zeroable>(n: usize, pages: Pages, tick: &mut dyn FnMut()) -> Vec<T> {
     const PIECE: usize = 2 << 20;
     let bytes = n * std::mem::size_of::<T>();
-    if bytes < 4 << 20 {
+    // Below these, a plain zeroed allocation: huge pages only pay for blocks of several, and a
+    // small block's pages cost little however they are touched.
+    let smallest = match pages {
+        Pages::Huge => 4 << 20,
+        Pages::Small => 64 << 10,
+    };
+    if bytes < smallest {
         return bytemuck::zeroed_vec(n);
     }
     let layout = std::alloc::Layout::array::<T>(n).expect("a slice that fits the address space");
-    // SAFETY: the layout's size is at least 4 MiB, never zero.
+    // SAFETY: the layout's size is at least 64 KiB, never zero.
     let ptr = unsafe { std::alloc::alloc(layout) };
+    // Hidden from the optimizer, which may otherwise turn a fresh allocation zeroed whole into
+    // `calloc` (as it did where the size was a constant), leaving the pages unwritten.
+    let ptr = std::hint::black_box(ptr);
     if ptr.is_null() {
         std::alloc::handle_alloc_error(layout);
     }
@@ -157,6 +172,26 @@ mod tests {
         assert!(ticks == 0 && small.iter().all(|&w| w == 0));
         let written: Vec<u64> = super::zeroed_written((5 << 17) + 1);
         assert!(written.len() == (5 << 17) + 1 && written.iter().all(|&w| w == 0));
+    }
+
+    /// A block of 64 KiB to 4 MiB from `zeroed_written` has every page in memory before it is
+    /// read: written, not left for the zero page (a fresh mapping left untouched has none).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_mid_sized_written_block_has_every_page_in_memory() {
+        const PAGE: usize = 4096;
+        for bytes in [64 << 10, 3 << 20, (4 << 20) - 8] {
+            let block: Vec<u64> = super::zeroed_written(bytes / 8);
+            let (start, end) = ((block.as_ptr() as usize).next_multiple_of(PAGE), (block.as_ptr() as usize + bytes) / PAGE * PAGE);
+            let mut resident = vec![0u8; (end - start) / PAGE];
+            // SAFETY: the range is whole pages inside `block`'s allocation, and `resident` has a
+            // byte for each; mincore only reports on them.
+            let status = unsafe { libc::mincore(start as *mut libc::c_void, end - start, resident.as_mut_ptr()) };
+            assert_eq!(status, 0, "mincore: {}", std::io::Error::last_os_error());
+            let missing = resident.iter().filter(|&&r| r & 1 == 0).count();
+            assert_eq!(missing, 0, "{missing} of {} pages of a {bytes}-byte block not in memory", resident.len());
+            assert!(block.iter().all(|&w| w == 0));
+        }
     }
 
     /// The flags of the memory mapping that holds `address`, as /proc/self/smaps lists them
