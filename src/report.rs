@@ -30,6 +30,9 @@ pub struct WorkerReport {
     pub collected_short_keys: u64,
     #[serde(default)]
     pub collected_big_number_keys: u64,
+    /// The smallest and the largest of those numbers, by which the set may hold them as bits.
+    #[serde(default)]
+    pub collected_numbers_range: Option<(u32, u32)>,
     /// Set when this worker failed; the job then fails everywhere and writes nothing.
     pub error: Option<String>,
 }

@@ -98,6 +98,7 @@ pub(crate) fn global_filter(
             report.collected_key_bytes = (!overflow).then(|| arena.len_bytes() as u64);
             let counts = arena.counts();
             (report.collected_number_keys, report.collected_short_keys, report.collected_big_number_keys) = (counts.numbers, counts.short, counts.big);
+            report.collected_numbers_range = counts.numbers_range;
         }
         match scanned {
             Ok(scan) => report.scan = scan,

@@ -428,12 +428,7 @@ impl Job {
                 self.probe_exact(worker, join, &filter, abort, counter, &mut report, &mut stealing)
             }
             Some(_) => {
-                let counts = KeyCounts {
-                    keys: build_reports.iter().map(|r| r.keys).sum(),
-                    numbers: build_reports.iter().map(|r| r.collected_number_keys).sum(),
-                    short: build_reports.iter().map(|r| r.collected_short_keys).sum(),
-                    big: build_reports.iter().map(|r| r.collected_big_number_keys).sum(),
-                };
+                let counts = build_reports.iter().map(collected_counts).fold(KeyCounts::default(), KeyCounts::merge);
                 let set = broadcast_keys(worker, std::mem::take(&mut keys), counts, &self.receivers(), &self.shared_keys);
                 self.probe_bloom(me, &filter, Some(&set), abort, counter, &mut report, &mut stealing)
             }
@@ -865,6 +860,17 @@ fn append_and_discard(part: &mut TaskFile, path: &Path, chunk: &mut Vec<u8>) -> 
     let appended = append();
     output::discard(path);
     appended
+}
+
+/// The counts of the keys a worker kept, from its report.
+fn collected_counts(report: &WorkerReport) -> KeyCounts {
+    KeyCounts {
+        keys: report.keys,
+        numbers: report.collected_number_keys,
+        short: report.collected_short_keys,
+        big: report.collected_big_number_keys,
+        numbers_range: report.collected_numbers_range,
+    }
 }
 
 /// Writes a record as it was, adding a newline to a last line that lacked one (so that records

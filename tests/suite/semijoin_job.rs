@@ -58,6 +58,29 @@ fn dataset(seed: u64) -> Dataset {
     Dataset { build, probe, expected, anti }
 }
 
+/// A build side `b.csv` (`name,id`) and a probe side `p.csv` (`event,key,note`) in `dir` with
+/// these keys, one row each: their paths, and the probe records whose key is on the build side.
+fn join_files(dir: &Path, build_keys: Vec<String>, probe_keys: Vec<String>) -> (String, String, BTreeMap<Vec<u8>, usize>) {
+    let mut build = String::from("name,id\n");
+    for (i, key) in build_keys.iter().enumerate() {
+        build.push_str(&format!("b{i},{key}\n"));
+    }
+    let build_keys: HashSet<String> = build_keys.into_iter().collect();
+    let mut probe = String::from("event,key,note\n");
+    let mut expected = BTreeMap::new();
+    for (i, key) in probe_keys.iter().enumerate() {
+        let line = format!("{i},{key},n\n");
+        if build_keys.contains(key) {
+            *expected.entry(line.clone().into_bytes()).or_insert(0) += 1;
+        }
+        probe.push_str(&line);
+    }
+    let (build_path, probe_path) = (path_str(dir, "b.csv"), path_str(dir, "p.csv"));
+    std::fs::write(&build_path, build).unwrap();
+    std::fs::write(&probe_path, probe).unwrap();
+    (build_path, probe_path, expected)
+}
+
 /// The records of every part file as a multiset, checking each part's header and that records
 /// keep their input order (event numbers increase within a part).
 /// `dataset(seed)` written to `b.csv` (build) and `p.csv` (probe) in `dir`: the dataset and the
@@ -466,26 +489,9 @@ fn a_filter_merged_over_several_rounds_reaches_every_worker_whole() {
 fn processes_of_several_workers_prune_as_one_process() {
     let dir = tempdir();
     let mut rng = rand::rngs::StdRng::seed_from_u64(22);
-    let mut build = String::from("name,id\n");
-    let mut build_keys = HashSet::new();
-    for i in 0..4000 {
-        let key = format!("k{}", rng.gen_range(0..20_000));
-        build.push_str(&format!("b{i},{key}\n"));
-        build_keys.insert(key);
-    }
-    let mut probe = String::from("event,key,note\n");
-    let mut expected = BTreeMap::new();
-    for i in 0..20_000 {
-        let key = format!("k{}", rng.gen_range(0..20_000));
-        let line = format!("{i},{key},n\n");
-        if build_keys.contains(&key) {
-            *expected.entry(line.clone().into_bytes()).or_insert(0) += 1;
-        }
-        probe.push_str(&line);
-    }
-    let (build_path, probe_path) = (path_str(dir.path(), "b.csv"), path_str(dir.path(), "p.csv"));
-    std::fs::write(&build_path, build).unwrap();
-    std::fs::write(&probe_path, probe).unwrap();
+    let build_keys = (0..4000).map(|_| format!("k{}", rng.gen_range(0..20_000))).collect();
+    let probe_keys = (0..20_000).map(|_| format!("k{}", rng.gen_range(0..20_000))).collect();
+    let (build_path, probe_path, expected) = join_files(dir.path(), build_keys, probe_keys);
     let args = |out: &str, extra: &[&'static str]| -> Vec<String> {
         let out = path_str(dir.path(), out);
         with_values(semijoin_args(&build_path, &probe_path, &out, extra), &[("--split-size", "4096"), ("--expected-items", "4000")])
@@ -503,6 +509,41 @@ fn processes_of_several_workers_prune_as_one_process() {
             assert_eq!(&got, if exact { &expected } else { &pruned }, "{processes} processes x 2 workers, exact {exact}");
         }
     }
+}
+
+/// Numeric ids from a range not much wider than their count, which every process holds as bits
+/// (cut by value among a process's workers), join exactly with one worker, three, and two
+/// processes of two: probe ids in and around the range, ids written with a leading zero (text,
+/// not the number), and other keys. The statistics give the range each worker's ids spanned.
+#[test]
+fn dense_numeric_ids_join_exactly_in_every_layout() {
+    let dir = tempdir();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(41);
+    let mut key = |i: usize, every: usize, ids: std::ops::Range<u32>| match i % every {
+        0 => format!("0{}", rng.gen_range(50_000..80_000)),
+        1 => format!("k{}", rng.gen_range(0..every)),
+        _ => rng.gen_range(ids).to_string(),
+    };
+    let build_keys = (0..3_000).map(|i| key(i, 100, 50_000..80_000)).collect();
+    let probe_keys = (0..20_000).map(|i| key(i, 50, 40_000..90_000)).collect();
+    let (build_path, probe_path, expected) = join_files(dir.path(), build_keys, probe_keys);
+    let args = |out: &str, extra: &[&'static str]| -> Vec<String> {
+        let out = path_str(dir.path(), out);
+        with_values(semijoin_args(&build_path, &probe_path, &out, &[&["--exact"], extra].concat()), &[("--split-size", "4096"), ("--expected-items", "3000")])
+    };
+    for (name, workers) in [("w1", "1"), ("w3", "3")] {
+        let single = args(name, &["-w", workers]);
+        ok(&run(&single.iter().map(String::as_str).collect::<Vec<_>>()));
+        assert_eq!(read_output(&dir.path().join(name), "event,key,note\n"), expected, "-w {workers}");
+        let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(name).join("_SUCCESS")).unwrap()).unwrap();
+        for w in stats["per_worker_build"].as_array().unwrap().iter().filter(|w| w["collected_number_keys"].as_u64() > Some(0)) {
+            let (low, high) = (w["collected_numbers_range"][0].as_u64().unwrap(), w["collected_numbers_range"][1].as_u64().unwrap());
+            assert!((50_000..80_000).contains(&low) && (low..80_000).contains(&high), "{w}");
+        }
+    }
+    let cluster = args("2x2", &[]);
+    all_ok(&run_cluster(dir.path(), 2, 2, &cluster.iter().map(String::as_str).collect::<Vec<_>>(), Duration::from_secs(60)));
+    assert_eq!(read_output(&dir.path().join("2x2"), "event,key,note\n"), expected, "2 processes x 2 workers");
 }
 
 /// The part files of a worker's siblings hold the same bytes whether or not a sibling took some
