@@ -706,11 +706,13 @@ fn slot_of(hash: u64, slots: usize) -> usize {
 /// An exact set of keys, built once and then only queried. Keys of up to 8 bytes (and numbers
 /// of up to 16 digits) live in the tables themselves, so a lookup touches one cache line, and
 /// batched lookups prefetch those lines so that the misses overlap; longer keys live in an
-/// arena. About 6 bytes per number of up to 9 digits (see `number`), 12 per other short key
-/// (see `short_word`), 24 per other key plus the arena.
+/// arena. Numbers of up to 9 digits (see `number`) take a bit each of their range where it is
+/// dense (see `Dense`), else about 6 bytes each; 12 bytes per other short key (see
+/// `short_word`), 24 per other key plus the arena.
 ///
-/// The set is cut into partitions by hash, so that the workers of a process can each build one
-/// at the same time (see [`PartitionBuilder`]); a key is looked up in its own partition only.
+/// The set is cut into partitions by hash (dense numbers by value), so that the workers of a
+/// process can each build one at the same time (see [`PartitionBuilder`]); a key is looked up
+/// in its own partition only.
 pub struct KeySet {
     parts: Vec<Part>,
     dense: Dense,
