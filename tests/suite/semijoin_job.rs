@@ -81,8 +81,6 @@ fn join_files(dir: &Path, build_keys: Vec<String>, probe_keys: Vec<String>) -> (
     (build_path, probe_path, expected)
 }
 
-/// The records of every part file as a multiset, checking each part's header and that records
-/// keep their input order (event numbers increase within a part).
 /// `dataset(seed)` written to `b.csv` (build) and `p.csv` (probe) in `dir`: the dataset and the
 /// two paths.
 fn dataset_files(dir: &Path, seed: u64) -> (Dataset, String, String) {
@@ -93,6 +91,8 @@ fn dataset_files(dir: &Path, seed: u64) -> (Dataset, String, String) {
     (d, build, probe)
 }
 
+/// The records of every part file as a multiset, checking each part's header and that records
+/// keep their input order (event numbers increase within a part).
 fn read_output(dir: &Path, header: &str) -> BTreeMap<Vec<u8>, usize> {
     assert!(dir.join("_SUCCESS").exists(), "no _SUCCESS in {}", dir.display());
     assert!(!dir.join("_temporary").exists());
@@ -313,7 +313,7 @@ fn a_build_side_from_standard_input_is_read_once() {
 /// The statistics tell the two apart (`collected_key_bytes` is null for a worker past the
 /// limit). The splits are claimed, so how the keys fall depends on the threads' timing: on a
 /// busy machine one worker may read nearly all of them. So the first case need only show up
-/// within 30 runs, and the second is checked in every run.
+/// within 30 runs; the second holds whatever the timing, and one run checks it.
 #[test]
 fn auto_past_the_limit_joins_the_keys_each_worker_kept_or_sent() {
     let dir = tempdir();
