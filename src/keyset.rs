@@ -363,6 +363,20 @@ impl Bits {
         self.keys += 1;
     }
 
+    /// Sets the bit of `word` if it is one of these. Branch-free: with several partitions,
+    /// whether a word falls in this one changes from key to key.
+    #[inline(always)]
+    fn set_if_held(&mut self, word: u32) {
+        if self.words.is_empty() {
+            return;
+        }
+        let offset = word.wrapping_sub(self.first);
+        let held = offset < self.len;
+        let bit = if held { offset as usize } else { 0 };
+        self.words[bit / 64] |= (held as u64) << (bit % 64);
+        self.keys += held as usize;
+    }
+
     #[inline(always)]
     fn get(&self, bit: usize) -> bool {
         self.words[bit / 64] & (1 << (bit % 64)) != 0
@@ -464,8 +478,14 @@ impl<'a> Hashed<'a> {
 
     #[inline(always)]
     fn new(h: &foldhash::fast::FixedState, key: &'a [u8], dense: Dense) -> Self {
+        Hashed::with_number(h, key, number(key), dense)
+    }
+
+    /// [`new`](Self::new), given the key's number (see `number`), if it is one.
+    #[inline(always)]
+    fn with_number(h: &foldhash::fast::FixedState, key: &'a [u8], number: Option<u32>, dense: Dense) -> Self {
         // A word hashes in a few instructions where bytes of varying length take a loop.
-        if let Some(number) = number(key) {
+        if let Some(number) = number {
             // A number held as a bit needs no hash: its partition and its bit come from it.
             let hash = if dense.holds(number) { 0 } else { h.hash_one(number.wide()) };
             return Hashed { hash, number, word: 0, big: 0, key };
@@ -759,7 +779,14 @@ impl PartitionBuilder {
         let mut groups = [[Hashed::NONE; BATCH]; 2];
         let (mut len, mut ready) = (0, 0);
         for_each_key(pieces, |key| {
-            let k = Hashed::new(&h, key, dense);
+            let number = number(key);
+            // A number of the dense span goes straight to its bit, if this partition holds it:
+            // no hash, no group (a bitmap of a few MB needs no prefetching to be filled fast).
+            if let Some(word) = number.filter(|&word| dense.holds(word)) {
+                table.bits.set_if_held(word);
+                return;
+            }
+            let k = Hashed::with_number(&h, key, number, dense);
             let [waiting, filling] = &mut groups;
             filling[len] = k;
             len += (count == 1 || part_of(&k, dense, count) == index) as usize;
