@@ -598,9 +598,49 @@ pub fn is_number(key: &[u8]) -> bool {
 /// are most often numbers, and a table of 4-byte slots holds them in half the memory of 8-byte
 /// words: for the benchmark's 1M ids, 6 MB where 12 MB took 10–16 ms just to touch on this
 /// virtual machine, in each process of a 2-process job.
+///
+/// Read eight digits at a time, as one word (see `eight_digits`): a loop over the digits took
+/// about half of the time to build a set of dense numbers.
 #[inline(always)]
 fn number(key: &[u8]) -> Option<u32> {
-    decimal(key, 1..=9).map(|value| value as u32 + 1)
+    let len = key.len();
+    if !(1..=9).contains(&len) || key[0] == b'0' && len > 1 {
+        return None;
+    }
+    let head = &key[..len.min(8)];
+    // The first digits as eight, with '0's before them: the word's low bytes come first.
+    let fill = 0x3030_3030_3030_3030u64.checked_shr(8 * head.len() as u32).unwrap_or(0);
+    let value = eight_digits(inline_word(head) << (8 * (8 - head.len())) | fill)?;
+    let value = match key.get(8) {
+        Some(&last) => value * 10 + digit(last)?,
+        None => value,
+    };
+    Some(value + 1)
+}
+
+/// The value of eight decimal digits, the first in the word's low byte (little-endian text), or
+/// None if a byte is not a digit: the digits paired, then the pairs, then the fours, by
+/// multiplies (as simdjson parses eight digits).
+#[inline(always)]
+fn eight_digits(text: u64) -> Option<u32> {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // Every byte 0x30–0x39: its high half 3, and still 3 once 6 is added.
+    if text & HIGH != ZEROS || text.wrapping_add(0x0606_0606_0606_0606) & HIGH != ZEROS {
+        return None;
+    }
+    let digits = text - ZEROS;
+    let pairs = digits.wrapping_mul(10).wrapping_add(digits >> 8);
+    const MASK: u64 = 0x0000_00FF_0000_00FF;
+    let fours = (pairs & MASK).wrapping_mul(100 + (1_000_000 << 32)).wrapping_add(((pairs >> 16) & MASK).wrapping_mul(1 + (10_000 << 32)));
+    Some((fours >> 32) as u32)
+}
+
+/// The value of one decimal digit.
+#[inline(always)]
+fn digit(byte: u8) -> Option<u32> {
+    let d = byte.wrapping_sub(b'0');
+    (d <= 9).then_some(d as u32)
 }
 
 /// Whether a key is short (see `short_word`): from its length and last byte alone, but for
@@ -1004,6 +1044,35 @@ mod tests {
 
     /// A number is a decimal of 1–9 digits with no leading zero (or the digit 0 alone): no other
     /// key reads as one, and keys that differ only by leading zeros stay apart, in their tables.
+    /// The eight-at-a-time reading of numbers agrees with a digit loop: on every number below
+    /// 200,000 and near each power of ten, on random keys of 0–11 bytes mostly of digits (with
+    /// the bytes either side of '0' and '9', a high bit, a NUL), and on every 9-digit key with one
+    /// byte that is not a digit.
+    #[test]
+    fn numbers_read_eight_digits_at_a_time_as_a_digit_loop_reads_them() {
+        use rand::{Rng, SeedableRng};
+        let slow = |key: &[u8]| decimal(key, 1..=9).map(|value| value as u32 + 1);
+        let powers = (0..=9).map(|e| 10u64.pow(e)).flat_map(|p| p.saturating_sub(3)..p + 3);
+        for n in (0..200_000u64).chain(powers).chain(999_999_990..1_000_000_003) {
+            let key = n.to_string();
+            assert_eq!(number(key.as_bytes()), slow(key.as_bytes()), "{key}");
+        }
+        let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+        const ODD: [u8; 8] = [b'/', b':', b'a', b' ', 0, 0xff, 0xb0, b'0' + 0x80];
+        for _ in 0..300_000 {
+            let len = rng.gen_range(0..=11);
+            let key: Vec<u8> = (0..len).map(|_| if rng.gen_bool(0.9) { rng.gen_range(b'0'..=b'9') } else { ODD[rng.gen_range(0..ODD.len())] }).collect();
+            assert_eq!(number(&key), slow(&key), "{key:?}");
+        }
+        for at in 0..9 {
+            for odd in ODD {
+                let mut key = *b"123456789";
+                key[at] = odd;
+                assert_eq!(number(&key), None, "{key:?}");
+            }
+        }
+    }
+
     #[test]
     fn numbers_are_canonical_decimals() {
         assert_eq!(number(b"0"), Some(1));
