@@ -599,8 +599,9 @@ pub fn is_number(key: &[u8]) -> bool {
 /// words: for the benchmark's 1M ids, 6 MB where 12 MB took 10–16 ms just to touch on this
 /// virtual machine, in each process of a 2-process job.
 ///
-/// Read eight digits at a time, as one word (see `eight_digits`): a loop over the digits took
-/// about half of the time to build a set of dense numbers.
+/// Read eight digits at a time, as one word (see `eight_digits`), not digit by digit: a set of
+/// 1M dense ids built in 4.55 ms a partition against 4.9, and a whole exact join took 7.5% fewer
+/// instructions.
 #[inline(always)]
 fn number(key: &[u8]) -> Option<u32> {
     let len = key.len();
@@ -1042,8 +1043,6 @@ mod tests {
         assert!(!only_eight.contains(shorter));
     }
 
-    /// A number is a decimal of 1–9 digits with no leading zero (or the digit 0 alone): no other
-    /// key reads as one, and keys that differ only by leading zeros stay apart, in their tables.
     /// The eight-at-a-time reading of numbers agrees with a digit loop: on every number below
     /// 200,000 and near each power of ten, on random keys of 0–11 bytes mostly of digits (with
     /// the bytes either side of '0' and '9', a high bit, a NUL), and on every 9-digit key with one
@@ -1073,6 +1072,8 @@ mod tests {
         }
     }
 
+    /// A number is a decimal of 1–9 digits with no leading zero (or the digit 0 alone): no other
+    /// key reads as one, and keys that differ only by leading zeros stay apart, in their tables.
     #[test]
     fn numbers_are_canonical_decimals() {
         assert_eq!(number(b"0"), Some(1));
