@@ -320,8 +320,7 @@ impl Dense {
     /// which goes by its hash.
     #[inline(always)]
     fn part_of(&self, word: u32, count: usize) -> Option<usize> {
-        let offset = word.wrapping_sub(self.first);
-        (offset < self.span).then(|| (offset as u64 * count as u64 / self.span as u64) as usize)
+        self.holds(word).then(|| ((word - self.first) as u64 * count as u64 / self.span as u64) as usize)
     }
 
     /// Whether number word `word` is held as a bit.
@@ -355,12 +354,6 @@ impl Bits {
     fn bit(&self, word: u32) -> Option<usize> {
         let offset = word.wrapping_sub(self.first);
         (offset < self.len).then_some(offset as usize)
-    }
-
-    #[inline(always)]
-    fn set(&mut self, bit: usize) {
-        self.words[bit / 64] |= 1 << (bit % 64);
-        self.keys += 1;
     }
 
     /// Sets the bit of `word` if it is one of these. Branch-free: with several partitions,
@@ -527,11 +520,12 @@ impl Part {
         self.bits.keys + self.numbers.keys + self.words.keys + self.big.keys + self.others.keys
     }
 
+    /// Inserts a key, but for a number of the set's dense span: the builder sets those bits
+    /// itself, without a hash (see [`PartitionBuilder::build`]).
     #[inline(always)]
     fn insert(&mut self, k: Hashed) {
-        if let Some(bit) = self.bits.bit(k.number) {
-            self.bits.set(bit);
-        } else if k.number != 0 {
+        debug_assert!(self.bits.bit(k.number).is_none(), "a dense number goes straight to its bit");
+        if k.number != 0 {
             self.numbers.insert(k.hash, k.number);
         } else if k.word != 0 {
             self.words.insert(k.hash, k.word);
