@@ -25,6 +25,9 @@ pub struct KeyArena {
     big: u64,
     /// The smallest and the largest number (see [`KeyCounts::numbers_range`]).
     numbers_range: Option<(u32, u32)>,
+    /// The bytes the numbers take, lengths included: what sending them as bits would save
+    /// (see [`KeyArena::split_dense`]).
+    number_bytes: u64,
     /// Where each piece of at least `piece` bytes ends (see [`KeyArena::pieces`]), noted as keys
     /// come: finding key boundaries afterwards meant decoding every length again, 3 ms for 1M
     /// keys on the sender's way.
@@ -70,7 +73,7 @@ impl KeyCounts {
 
 impl Default for KeyArena {
     fn default() -> Self {
-        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, cuts: Vec::new(), piece: PIECE }
+        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, cuts: Vec::new(), piece: PIECE }
     }
 }
 
@@ -93,6 +96,8 @@ impl KeyArena {
         let value = number(key).map(|word| word - 1);
         let number = value.is_some();
         self.numbers += number as u64;
+        // A number has at most 9 digits: one length byte.
+        self.number_bytes += number as u64 * (key.len() as u64 + 1);
         if let Some(v) = value {
             let (low, high) = self.numbers_range.unwrap_or((v, v));
             self.numbers_range = Some((low.min(v), high.max(v)));
@@ -155,6 +160,55 @@ impl KeyArena {
     pub fn clear(&mut self) {
         *self = KeyArena::default();
     }
+
+    /// This arena's numbers that a set sized for `counts` holds as bits (see `Dense`), as the
+    /// words of that set's bitmap they fall in, and the arena's other keys; or the arena whole
+    /// and no bits, where the set holds no bits or where this arena's bits would take as many
+    /// bytes as its numbers' text.
+    ///
+    /// So a worker's numbers travel to every process as bits, and are read once, by it, where
+    /// each process read every worker's (the benchmark's 1M ids over a span of 20M: 2.5 MB of
+    /// bits per worker against 4.5 MB of text, and the key set's phase took twice as long with
+    /// 2 processes of 1 worker as with 1 of 2, each process parsing all of the keys).
+    pub fn split_dense(self, counts: &KeyCounts) -> (KeyArena, Option<DenseWords>) {
+        let dense = Dense::of(counts);
+        // A range outside the span (counts that are not this arena's) keeps the text.
+        let Some((low, high)) = self.numbers_range.filter(|&(low, high)| dense.holds(low + 1) && dense.holds(high + 1)) else {
+            return (self, None);
+        };
+        let at = (low + 1 - dense.first) / 64;
+        let words = (high + 1 - dense.first) / 64 - at + 1;
+        if words as u64 * 8 >= self.number_bytes {
+            return (self, None);
+        }
+        let mut bytes: Vec<u8> = crate::limits::zeroed_written(words as usize * 8);
+        let mut rest = KeyArena { piece: self.piece, ..KeyArena::default() };
+        let from = dense.first + 64 * at;
+        self.for_each_key(|key| match number(key) {
+            Some(word) if dense.holds(word) => {
+                let bit = (word - from) as usize;
+                bytes[bit / 8] |= 1 << (bit % 8);
+            }
+            _ => rest.push(key),
+        });
+        (rest, Some(DenseWords { at, bytes }))
+    }
+}
+
+/// Numbers as bits, as [`KeyArena::split_dense`] makes them: the bytes of the words of a set's
+/// bitmap from word `at` on (64 numbers a word, little-endian: bit i of byte j is the number
+/// 8j + i past the word's first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DenseWords {
+    pub at: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// A piece of [`DenseWords`] as a builder reads it: `bytes` (whole words) from word `at` on.
+#[derive(Clone, Copy, Debug)]
+pub struct BitsPiece<'a> {
+    pub at: u32,
+    pub bytes: &'a [u8],
 }
 
 /// Where the encoded key at `at` lies: its bytes' start and end.
@@ -315,12 +369,18 @@ impl Dense {
         }
     }
 
-    /// The partition among `count` that holds number word `word` as a bit: by value, the span
-    /// cut in `count` even ranges. None for a word outside the span (or not a number, 0),
-    /// which goes by its hash.
+    /// The partition among `count` that holds number word `word` as a bit: by value, the span's
+    /// 64-bit words cut in `count` even ranges (see [`range`](Self::range)). None for a word
+    /// outside the span (or not a number, 0), which goes by its hash.
     #[inline(always)]
     fn part_of(&self, word: u32, count: usize) -> Option<usize> {
-        self.holds(word).then(|| ((word - self.first) as u64 * count as u64 / self.span as u64) as usize)
+        self.holds(word).then(|| ((word - self.first) as u64 / 64 * count as u64 / self.words()) as usize)
+    }
+
+    /// The 64-bit words of the span's bitmap.
+    #[inline(always)]
+    fn words(&self) -> u64 {
+        (self.span as u64).div_ceil(64)
     }
 
     /// Whether number word `word` is held as a bit.
@@ -329,9 +389,11 @@ impl Dense {
         word.wrapping_sub(self.first) < self.span
     }
 
-    /// The words partition `part` of `count` holds as bits: its first, and how many.
+    /// The words partition `part` of `count` holds as bits: its first, and how many. Each
+    /// partition starts on a word of the span's bitmap, so that bits that come as words (see
+    /// [`DenseWords`]) go in whole.
     fn range(&self, part: usize, count: usize) -> (u32, u32) {
-        let start = |p: usize| (p as u64 * self.span as u64).div_ceil(count as u64) as u32;
+        let start = |p: usize| (64 * (p as u64 * self.words()).div_ceil(count as u64)).min(self.span as u64) as u32;
         (self.first + start(part), start(part + 1) - start(part))
     }
 }
@@ -341,6 +403,7 @@ struct Bits {
     first: u32,
     len: u32,
     words: Vec<u64>,
+    /// The bits set, counted once they all are (see [`Bits::count`]).
     keys: usize,
 }
 
@@ -367,7 +430,23 @@ impl Bits {
         let held = offset < self.len;
         let bit = if held { offset as usize } else { 0 };
         self.words[bit / 64] |= (held as u64) << (bit % 64);
-        self.keys += held as usize;
+    }
+
+    /// ORs in the words of `piece` that fall in these, which start at word `at` of the span's
+    /// bitmap.
+    fn or_piece(&mut self, at: u32, piece: BitsPiece) {
+        let (at, from) = (at as usize, piece.at as usize);
+        let start = at.max(from);
+        let end = (at + self.words.len()).min(from + piece.bytes.len() / 8);
+        for w in start..end {
+            let bytes = &piece.bytes[8 * (w - from)..8 * (w - from + 1)];
+            self.words[w - at] |= u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+        }
+    }
+
+    /// Counts the bits set, for [`KeySet::len`].
+    fn count(&mut self) {
+        self.keys = self.words.iter().map(|w| w.count_ones() as usize).sum();
     }
 
     #[inline(always)]
@@ -804,7 +883,17 @@ impl PartitionBuilder {
     /// The partition of the keys in `pieces`. Every key is hashed, so each builder reads all
     /// the pieces; the partitions' inserts, the costly part, are shared out.
     pub fn build(self, pieces: &[impl AsRef<[u8]>]) -> Partition {
+        self.build_with_bits(pieces, &[])
+    }
+
+    /// [`build`](Self::build), with numbers that came as bits (see [`KeyArena::split_dense`])
+    /// too: this partition's words of each piece are ORed in.
+    pub fn build_with_bits(self, pieces: &[impl AsRef<[u8]>], bits: &[BitsPiece]) -> Partition {
         let PartitionBuilder { mut table, dense, index, count } = self;
+        if !table.bits.words.is_empty() {
+            let at = (table.bits.first - dense.first) / 64;
+            bits.iter().for_each(|&piece| table.bits.or_piece(at, piece));
+        }
         let h = hasher();
         // Keys go in groups, and a group's slots are prefetched while the group before it is
         // inserted, one slot per insert, so that about a group's misses are always in flight.
@@ -834,6 +923,7 @@ impl PartitionBuilder {
         let [waiting, filling] = &groups;
         table.insert_group_prefetching(&waiting[..ready], &filling[..len]);
         table.insert_group_prefetching(&filling[..len], &[]);
+        table.bits.count();
         Partition(table, dense)
     }
 }
@@ -922,7 +1012,7 @@ impl KeySet {
         }
     }
 
-    /// Keys held, duplicates included.
+    /// Keys held, duplicates included but for numbers held as bits, which count once.
     pub fn len(&self) -> usize {
         self.parts.iter().map(Part::keys).sum()
     }
@@ -1226,13 +1316,14 @@ mod tests {
             for count in [1, 2, 3, 5] {
                 let set = KeySet::from_partitions((0..count).map(|i| PartitionBuilder::new(arena.counts(), i, count).build(&pieces)).collect());
                 assert!(set.numbers_as_bits(), "{low}..={high}");
-                assert_eq!(set.len(), 2_005);
+                // Numbers held as bits count once.
+                assert_eq!(set.len(), numbers.len() + 5);
                 set.contains_batch(&refs, &mut got);
                 assert!(got == want, "{low}..={high}, {count} partition(s): batched");
                 assert!(refs.iter().zip(&want).all(|(k, &yes)| set.contains(k) == yes), "{low}..={high}, {count} partition(s)");
                 if count > 1 {
                     // Cut by value, each partition holds its share of the numbers.
-                    assert!(set.parts.iter().all(|p| p.bits.keys > 2_000 / count / 2), "{count} partitions");
+                    assert!(set.parts.iter().all(|p| p.bits.keys > numbers.len() / count / 2), "{count} partitions");
                 }
             }
         }
@@ -1260,8 +1351,81 @@ mod tests {
         assert!((0..10u32).all(|i| set.contains((i * 1_000).to_string().as_bytes())) && !set.contains(b"500"));
     }
 
-    /// The partitions' ranges of a dense span cover it once, and a word's partition is the one
-    /// whose range holds it.
+    /// Workers' keys split into bits and text (see `KeyArena::split_dense`) make the set that
+    /// their text makes, in 1, 2, 3 and 5 partitions, with the bits in pieces of every size
+    /// (one word, three, whole): numbers, their neighbours, 0, repeats, and keys of every other
+    /// kind. A worker whose numbers are too few for its bits to save bytes sends text.
+    #[test]
+    fn numbers_sent_as_bits_make_the_set_their_text_makes() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let mut workers: Vec<KeyArena> = (0..3).map(|_| KeyArena::with_piece(256)).collect();
+        let mut numbers = Vec::new();
+        for i in 0..6_000u32 {
+            let n = if i < 3 { [0, 4_000, 1_000][i as usize] } else { rng.gen_range(1_000..=4_000u32) };
+            numbers.push(n);
+            workers[(i % 2) as usize].push(n.to_string().as_bytes());
+        }
+        // The third worker: two numbers 3,000 apart (its bits would be 48 words for 8 bytes of
+        // text), and keys of every other kind.
+        let others: [&[u8]; 6] = [b"k1", b"0123", b"a key longer than eight bytes", b"12345678901", b"12345678901234567890", b"-5"];
+        for key in [&b"1001"[..], b"3999"].into_iter().chain(others) {
+            workers[2].push(key);
+        }
+        workers[0].push(b"k1");
+        let counts = workers.iter().map(KeyArena::counts).fold(KeyCounts::default(), KeyCounts::merge);
+        let text: Vec<Vec<u8>> = workers.iter().flat_map(pieces_of).collect();
+        let table = KeySet::build(&text, KeyCounts { numbers_range: None, ..counts });
+        let split: Vec<(KeyArena, Option<DenseWords>)> = workers.into_iter().map(|w| w.split_dense(&counts)).collect();
+        assert!(split[0].1.is_some() && split[1].1.is_some() && split[2].1.is_none(), "the first two send bits, the third text");
+        assert_eq!(split[0].0.keys(), 1, "what is left of the first worker: k1");
+        assert_eq!(split[1].0.keys(), 0);
+        assert_eq!(split[2].0.keys(), 8, "the third worker's keys, whole");
+        let text: Vec<Vec<u8>> = split.iter().flat_map(|(rest, _)| pieces_of(rest)).collect();
+        let probes: Vec<Vec<u8>> = (0..=5_100u32).map(|n| n.to_string().into_bytes()).chain(others.iter().chain(&[&b"k2"[..], b"01"]).map(|k| k.to_vec())).collect();
+        let refs: Vec<&[u8]> = probes.iter().map(|k| k.as_slice()).collect();
+        let (mut want, mut got) = (Vec::new(), Vec::new());
+        table.contains_batch(&refs, &mut want);
+        assert_eq!(want.iter().filter(|&&yes| yes).count(), numbers.iter().collect::<std::collections::HashSet<_>>().len() + others.len());
+        for piece_words in [1, 3, usize::MAX] {
+            let bits: Vec<BitsPiece> = split
+                .iter()
+                .filter_map(|(_, bits)| bits.as_ref())
+                .flat_map(|bits| {
+                    let step = piece_words.saturating_mul(8).min(bits.bytes.len());
+                    bits.bytes.chunks(step).enumerate().map(move |(i, bytes)| BitsPiece { at: bits.at + (i * step / 8) as u32, bytes })
+                })
+                .collect();
+            for count in [1, 2, 3, 5] {
+                let set = KeySet::from_partitions((0..count).map(|i| PartitionBuilder::new(counts, i, count).build_with_bits(&text, &bits)).collect());
+                assert!(set.numbers_as_bits());
+                set.contains_batch(&refs, &mut got);
+                assert!(got == want, "pieces of {piece_words} words, {count} partition(s)");
+                assert!(refs.iter().zip(&want).all(|(k, &yes)| set.contains(k) == yes), "pieces of {piece_words} words, {count} partition(s)");
+            }
+        }
+    }
+
+    /// An arena keeps its text where the set holds no bits, or where the counts' span does not
+    /// hold its numbers (counts that are not its own).
+    #[test]
+    fn numbers_stay_text_where_the_set_holds_no_bits() {
+        let mut arena = KeyArena::default();
+        (0..1_000u32).for_each(|n| arena.push(n.to_string().as_bytes()));
+        let sparse = KeyCounts { numbers_range: Some((0, 1_000_000)), ..arena.counts() };
+        let narrow = KeyCounts { numbers_range: Some((0, 500)), ..arena.counts() };
+        for counts in [sparse, narrow, KeyCounts { numbers_range: None, ..arena.counts() }] {
+            let (rest, bits) = arena.clone().split_dense(&counts);
+            assert!(bits.is_none() && rest.as_bytes() == arena.as_bytes(), "{counts:?}");
+        }
+        let (rest, bits) = arena.clone().split_dense(&arena.counts());
+        let bits = bits.expect("1,000 numbers in 16 words");
+        assert_eq!((rest.keys(), bits.at, bits.bytes.len()), (0, 0, 16 * 8));
+        assert!(bits.bytes[..125].iter().all(|&b| b == 0xff) && bits.bytes[125..].iter().all(|&b| b == 0));
+    }
+
+    /// The partitions' ranges of a dense span cover it once, each starts on a word of its
+    /// bitmap, and a word's partition is the one whose range holds it.
     #[test]
     fn dense_ranges_cut_the_span_without_gap_or_overlap() {
         for (first, span) in [(1u32, 1u32), (1, 7), (100, 1_000), (5, 64), (999_000_001, 999_999)] {
@@ -1271,6 +1435,7 @@ mod tests {
                 for part in 0..count {
                     let (start, len) = dense.range(part, count);
                     assert_eq!(start, next, "{first}+{span}, {count} parts");
+                    assert!((start - first) % 64 == 0 || len == 0, "{first}+{span}, {count} parts: part {part} starts on a word");
                     next = start + len;
                     for word in [start, start + len.saturating_sub(1)].into_iter().filter(|_| len > 0) {
                         assert_eq!(dense.part_of(word, count), Some(part), "{word} in {first}+{span}, {count} parts");

@@ -10,7 +10,7 @@ mod steal;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Slice, Topology};
 use crate::filter::BloomFilter;
-use crate::keyset::{KeyArena, KeyCounts, KeySet, PartitionBuilder};
+use crate::keyset::{BitsPiece, KeyArena, KeyCounts, KeySet, PartitionBuilder};
 use join_key::JoinKey;
 use timely::dataflow::operators::vec::input::Handle;
 use crate::report::WorkerReport;
@@ -251,9 +251,10 @@ impl SharedKeys {
 }
 
 /// Gives every process all the build keys in one exact set: each worker sends its keys once to
-/// the first worker of every process (`receivers`); then every worker of the process builds one
-/// partition of the set from them, at the same time, and they share the whole. `counts`: all the
-/// workers' keys, by kind.
+/// the first worker of every process (`receivers`), its numbers as bits where the set holds them
+/// so (see [`KeyArena::split_dense`]); then every worker of the process builds one partition of
+/// the set from them, at the same time, and they share the whole. `counts`: all the workers'
+/// keys, by kind.
 pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCounts, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
     let me = worker.index();
     let received = Rc::new(RefCell::new(Vec::<KeyPiece>::new()));
@@ -279,18 +280,30 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCou
     // 1 MiB.
     let process_of = |w: usize| w / shared.local_workers;
     let local = receivers.iter().copied().find(|&to| process_of(to) == process_of(me));
-    let pieces = keys.pieces();
-    let keys = std::sync::Arc::new(keys.into_bytes());
-    for range in pieces {
-        for &to in receivers.iter().filter(|&&to| Some(to) != local) {
-            // Each piece leaves at once, so the next is serialized while this one travels.
-            input.send(KeyPiece { to: to as u32, keys: std::sync::Arc::clone(&keys), range: range.clone() });
-            input.flush();
+    // A job of one worker reads its own keys once whichever way.
+    let (keys, bits) = if worker.peers() > 1 { keys.split_dense(&counts) } else { (keys, None) };
+    let mut send = |bytes: Vec<u8>, pieces: Vec<std::ops::Range<usize>>, bits_at: Option<u32>| {
+        let bytes = std::sync::Arc::new(bytes);
+        // Words of bits: the piece's first word.
+        let at = |range: &std::ops::Range<usize>| bits_at.map(|at| at + (range.start / 8) as u32);
+        for range in pieces {
+            for &to in receivers.iter().filter(|&&to| Some(to) != local) {
+                // Each piece leaves at once, so the next is serialized while this one travels.
+                input.send(KeyPiece { to: to as u32, keys: std::sync::Arc::clone(&bytes), bits_at: at(&range), range: range.clone() });
+                input.flush();
+            }
         }
-    }
-    if let Some(to) = local.filter(|_| !keys.is_empty()) {
-        let range = 0..keys.len();
-        input.send(KeyPiece { to: to as u32, keys, range });
+        if let Some(to) = local.filter(|_| !bytes.is_empty()) {
+            let range = 0..bytes.len();
+            input.send(KeyPiece { to: to as u32, bits_at, keys: bytes, range });
+        }
+    };
+    let pieces = keys.pieces();
+    send(keys.into_bytes(), pieces, None);
+    if let Some(bits) = bits {
+        // Pieces of whole words.
+        let pieces = (0..bits.bytes.len()).step_by(crate::keyset::PIECE).map(|start| start..(start + crate::keyset::PIECE).min(bits.bytes.len())).collect();
+        send(bits.bytes, pieces, Some(bits.at));
     }
     drop(input);
     // The partition's tables are made while the keys travel.
@@ -305,7 +318,10 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCou
     }
     shared.barrier.wait();
     let pieces = shared.pieces.lock().expect(LOCKED).clone().expect("the process's first worker received the keys");
-    let partition = builder.build(&pieces);
+    let (bits, text): (Vec<&KeyPiece>, Vec<&KeyPiece>) = pieces.iter().partition(|piece| piece.bits_at.is_some());
+    let bits: Vec<BitsPiece> = bits.iter().map(|piece| BitsPiece { at: piece.bits_at.expect("a piece of bits"), bytes: piece.as_ref() }).collect();
+    let partition = builder.build_with_bits(&text, &bits);
+    drop((bits, text));
     drop(pieces);
     shared.partitions.lock().expect(LOCKED)[local] = Some(partition);
     shared.barrier.wait();
@@ -320,14 +336,17 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCou
 }
 
 /// Whole build keys (see [`KeyArena::pieces`]) for worker `to`: about 1 MiB of them, or all of a
-/// worker's for a receiver in its own process. A piece shares its worker's keys rather than
-/// copying them out: a receiver in another process gets the piece's bytes serialized straight
-/// from them, one in this process the keys themselves.
+/// worker's for a receiver in its own process; or, with `bits_at`, words of a worker's numbers
+/// as bits (see [`DenseWords`](crate::keyset::DenseWords)), from word `bits_at` of the set's
+/// bitmap on. A piece shares its worker's keys rather than copying them out: a receiver in
+/// another process gets the piece's bytes serialized straight from them, one in this process
+/// the keys themselves.
 #[derive(Clone)]
 struct KeyPiece {
     to: u32,
     keys: std::sync::Arc<Vec<u8>>,
     range: std::ops::Range<usize>,
+    bits_at: Option<u32>,
 }
 
 impl AsRef<[u8]> for KeyPiece {
@@ -340,6 +359,7 @@ impl AsRef<[u8]> for KeyPiece {
 #[derive(serde::Serialize)]
 struct KeyPieceOut<'a> {
     to: u32,
+    bits_at: Option<u32>,
     #[serde(with = "crate::messages::bytes")]
     keys: &'a [u8],
 }
@@ -348,21 +368,22 @@ struct KeyPieceOut<'a> {
 #[derive(serde::Deserialize)]
 struct KeyPieceIn {
     to: u32,
+    bits_at: Option<u32>,
     #[serde(with = "crate::messages::bytes")]
     keys: Vec<u8>,
 }
 
 impl serde::Serialize for KeyPiece {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        KeyPieceOut { to: self.to, keys: self.as_ref() }.serialize(s)
+        KeyPieceOut { to: self.to, bits_at: self.bits_at, keys: self.as_ref() }.serialize(s)
     }
 }
 
 impl<'de> serde::Deserialize<'de> for KeyPiece {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let KeyPieceIn { to, keys } = KeyPieceIn::deserialize(d)?;
+        let KeyPieceIn { to, bits_at, keys } = KeyPieceIn::deserialize(d)?;
         let range = 0..keys.len();
-        Ok(KeyPiece { to, keys: std::sync::Arc::new(keys), range })
+        Ok(KeyPiece { to, keys: std::sync::Arc::new(keys), range, bits_at })
     }
 }
 
@@ -395,9 +416,11 @@ mod tests {
     #[test]
     fn a_key_piece_travels_as_its_range() {
         let keys = std::sync::Arc::new(b"\x01a\x02bb\x03ccc".to_vec());
-        let piece = KeyPiece { to: 3, keys, range: 2..5 };
-        let wire = bincode::serialize(&piece).expect("serializes");
-        let back: KeyPiece = bincode::deserialize(&wire).expect("deserializes");
-        assert_eq!((back.to, back.as_ref()), (3, &b"\x02bb"[..]));
+        for bits_at in [None, Some(7)] {
+            let piece = KeyPiece { to: 3, keys: std::sync::Arc::clone(&keys), range: 2..5, bits_at };
+            let wire = bincode::serialize(&piece).expect("serializes");
+            let back: KeyPiece = bincode::deserialize(&wire).expect("deserializes");
+            assert_eq!((back.to, back.as_ref(), back.bits_at), (3, &b"\x02bb"[..], bits_at));
+        }
     }
 }
