@@ -204,6 +204,67 @@ pub struct DenseWords {
     pub bytes: Vec<u8>,
 }
 
+/// The bits set in `bytes` (whole little-endian words of a bitmap) as gaps: for each set bit in
+/// order, how many bits lie between it and the one before (the first: from bit 0), a LEB128
+/// varint. Numbers sparser than one in eight of their span take fewer bytes so than as bits:
+/// the benchmark's 500K ids a worker, over a span of 20M, 0.5 MB against 2.5 MB of bits to send
+/// to every other process (sent at about 1 GB/s on this host's loopback).
+pub fn encode_gaps(bytes: &[u8]) -> Vec<u8> {
+    let mut gaps = Vec::with_capacity(bytes.len() / 4);
+    let mut next = 0u64;
+    for (i, word) in bytes.chunks_exact(8).enumerate() {
+        let mut word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        while word != 0 {
+            let bit = 64 * i as u64 + word.trailing_zeros() as u64;
+            push_varint(&mut gaps, bit - next);
+            next = bit + 1;
+            word &= word - 1;
+        }
+    }
+    gaps
+}
+
+/// The `len` bytes of bitmap whose set bits `gaps` gives (see [`encode_gaps`]); `None` if the
+/// gaps are malformed or point past `len` bytes.
+pub fn decode_gaps(gaps: &[u8], len: usize) -> Option<Vec<u8>> {
+    let mut bytes = vec![0u8; len];
+    let (mut at, mut next) = (0, 0u64);
+    while at < gaps.len() {
+        let (gap, end) = read_varint(gaps, at)?;
+        let bit = next.checked_add(gap).filter(|&bit| bit < 8 * len as u64)?;
+        bytes[(bit / 8) as usize] |= 1 << (bit % 8);
+        (at, next) = (end, bit + 1);
+    }
+    Some(bytes)
+}
+
+/// Appends `value` as a LEB128 varint.
+fn push_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// The LEB128 varint at `at` of `bytes` and where it ends; `None` if it runs past the end or
+/// past 64 bits.
+fn read_varint(bytes: &[u8], mut at: usize) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(at)?;
+        at += 1;
+        if shift == 63 && b > 1 {
+            return None;
+        }
+        value |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Some((value, at));
+        }
+    }
+    None
+}
+
 /// A piece of [`DenseWords`] as a builder reads it: `bytes` (whole words) from word `at` on.
 #[derive(Clone, Copy, Debug)]
 pub struct BitsPiece<'a> {
@@ -1404,6 +1465,33 @@ mod tests {
                 assert!(refs.iter().zip(&want).all(|(k, &yes)| set.contains(k) == yes), "pieces of {piece_words} words, {count} partition(s)");
             }
         }
+    }
+
+    /// Bits go to gaps and back unchanged, from empty to full, and sparse ones take fewer
+    /// bytes so; gaps that run past their bytes, or a varint cut short or past 64 bits, are none.
+    #[test]
+    fn bits_go_to_gaps_and_back() {
+        let mut rng = crate::xorshift::XorShift::new(0x5eed);
+        for (len, one_in) in [(0usize, 1u64), (8, 1), (64, 2), (4096, 40), (4096, 1_000), (800, 0)] {
+            let bits: Vec<u8> = (0..len).map(|_| (0..8).fold(0u8, |b, i| b | (((one_in > 0 && rng.next().is_multiple_of(one_in)) as u8) << i))).collect();
+            let gaps = encode_gaps(&bits);
+            assert_eq!(decode_gaps(&gaps, len), Some(bits.clone()), "{len} bytes, one bit in {one_in}");
+            if one_in >= 40 {
+                assert!(gaps.len() < len / 4, "{len} bytes, one bit in {one_in}: {} bytes of gaps", gaps.len());
+            }
+        }
+        let last = {
+            let mut bits = vec![0u8; 16];
+            bits[15] = 0x80;
+            bits
+        };
+        let gaps = encode_gaps(&last);
+        assert_eq!(gaps, [127]);
+        assert_eq!(decode_gaps(&gaps, 16), Some(last));
+        assert_eq!(decode_gaps(&gaps, 15), None, "bit 127 is past 15 bytes");
+        assert_eq!(decode_gaps(&[0x80], 16), None, "a varint cut short");
+        assert_eq!(decode_gaps(&[0xff; 10], 1 << 20), None, "a varint past 64 bits");
+        assert_eq!(decode_gaps(&[0, 0], 1), Some(vec![0b11]));
     }
 
     /// An arena keeps its text where the set holds no bits, or where the counts' span does not

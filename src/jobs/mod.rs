@@ -282,20 +282,26 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCou
     let local = receivers.iter().copied().find(|&to| process_of(to) == process_of(me));
     // A job of one worker reads its own keys once whichever way.
     let (keys, bits) = if worker.peers() > 1 { keys.split_dense(&counts) } else { (keys, None) };
+    let remote = receivers.iter().copied().filter(|&to| Some(to) != local).collect::<Vec<_>>();
     let mut send = |bytes: Vec<u8>, pieces: Vec<std::ops::Range<usize>>, bits_at: Option<u32>| {
         let bytes = std::sync::Arc::new(bytes);
-        // Words of bits: the piece's first word.
-        let at = |range: &std::ops::Range<usize>| bits_at.map(|at| at + (range.start / 8) as u32);
-        for range in pieces {
-            for &to in receivers.iter().filter(|&&to| Some(to) != local) {
+        for range in pieces.into_iter().filter(|_| !remote.is_empty()) {
+            // Words of bits: the piece's first word; sent as gaps where those are fewer bytes.
+            let at = bits_at.map(|at| at + (range.start / 8) as u32);
+            let gaps = at.map(|_| crate::keyset::encode_gaps(&bytes[range.clone()])).filter(|gaps| gaps.len() < range.len());
+            let piece = match gaps {
+                Some(gaps) => KeyPiece { to: 0, range: 0..gaps.len(), keys: std::sync::Arc::new(gaps), bits_at: at, gaps_of: Some(range.len() as u32) },
+                None => KeyPiece { to: 0, keys: std::sync::Arc::clone(&bytes), range, bits_at: at, gaps_of: None },
+            };
+            for &to in &remote {
                 // Each piece leaves at once, so the next is serialized while this one travels.
-                input.send(KeyPiece { to: to as u32, keys: std::sync::Arc::clone(&bytes), bits_at: at(&range), range: range.clone() });
+                input.send(KeyPiece { to: to as u32, ..piece.clone() });
                 input.flush();
             }
         }
         if let Some(to) = local.filter(|_| !bytes.is_empty()) {
             let range = 0..bytes.len();
-            input.send(KeyPiece { to: to as u32, bits_at, keys: bytes, range });
+            input.send(KeyPiece { to: to as u32, bits_at, keys: bytes, range, gaps_of: None });
         }
     };
     let pieces = keys.pieces();
@@ -347,6 +353,10 @@ struct KeyPiece {
     keys: std::sync::Arc<Vec<u8>>,
     range: std::ops::Range<usize>,
     bits_at: Option<u32>,
+    /// Where the bytes are the gaps of bits (see [`encode_gaps`](crate::keyset::encode_gaps)),
+    /// on their way to another process: the bytes of bits they stand for. A received piece
+    /// holds the bits.
+    gaps_of: Option<u32>,
 }
 
 impl AsRef<[u8]> for KeyPiece {
@@ -360,6 +370,7 @@ impl AsRef<[u8]> for KeyPiece {
 struct KeyPieceOut<'a> {
     to: u32,
     bits_at: Option<u32>,
+    gaps_of: Option<u32>,
     #[serde(with = "crate::messages::bytes")]
     keys: &'a [u8],
 }
@@ -369,21 +380,26 @@ struct KeyPieceOut<'a> {
 struct KeyPieceIn {
     to: u32,
     bits_at: Option<u32>,
+    gaps_of: Option<u32>,
     #[serde(with = "crate::messages::bytes")]
     keys: Vec<u8>,
 }
 
 impl serde::Serialize for KeyPiece {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        KeyPieceOut { to: self.to, bits_at: self.bits_at, keys: self.as_ref() }.serialize(s)
+        KeyPieceOut { to: self.to, bits_at: self.bits_at, gaps_of: self.gaps_of, keys: self.as_ref() }.serialize(s)
     }
 }
 
 impl<'de> serde::Deserialize<'de> for KeyPiece {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let KeyPieceIn { to, bits_at, keys } = KeyPieceIn::deserialize(d)?;
+        let KeyPieceIn { to, bits_at, gaps_of, keys } = KeyPieceIn::deserialize(d)?;
+        let keys = match gaps_of {
+            Some(len) => crate::keyset::decode_gaps(&keys, len as usize).ok_or_else(|| serde::de::Error::custom("malformed gaps of bits"))?,
+            None => keys,
+        };
         let range = 0..keys.len();
-        Ok(KeyPiece { to, keys: std::sync::Arc::new(keys), range, bits_at })
+        Ok(KeyPiece { to, keys: std::sync::Arc::new(keys), range, bits_at, gaps_of: None })
     }
 }
 
@@ -417,10 +433,22 @@ mod tests {
     fn a_key_piece_travels_as_its_range() {
         let keys = std::sync::Arc::new(b"\x01a\x02bb\x03ccc".to_vec());
         for bits_at in [None, Some(7)] {
-            let piece = KeyPiece { to: 3, keys: std::sync::Arc::clone(&keys), range: 2..5, bits_at };
+            let piece = KeyPiece { to: 3, keys: std::sync::Arc::clone(&keys), range: 2..5, bits_at, gaps_of: None };
             let wire = bincode::serialize(&piece).expect("serializes");
             let back: KeyPiece = bincode::deserialize(&wire).expect("deserializes");
-            assert_eq!((back.to, back.as_ref(), back.bits_at), (3, &b"\x02bb"[..], bits_at));
+            assert_eq!((back.to, back.as_ref(), back.bits_at, back.gaps_of), (3, &b"\x02bb"[..], bits_at, None));
         }
+    }
+
+    /// Bits sent as gaps arrive as the bits; gaps that point past their piece fail to arrive.
+    #[test]
+    fn bits_sent_as_gaps_arrive_as_bits() {
+        let bits: Vec<u8> = (0..64u32).map(|i| if i % 5 == 0 { 0x81 } else { 0 }).collect();
+        let gaps = crate::keyset::encode_gaps(&bits);
+        let piece = KeyPiece { to: 1, range: 0..gaps.len(), keys: std::sync::Arc::new(gaps), bits_at: Some(9), gaps_of: Some(64) };
+        let back: KeyPiece = bincode::deserialize(&bincode::serialize(&piece).expect("serializes")).expect("deserializes");
+        assert_eq!((back.as_ref(), back.bits_at, back.gaps_of), (&bits[..], Some(9), None));
+        let short = KeyPiece { gaps_of: Some(60), ..piece };
+        assert!(bincode::deserialize::<KeyPiece>(&bincode::serialize(&short).expect("serializes")).is_err(), "byte 60 is past 60 bytes");
     }
 }
