@@ -25,9 +25,13 @@ pub struct KeyArena {
     big: u64,
     /// The smallest and the largest number (see [`KeyCounts::numbers_range`]).
     numbers_range: Option<(u32, u32)>,
-    /// The bytes the numbers take, lengths included: what sending them as bits would save
-    /// (see [`KeyArena::split_dense`]).
+    /// The bytes the numbers' text takes (lengths included), wherever they are held: what their
+    /// bits may take (see [`NumberBits`]).
     number_bytes: u64,
+    /// The numbers held as bits, where the arena was made to (see
+    /// [`holding_numbers_as_bits`](KeyArena::holding_numbers_as_bits)); the others' text is in
+    /// `bytes`.
+    bits: Option<NumberBits>,
     /// Where each piece of at least `piece` bytes ends (see [`KeyArena::pieces`]), noted as keys
     /// come: finding key boundaries afterwards meant decoding every length again, 3 ms for 1M
     /// keys on the sender's way.
@@ -73,7 +77,7 @@ impl KeyCounts {
 
 impl Default for KeyArena {
     fn default() -> Self {
-        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, cuts: Vec::new(), piece: PIECE }
+        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, bits: None, cuts: Vec::new(), piece: PIECE }
     }
 }
 
@@ -88,10 +92,19 @@ impl KeyArena {
         arena
     }
 
+    /// The arena, holding its numbers (decimals of 1–9 digits without a leading zero) as bits
+    /// while the bits take no more bytes than the numbers' text, plus 64 KiB (ids from a range
+    /// not much wider than their count); past that, the numbers the bits do not cover are
+    /// kept as text. For the exact join's broadcast, which sends them as bits
+    /// ([`take_bits`](Self::take_bits)).
+    pub fn holding_numbers_as_bits(mut self) -> Self {
+        self.bits = Some(NumberBits::default());
+        self
+    }
+
     /// Appends a key.
     #[inline]
     pub fn push(&mut self, key: &[u8]) {
-        crate::records::push_with_length(&mut self.bytes, key);
         self.keys += 1;
         let value = number(key).map(|word| word - 1);
         let number = value.is_some();
@@ -101,7 +114,13 @@ impl KeyArena {
         if let Some(v) = value {
             let (low, high) = self.numbers_range.unwrap_or((v, v));
             self.numbers_range = Some((low.min(v), high.max(v)));
+            if let Some(bits) = &mut self.bits {
+                if bits.insert(v, self.number_bytes + NumberBits::SLACK) {
+                    return;
+                }
+            }
         }
+        crate::records::push_with_length(&mut self.bytes, key);
         let short = !number && is_short(key);
         self.short += short as u64;
         self.big += (!number && !short && is_big_number(key)) as u64;
@@ -121,9 +140,9 @@ impl KeyArena {
         starts.zip(ends.iter().copied()).map(|(start, end)| start..end).collect()
     }
 
-    /// Bytes held.
+    /// Bytes held, bits included.
     pub fn len_bytes(&self) -> usize {
-        self.bytes.len()
+        self.bytes.len() + self.bits.as_ref().map_or(0, |bits| bits.bytes.len())
     }
 
     pub fn keys(&self) -> u64 {
@@ -146,9 +165,19 @@ impl KeyArena {
         &self.bytes
     }
 
-    /// Calls `f` with every key, in the order pushed.
-    pub fn for_each_key<'a>(&'a self, f: impl FnMut(&'a [u8])) {
-        for_each_key(std::slice::from_ref(&self.bytes), f);
+    /// Calls `f` with every key: those held as text in the order pushed, then those held as
+    /// bits, in order of value and once each.
+    pub fn for_each_key(&self, mut f: impl FnMut(&[u8])) {
+        for_each_key(std::slice::from_ref(&self.bytes), &mut f);
+        if let Some(bits) = &self.bits {
+            let mut text = String::new();
+            for_each_bit(BitsPiece { at: bits.at, bytes: &bits.bytes }, |value| {
+                use std::fmt::Write;
+                text.clear();
+                write!(text, "{value}").expect("a String takes any text");
+                f(text.as_bytes());
+            });
+        }
     }
 
     /// The encoded keys, taken.
@@ -161,43 +190,122 @@ impl KeyArena {
         *self = KeyArena::default();
     }
 
-    /// This arena's numbers that a set sized for `counts` holds as bits (see `Dense`), as the
-    /// words of that set's bitmap they fall in, and the arena's other keys; or the arena whole
-    /// and no bits, where the set holds no bits or where this arena's bits would take as many
-    /// bytes as its numbers' text.
+    /// Takes the numbers held as bits (see [`holding_numbers_as_bits`](Self::holding_numbers_as_bits)),
+    /// if any: the arena keeps the keys held as text.
     ///
-    /// So a worker's numbers travel to every process as bits, and are read once, by it, where
-    /// each process read every worker's (the benchmark's 1M ids over a span of 20M: 2.5 MB of
-    /// bits per worker against 4.5 MB of text, and the key set's phase took twice as long with
-    /// 2 processes of 1 worker as with 1 of 2, each process parsing all of the keys).
-    pub fn split_dense(self, counts: &KeyCounts) -> (KeyArena, Option<DenseWords>) {
-        let dense = Dense::of(counts);
-        // A range outside the span (counts that are not this arena's) keeps the text.
-        let Some((low, high)) = self.numbers_range.filter(|&(low, high)| dense.holds(low + 1) && dense.holds(high + 1)) else {
-            return (self, None);
-        };
-        let at = (low + 1 - dense.first) / 64;
-        let words = (high + 1 - dense.first) / 64 - at + 1;
-        if words as u64 * 8 >= self.number_bytes {
-            return (self, None);
-        }
-        let mut bytes: Vec<u8> = crate::limits::zeroed_written(words as usize * 8);
-        let mut rest = KeyArena { piece: self.piece, ..KeyArena::default() };
-        let from = dense.first + 64 * at;
-        self.for_each_key(|key| match number(key) {
-            Some(word) if dense.holds(word) => {
-                let bit = (word - from) as usize;
-                bytes[bit / 8] |= 1 << (bit % 8);
-            }
-            _ => rest.push(key),
-        });
-        (rest, Some(DenseWords { at, bytes }))
+    /// So a worker's numbers travel to every process as bits and are read once, as they are
+    /// collected, where each process read every worker's text (the benchmark's 1M ids over a
+    /// span of 20M: 2.5 MB of bits a worker against 4.5 MB of text; the key set's phase took
+    /// twice as long with 2 processes of 1 worker as with 1 of 2).
+    pub fn take_bits(&mut self) -> Option<DenseWords> {
+        let bits = self.bits.take()?;
+        (!bits.bytes.is_empty()).then_some(DenseWords { at: bits.at, bytes: bits.bytes })
     }
 }
 
-/// Numbers as bits, as [`KeyArena::split_dense`] makes them: the bytes of the words of a set's
-/// bitmap from word `at` on (64 numbers a word, little-endian: bit i of byte j is the number
-/// 8j + i past the word's first).
+/// Numbers collected as bits: bit v − 64·`at` of `bytes` (little-endian 64-bit words) for each
+/// number v, over the words from the smallest number's to the largest's (of those taken).
+///
+/// They are kept so while the bits take no more bytes than the numbers' text, plus [`SLACK`]
+/// for the first numbers: ids from a range not much wider than their count. Past that, the bits
+/// stop growing, and the numbers they do not cover are kept as text, as all are in an arena of
+/// sparse numbers (whose second number already passes the bound).
+///
+/// [`SLACK`]: NumberBits::SLACK
+#[derive(Clone, Debug, Default)]
+struct NumberBits {
+    at: u32,
+    bytes: Vec<u8>,
+    /// Set once the bits would pass their bound: they grow no more (numbers inside them still
+    /// go in).
+    full: bool,
+}
+
+impl NumberBits {
+    /// Bytes the bits may take beyond the numbers' text.
+    const SLACK: u64 = 64 << 10;
+
+    /// Sets number `v`'s bit, growing the bits to cover it within `bound` bytes; false if they
+    /// cannot, and then the number is for the text.
+    #[inline(always)]
+    fn insert(&mut self, v: u32, bound: u64) -> bool {
+        let word = v / 64;
+        let words = (self.bytes.len() / 8) as u32;
+        if word.wrapping_sub(self.at) >= words && (self.full || !self.grow(word, bound)) {
+            return false;
+        }
+        let bit = (v - 64 * self.at) as usize;
+        self.bytes[bit / 8] |= 1 << (bit % 8);
+        true
+    }
+
+    /// Grows the bits to cover `word`, to twice their size (toward it) where `bound` allows, so
+    /// that ids that come in order cost a copy of their bits a doubling, not one a word.
+    #[cold]
+    fn grow(&mut self, word: u32, bound: u64) -> bool {
+        let words = (self.bytes.len() / 8) as u32;
+        let (low, high) = if words == 0 { (word, word) } else { (self.at.min(word), (self.at + words - 1).max(word)) };
+        let needed = (high - low + 1) as u64;
+        if 8 * needed > bound {
+            self.full = true;
+            return false;
+        }
+        // Numbers are below 10^9: words below 2^24.
+        let room = needed.max(2 * words as u64).min(bound / 8).min(1 << 24) as u32;
+        let low = if word < self.at { (high + 1).saturating_sub(room) } else { low };
+        // Pages written, not left to the zero page: each bit is set by a read and a write, and
+        // a read of an untouched page maps the zero page, which the write then replaces with a
+        // flush of every CPU's TLB (see `limits::zeroed_written`; on the benchmark's 2.5 MB of
+        // bits a worker, no difference in 25 interleaved runs either way).
+        let mut bytes: Vec<u8> = crate::limits::zeroed_written(room as usize * 8);
+        if words > 0 {
+            let from = 8 * (self.at - low) as usize;
+            bytes[from..from + self.bytes.len()].copy_from_slice(&self.bytes);
+        }
+        (self.at, self.bytes) = (low, bytes);
+        true
+    }
+}
+
+/// Calls `f` with the word (see `number`) of each number of `piece` that `dense` does not hold:
+/// all of them where the set holds no numbers as bits; else none where the set was sized for
+/// the counts of the arenas the bits came from. Reads only the words outside the span, and the
+/// span's last (numbers past the largest may share it).
+fn numbers_outside(piece: BitsPiece, dense: Dense, mut f: impl FnMut(u32)) {
+    let end = piece.at + (piece.bytes.len() / 8) as u32;
+    let visit = |from: u32, to: u32, f: &mut dyn FnMut(u32)| {
+        let (from, to) = (from.max(piece.at), to.min(end));
+        if from < to {
+            let bytes = &piece.bytes[8 * (from - piece.at) as usize..8 * (to - piece.at) as usize];
+            for_each_bit(BitsPiece { at: from, bytes }, |value| f(value + 1));
+        }
+    };
+    if dense.span == 0 {
+        return visit(piece.at, end, &mut f);
+    }
+    let (first, last) = ((dense.first - 1) / 64, (dense.first + dense.span - 2) / 64);
+    visit(piece.at, first, &mut f);
+    visit(last + 1, end, &mut f);
+    visit(last, last + 1, &mut |word| {
+        if !dense.holds(word) {
+            f(word)
+        }
+    });
+}
+
+/// Calls `f` with the value of each bit set in `piece`, in order.
+fn for_each_bit(piece: BitsPiece, mut f: impl FnMut(u32)) {
+    for (i, word) in piece.bytes.chunks_exact(8).enumerate() {
+        let mut word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        while word != 0 {
+            f(64 * (piece.at + i as u32) + word.trailing_zeros());
+            word &= word - 1;
+        }
+    }
+}
+
+/// Numbers as bits, as [`KeyArena::take_bits`] gives them: the bytes of 64-bit words from word
+/// `at` on (little-endian: bit i of byte j of the bytes is the number 64·`at` + 8j + i).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DenseWords {
     pub at: u32,
@@ -424,7 +532,10 @@ impl Dense {
     fn of(counts: &KeyCounts) -> Dense {
         match counts.numbers_range {
             Some((low, high)) if counts.numbers > 0 && ((high - low) as u64) < DENSE_BITS_PER_KEY.saturating_mul(counts.numbers) => {
-                Dense { first: low + 1, span: high - low + 1 }
+                // From the start of the smallest number's 64-bit word, so that bits collected
+                // in words (see `NumberBits`) go in whole.
+                let start = low / 64 * 64;
+                Dense { first: start + 1, span: high - start + 1 }
             }
             _ => Dense::default(),
         }
@@ -505,8 +616,12 @@ impl Bits {
         }
     }
 
-    /// Counts the bits set, for [`KeySet::len`].
+    /// Counts the bits set, for [`KeySet::len`], and clears any past the last (a word ORed in
+    /// whole whose numbers past the span went to the table).
     fn count(&mut self) {
+        if let Some(last) = self.words.last_mut().filter(|_| !self.len.is_multiple_of(64)) {
+            *last &= (1 << (self.len % 64)) - 1;
+        }
         self.keys = self.words.iter().map(|w| w.count_ones() as usize).sum();
     }
 
@@ -947,15 +1062,25 @@ impl PartitionBuilder {
         self.build_with_bits(pieces, &[])
     }
 
-    /// [`build`](Self::build), with numbers that came as bits (see [`KeyArena::split_dense`])
+    /// [`build`](Self::build), with numbers that came as bits (see [`KeyArena::take_bits`])
     /// too: this partition's words of each piece are ORed in.
     pub fn build_with_bits(self, pieces: &[impl AsRef<[u8]>], bits: &[BitsPiece]) -> Partition {
         let PartitionBuilder { mut table, dense, index, count } = self;
+        let h = hasher();
         if !table.bits.words.is_empty() {
-            let at = (table.bits.first - dense.first) / 64;
+            // The partition's bits start on a word (see `Dense::range`).
+            let at = (table.bits.first - 1) / 64;
             bits.iter().for_each(|&piece| table.bits.or_piece(at, piece));
         }
-        let h = hasher();
+        // Numbers the span does not hold (all, where the set holds no bits) go to the table.
+        for &piece in bits {
+            numbers_outside(piece, dense, |word| {
+                let k = Hashed::with_number(&h, &[], Some(word), dense);
+                if count == 1 || part_of(&k, dense, count) == index {
+                    table.insert(k);
+                }
+            });
+        }
         // Keys go in groups, and a group's slots are prefetched while the group before it is
         // inserted, one slot per insert, so that about a group's misses are always in flight.
         // A key joins the group whatever its partition, and the group's length grows only for
@@ -1412,57 +1537,71 @@ mod tests {
         assert!((0..10u32).all(|i| set.contains((i * 1_000).to_string().as_bytes())) && !set.contains(b"500"));
     }
 
-    /// Workers' keys split into bits and text (see `KeyArena::split_dense`) make the set that
-    /// their text makes, in 1, 2, 3 and 5 partitions, with the bits in pieces of every size
-    /// (one word, three, whole): numbers, their neighbours, 0, repeats, and keys of every other
-    /// kind. A worker whose numbers are too few for its bits to save bytes sends text.
+    /// Workers' keys collected with numbers as bits (see `KeyArena::holding_numbers_as_bits`)
+    /// make the set that their text makes, in 1, 2, 3 and 5 partitions, with the bits in
+    /// pieces of every size (one word, three, whole): numbers, their neighbours, 0, repeats,
+    /// and keys of every other kind. One worker's numbers are too sparse for bits and stay text;
+    /// with counts that carry no range, or too narrow a one, the bits' numbers go to the table.
     #[test]
-    fn numbers_sent_as_bits_make_the_set_their_text_makes() {
+    fn numbers_collected_as_bits_make_the_set_their_text_makes() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-        let mut workers: Vec<KeyArena> = (0..3).map(|_| KeyArena::with_piece(256)).collect();
+        let mut workers: Vec<KeyArena> = (0..3).map(|_| KeyArena::with_piece(256).holding_numbers_as_bits()).collect();
+        let mut text = KeyArena::with_piece(256);
         let mut numbers = Vec::new();
+        let mut push = |w: usize, key: &[u8], workers: &mut Vec<KeyArena>| {
+            workers[w].push(key);
+            text.push(key);
+        };
         for i in 0..6_000u32 {
             let n = if i < 3 { [0, 4_000, 1_000][i as usize] } else { rng.gen_range(1_000..=4_000u32) };
             numbers.push(n);
-            workers[(i % 2) as usize].push(n.to_string().as_bytes());
+            push((i % 2) as usize, n.to_string().as_bytes(), &mut workers);
         }
-        // The third worker: two numbers 3,000 apart (its bits would be 48 words for 8 bytes of
-        // text), and keys of every other kind.
+        // The third worker: two numbers 198,999 apart (25 KB of bits for 14 bytes of text: within
+        // the slack), and keys of every other kind.
         let others: [&[u8]; 6] = [b"k1", b"0123", b"a key longer than eight bytes", b"12345678901", b"12345678901234567890", b"-5"];
-        for key in [&b"1001"[..], b"3999"].into_iter().chain(others) {
-            workers[2].push(key);
+        for key in [&b"1001"[..], b"200000"].into_iter().chain(others) {
+            push(2, key, &mut workers);
         }
-        workers[0].push(b"k1");
+        push(0, b"k1", &mut workers);
         let counts = workers.iter().map(KeyArena::counts).fold(KeyCounts::default(), KeyCounts::merge);
-        let text: Vec<Vec<u8>> = workers.iter().flat_map(pieces_of).collect();
-        let table = KeySet::build(&text, KeyCounts { numbers_range: None, ..counts });
-        let split: Vec<(KeyArena, Option<DenseWords>)> = workers.into_iter().map(|w| w.split_dense(&counts)).collect();
-        assert!(split[0].1.is_some() && split[1].1.is_some() && split[2].1.is_none(), "the first two send bits, the third text");
-        assert_eq!(split[0].0.keys(), 1, "what is left of the first worker: k1");
-        assert_eq!(split[1].0.keys(), 0);
-        assert_eq!(split[2].0.keys(), 8, "the third worker's keys, whole");
-        let text: Vec<Vec<u8>> = split.iter().flat_map(|(rest, _)| pieces_of(rest)).collect();
-        let probes: Vec<Vec<u8>> = (0..=5_100u32).map(|n| n.to_string().into_bytes()).chain(others.iter().chain(&[&b"k2"[..], b"01"]).map(|k| k.to_vec())).collect();
+        assert_eq!(counts, text.counts());
+        let bits: Vec<Option<DenseWords>> = workers.iter_mut().map(KeyArena::take_bits).collect();
+        assert!(bits[0].is_some() && bits[1].is_some(), "the first two hold their numbers as bits");
+        assert_eq!(workers[0].keys(), 3_001, "counted, all of them");
+        assert_eq!(pieces_of(&workers[0]).concat(), [&b"\x02k1"[..]].concat(), "the first worker's text: k1 alone");
+        assert!(pieces_of(&workers[1]).concat().is_empty());
+        assert_eq!(bits[2].as_ref().map(|b| (b.at, b.bytes.len())), Some((1001 / 64, 8 * (200_000 / 64 - 1001 / 64 + 1))), "the third's bits");
+        assert_eq!(pieces_of(&workers[2]).iter().map(|p| p.len()).sum::<usize>(), 74, "the third's text: the others");
+        let rest: Vec<Vec<u8>> = workers.iter().flat_map(pieces_of).collect();
+        let probes: Vec<Vec<u8>> = (0..=5_100u32).chain([199_999, 200_000, 200_001]).map(|n| n.to_string().into_bytes()).chain(others.iter().chain(&[&b"k2"[..], b"01"]).map(|k| k.to_vec())).collect();
         let refs: Vec<&[u8]> = probes.iter().map(|k| k.as_slice()).collect();
+        let table = KeySet::build(&pieces_of(&text), KeyCounts { numbers_range: None, ..counts });
         let (mut want, mut got) = (Vec::new(), Vec::new());
         table.contains_batch(&refs, &mut want);
-        assert_eq!(want.iter().filter(|&&yes| yes).count(), numbers.iter().collect::<std::collections::HashSet<_>>().len() + others.len());
-        for piece_words in [1, 3, usize::MAX] {
-            let bits: Vec<BitsPiece> = split
-                .iter()
-                .filter_map(|(_, bits)| bits.as_ref())
-                .flat_map(|bits| {
-                    let step = piece_words.saturating_mul(8).min(bits.bytes.len());
-                    bits.bytes.chunks(step).enumerate().map(move |(i, bytes)| BitsPiece { at: bits.at + (i * step / 8) as u32, bytes })
-                })
-                .collect();
-            for count in [1, 2, 3, 5] {
-                let set = KeySet::from_partitions((0..count).map(|i| PartitionBuilder::new(counts, i, count).build_with_bits(&text, &bits)).collect());
-                assert!(set.numbers_as_bits());
-                set.contains_batch(&refs, &mut got);
-                assert!(got == want, "pieces of {piece_words} words, {count} partition(s)");
-                assert!(refs.iter().zip(&want).all(|(k, &yes)| set.contains(k) == yes), "pieces of {piece_words} words, {count} partition(s)");
+        let distinct: std::collections::HashSet<u32> = numbers.iter().copied().chain([1001, 200_000]).collect();
+        assert_eq!(want.iter().filter(|&&yes| yes).count(), distinct.len() + others.len());
+        let narrow = KeyCounts { numbers_range: Some((1_500, 3_000)), ..counts };
+        let no_range = KeyCounts { numbers_range: None, ..counts };
+        for (counts, as_bits) in [(counts, true), (narrow, true), (no_range, false)] {
+            for piece_words in [1, 3, usize::MAX] {
+                let bits: Vec<BitsPiece> = bits
+                    .iter()
+                    .flatten()
+                    .flat_map(|bits| {
+                        let step = piece_words.saturating_mul(8).min(bits.bytes.len());
+                        bits.bytes.chunks(step).enumerate().map(move |(i, bytes)| BitsPiece { at: bits.at + (i * step / 8) as u32, bytes })
+                    })
+                    .collect();
+                for count in [1, 2, 3, 5] {
+                    let set = KeySet::from_partitions((0..count).map(|i| PartitionBuilder::new(counts, i, count).build_with_bits(&rest, &bits)).collect());
+                    let case = format!("{:?}, pieces of {piece_words} words, {count} partition(s)", counts.numbers_range);
+                    assert_eq!(set.numbers_as_bits(), as_bits, "{case}");
+                    set.contains_batch(&refs, &mut got);
+                    assert!(got == want, "{case}");
+                    assert!(refs.iter().zip(&want).all(|(k, &yes)| set.contains(k) == yes), "{case}");
+                }
             }
         }
     }
@@ -1494,22 +1633,43 @@ mod tests {
         assert_eq!(decode_gaps(&[0, 0], 1), Some(vec![0b11]));
     }
 
-    /// An arena keeps its text where the set holds no bits, or where the counts' span does not
-    /// hold its numbers (counts that are not its own).
+    /// Numbers held as bits grow their bits up and down, by doubling, within the bound of their
+    /// text's bytes plus the slack; past it the bits stop growing and the rest is text. Every
+    /// key comes back from `for_each_key` (numbers held as bits in order, once), and the bytes
+    /// held count the bits.
     #[test]
-    fn numbers_stay_text_where_the_set_holds_no_bits() {
-        let mut arena = KeyArena::default();
-        (0..1_000u32).for_each(|n| arena.push(n.to_string().as_bytes()));
-        let sparse = KeyCounts { numbers_range: Some((0, 1_000_000)), ..arena.counts() };
-        let narrow = KeyCounts { numbers_range: Some((0, 500)), ..arena.counts() };
-        for counts in [sparse, narrow, KeyCounts { numbers_range: None, ..arena.counts() }] {
-            let (rest, bits) = arena.clone().split_dense(&counts);
-            assert!(bits.is_none() && rest.as_bytes() == arena.as_bytes(), "{counts:?}");
+    fn numbers_are_held_as_bits_within_their_bound() {
+        let mut arena = KeyArena::default().holding_numbers_as_bits();
+        for n in (64_000..65_000u32).chain((10_000..11_000).rev()).chain([64_000, 10_500]) {
+            arena.push(n.to_string().as_bytes());
         }
-        let (rest, bits) = arena.clone().split_dense(&arena.counts());
-        let bits = bits.expect("1,000 numbers in 16 words");
-        assert_eq!((rest.keys(), bits.at, bits.bytes.len()), (0, 0, 16 * 8));
-        assert!(bits.bytes[..125].iter().all(|&b| b == 0xff) && bits.bytes[125..].iter().all(|&b| b == 0));
+        arena.push(b"k");
+        let bits = arena.bits.as_ref().expect("held as bits");
+        assert!(!bits.full && bits.at <= 10_000 / 64 && bits.at + (bits.bytes.len() / 8) as u32 > 65_000 / 64);
+        // Doubling: 1 word, then 2, 4, ... up to the span of about 860 words.
+        assert!(bits.bytes.len() <= 2 * 8 * (65_000 / 64 - 10_000 / 64 + 1), "{} bytes", bits.bytes.len());
+        assert_eq!(arena.len_bytes(), 2 + bits.bytes.len());
+        let mut keys = Vec::new();
+        arena.for_each_key(|k| keys.push(String::from_utf8(k.to_vec()).unwrap()));
+        let want: Vec<String> = std::iter::once("k".to_string()).chain((10_000..11_000).chain(64_000..65_000).map(|n| n.to_string())).collect();
+        assert_eq!(keys, want);
+        assert_eq!(arena.keys(), 2_003);
+
+        // Sparse numbers: the second passes the bound (a word for the first, then 2^24 words).
+        let mut sparse = KeyArena::default().holding_numbers_as_bits();
+        for key in ["5", "999999999", "6", "70", "64"] {
+            sparse.push(key.as_bytes());
+        }
+        let bits = sparse.take_bits().expect("the first number's word");
+        assert_eq!((bits.at, bits.bytes.len()), (0, 8));
+        assert_eq!(u64::from_le_bytes(bits.bytes[..8].try_into().unwrap()), 1 << 5 | 1 << 6, "5 and 6, in the word they had");
+        assert_eq!(pieces_of(&sparse).concat(), b"\x09999999999\x0270\x0264", "the rest as text, once the bits are full");
+        assert!(sparse.take_bits().is_none(), "taken");
+
+        // An arena not made to hold bits keeps every key as text.
+        let mut plain = KeyArena::default();
+        plain.push(b"7");
+        assert!(plain.take_bits().is_none() && plain.as_bytes() == b"\x017");
     }
 
     /// The partitions' ranges of a dense span cover it once, each starts on a word of its

@@ -251,8 +251,8 @@ impl SharedKeys {
 }
 
 /// Gives every process all the build keys in one exact set: each worker sends its keys once to
-/// the first worker of every process (`receivers`), its numbers as bits where the set holds them
-/// so (see [`KeyArena::split_dense`]); then every worker of the process builds one partition of
+/// the first worker of every process (`receivers`), its numbers as the bits it collected them
+/// in (see [`KeyArena::take_bits`]); then every worker of the process builds one partition of
 /// the set from them, at the same time, and they share the whole. `counts`: all the workers'
 /// keys, by kind.
 pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCounts, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
@@ -280,8 +280,8 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCou
     // 1 MiB.
     let process_of = |w: usize| w / shared.local_workers;
     let local = receivers.iter().copied().find(|&to| process_of(to) == process_of(me));
-    // A job of one worker reads its own keys once whichever way.
-    let (keys, bits) = if worker.peers() > 1 { keys.split_dense(&counts) } else { (keys, None) };
+    let mut keys = keys;
+    let bits = keys.take_bits();
     let remote = receivers.iter().copied().filter(|&to| Some(to) != local).collect::<Vec<_>>();
     let mut send = |bytes: Vec<u8>, pieces: Vec<std::ops::Range<usize>>, bits_at: Option<u32>| {
         let bytes = std::sync::Arc::new(bytes);

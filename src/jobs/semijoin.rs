@@ -144,7 +144,9 @@ pub struct SemijoinStats {
     pub anti: bool,
     /// `broadcast` or `shuffle` (`--exact` only).
     pub exact_strategy: Option<ExactStrategy>,
-    /// Build-key bytes sent to every process (the broadcast strategy only).
+    /// Build-key bytes the workers held for the broadcast, as text and numbers as bits: what
+    /// is sent to every process, at most (bits go to other processes as gaps where those are
+    /// fewer bytes). The broadcast strategy only.
     pub broadcast_key_bytes: Option<u64>,
     /// Bloom survivors the exact join found unmatched (`--exact` only): removed, or with
     /// `--anti` kept.
@@ -388,7 +390,7 @@ impl Job {
             PlannedFilter::Build { source, .. } if collecting => source.total_bytes(),
             _ => 0,
         };
-        let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize);
+        let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize).holding_numbers_as_bits();
         let keep = match shuffle.as_mut().and_then(|join| join.build.as_mut()) {
             spill if collecting => KeepKeys::UpTo(&mut keys, limit, spill),
             Some(input) => KeepKeys::Send(input),
