@@ -207,7 +207,8 @@ impl Source {
         while !abort.load(Ordering::Relaxed) {
             let Some(index) = feed.next_split() else { break };
             let split = &self.splits[index];
-            let mut tick = || feed.tick();
+            let every = feed.tick_every();
+            let mut tick = (every, || feed.tick());
             match &self.inputs[split.input] {
                 Input::File { path, compression: Compression::None, .. } => {
                     let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
@@ -250,7 +251,7 @@ impl Source {
         compressed: Option<&AtomicU64>,
         abort: &AtomicBool,
         progress: &AtomicU64,
-        tick: &mut impl FnMut(),
+        tick: &mut (u64, impl FnMut()),
         stats: &mut ScanStats,
         on_batch: &mut impl FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<()> {
@@ -265,7 +266,7 @@ impl Source {
         };
         // A byte order mark is dropped where the input starts, as Hadoop drops it.
         let mut at_input_start = from_text_start;
-        let mut ticks = ProgressTicks { progress, compressed, read: 0, reported: 0 };
+        let mut ticks = ProgressTicks { progress, compressed, read: 0, reported: 0, ticked: 0 };
         // The batch's slices borrow the reader's buffer anew each time; their vectors' memory
         // is kept across batches, empty, in these.
         let (mut spare_keys, mut spare_records): (Vec<&[u8]>, Vec<&[u8]>) = (Vec::new(), Vec::new());
@@ -339,13 +340,14 @@ impl KeyFields {
 
 /// Counts a split's bytes into the shared progress counter, and looks at the abort flag, once
 /// every [`PROGRESS_STEP`]: both are shared by every worker, and touched once per batch the
-/// workers would pass their cache line back and forth.
+/// workers would pass their cache line back and forth. Ticks the feed as often as it asks.
 struct ProgressTicks<'p> {
     progress: &'p AtomicU64,
     /// For a compressed input, its compressed bytes read so far, which progress counts.
     compressed: Option<&'p AtomicU64>,
     read: u64,
     reported: u64,
+    ticked: u64,
 }
 
 impl ProgressTicks<'_> {
@@ -353,16 +355,19 @@ impl ProgressTicks<'_> {
         self.compressed.map_or(self.read, |c| c.load(Ordering::Relaxed))
     }
 
-    /// Counts a batch of `bytes`; at each step, ticks the feed and tells whether the job is
-    /// aborting (the scan then stops).
+    /// Counts a batch of `bytes`, ticks the feed every `tick.0` bytes, and at each step tells
+    /// whether the job is aborting (the scan then stops).
     #[inline]
-    fn after(&mut self, bytes: u64, tick: &mut impl FnMut(), abort: &AtomicBool) -> bool {
+    fn after(&mut self, bytes: u64, tick: &mut (u64, impl FnMut()), abort: &AtomicBool) -> bool {
         self.read += bytes;
         let now = self.position();
+        if now - self.ticked >= tick.0 {
+            (tick.1)();
+            self.ticked = now;
+        }
         if now - self.reported < PROGRESS_STEP {
             return false;
         }
-        tick();
         self.progress.fetch_add(now - self.reported, Ordering::Relaxed);
         self.reported = now;
         abort.load(Ordering::Relaxed)
@@ -589,9 +594,15 @@ pub trait SplitFeed {
     /// The index of the next split to read; `None` once there are no more.
     fn next_split(&mut self) -> Option<usize>;
 
-    /// Called every [`PROGRESS_STEP`] bytes read: a feed that talks to other workers answers
-    /// and receives their messages here, so that none waits for this worker's split to end.
+    /// Called every [`tick_every`](Self::tick_every) bytes read: a feed that talks to other
+    /// workers answers and receives their messages here, so that none waits for this worker's
+    /// split to end.
     fn tick(&mut self) {}
+
+    /// Bytes read between [`tick`](Self::tick)s.
+    fn tick_every(&self) -> u64 {
+        PROGRESS_STEP
+    }
 }
 
 impl<I: Iterator<Item = usize>> SplitFeed for I {
@@ -775,6 +786,22 @@ mod tests {
     use super::*;
     use crate::records::KeyField;
 
+    /// Comma-separated records without a header, keyed on the second field, strict, in splits
+    /// of `split_size` bytes.
+    fn csv_options(split_size: u64) -> ScanOptions {
+        ScanOptions {
+            format: RecordFormat { delimiter: b',', has_header: false },
+            key: Key::single(KeyField::Index(2)),
+            split_size,
+            max_record: 1 << 20,
+            strict: true,
+            key_rules: KeyRules { key_type: KeyType::Bytes, reject_empty: false },
+            stdin_compression: None,
+            null_key: None,
+            keep_null_records: false,
+        }
+    }
+
     /// Progress is told in the bytes the job's totals are made of: a plain file's own, and a
     /// compressed file's compressed bytes (not its longer text), so a bar ends at 100%.
     #[test]
@@ -787,18 +814,7 @@ mod tests {
         for (name, bytes) in files {
             let path = dir.path().join(name);
             std::fs::write(&path, &bytes).unwrap();
-            let options = ScanOptions {
-                format: RecordFormat { delimiter: b',', has_header: false },
-                key: Key::single(KeyField::Index(2)),
-                split_size: 64 << 10,
-                max_record: 1 << 20,
-                strict: true,
-                key_rules: KeyRules { key_type: KeyType::Bytes, reject_empty: false },
-                stdin_compression: None,
-                null_key: None,
-                keep_null_records: false,
-            };
-            let source = Source::plan(&[path], options, 1).unwrap();
+            let source = Source::plan(&[path], csv_options(64 << 10), 1).unwrap();
             let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
             let mut records = 0;
             let stats = source.scan_worker(0, 1, &abort, &progress, |batch| {
@@ -809,6 +825,41 @@ mod tests {
             assert_eq!((records, stats.records, stats.bytes), (30_000, 30_000, text.len() as u64), "{name}");
             assert_eq!(progress.load(Ordering::Relaxed), bytes.len() as u64, "{name}");
             assert_eq!(source.bytes_of(0..1, 1), bytes.len() as u64, "{name}");
+        }
+    }
+
+    /// A feed is ticked as often as it asks (every 64 KiB read here: about 45 times in 3 MB of
+    /// lines, less what each split's end leaves over), and by default once a MiB.
+    #[test]
+    fn feeds_are_ticked_as_often_as_they_ask() {
+        struct Feed {
+            splits: std::ops::Range<usize>,
+            every: Option<u64>,
+            ticks: u32,
+        }
+        impl SplitFeed for Feed {
+            fn next_split(&mut self) -> Option<usize> {
+                self.splits.next()
+            }
+            fn tick(&mut self) {
+                self.ticks += 1;
+            }
+            fn tick_every(&self) -> u64 {
+                self.every.unwrap_or(PROGRESS_STEP)
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lines.csv");
+        let text: Vec<u8> = (0..100_000u32).flat_map(|i| format!("{i:08},k{i:020}\n").into_bytes()).collect();
+        std::fs::write(&path, &text).unwrap();
+        let source = Source::plan(&[path], csv_options(64 << 20), 1).unwrap();
+        // Each split counts its own bytes: a split's last part short of a tick goes untold.
+        let splits = source.splits.len() as u64;
+        for (every, want) in [(Some(64u64 << 10), text.len() as u64 / (64 << 10)), (None, text.len() as u64 / PROGRESS_STEP)] {
+            let mut feed = Feed { splits: 0..splits as usize, every, ticks: 0 };
+            let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+            source.scan_feed(&mut feed, &abort, &progress, |_| Ok(())).unwrap();
+            assert!((want.saturating_sub(splits)..=want).contains(&(feed.ticks as u64)), "every {every:?}: {} ticks in {splits} splits, about {want} wanted", feed.ticks);
         }
     }
 
@@ -912,17 +963,7 @@ mod tests {
                 }
             }
             for split_size in [100, 777, 64 << 10] {
-                let options = ScanOptions {
-                    format: RecordFormat { delimiter: b',', has_header: false },
-                    key: Key::single(KeyField::Index(2)),
-                    split_size,
-                    max_record: 1 << 20,
-                    strict: false,
-                    key_rules: KeyRules { key_type: KeyType::Bytes, reject_empty: false },
-                    stdin_compression: None,
-                    null_key: null.clone(),
-                    keep_null_records,
-                };
+                let options = ScanOptions { strict: false, null_key: null.clone(), keep_null_records, ..csv_options(split_size) };
                 let source = Source::plan(std::slice::from_ref(&path), options, 1).unwrap();
                 let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
                 let mut read: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
