@@ -318,24 +318,21 @@ pub struct DenseWords {
 /// the benchmark's 500K ids a worker, over a span of 20M, 0.5 MB against 2.5 MB of bits to send
 /// to every other process (sent at about 1 GB/s on this host's loopback).
 pub fn encode_gaps(bytes: &[u8]) -> Vec<u8> {
+    assert!(bytes.len() < 1 << 29, "bits are numbered in 32 bits");
     let mut gaps = Vec::with_capacity(bytes.len() / 4);
-    let mut next = 0u64;
-    for (i, word) in bytes.chunks_exact(8).enumerate() {
-        let mut word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
-        while word != 0 {
-            let bit = 64 * i as u64 + word.trailing_zeros() as u64;
-            push_varint(&mut gaps, bit - next);
-            next = bit + 1;
-            word &= word - 1;
-        }
-    }
+    let mut next = 0;
+    for_each_bit(BitsPiece { at: 0, bytes }, |bit| {
+        push_varint(&mut gaps, (bit - next) as u64);
+        next = bit + 1;
+    });
     gaps
 }
 
 /// The `len` bytes of bitmap whose set bits `gaps` gives (see [`encode_gaps`]); `None` if the
 /// gaps are malformed or point past `len` bytes.
 pub fn decode_gaps(gaps: &[u8], len: usize) -> Option<Vec<u8>> {
-    let mut bytes = vec![0u8; len];
+    // Pages written, as for `NumberBits`: each bit is set by a read and a write.
+    let mut bytes: Vec<u8> = crate::limits::zeroed_written(len);
     let (mut at, mut next) = (0, 0u64);
     while at < gaps.len() {
         let (gap, end) = read_varint(gaps, at)?;

@@ -207,8 +207,7 @@ impl Source {
         while !abort.load(Ordering::Relaxed) {
             let Some(index) = feed.next_split() else { break };
             let split = &self.splits[index];
-            let every = feed.tick_every();
-            let mut tick = (every, || feed.tick());
+            let mut tick = FeedTick { every: feed.tick_every(), tick: || feed.tick() };
             match &self.inputs[split.input] {
                 Input::File { path, compression: Compression::None, .. } => {
                     let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
@@ -251,7 +250,7 @@ impl Source {
         compressed: Option<&AtomicU64>,
         abort: &AtomicBool,
         progress: &AtomicU64,
-        tick: &mut (u64, impl FnMut()),
+        tick: &mut FeedTick<impl FnMut()>,
         stats: &mut ScanStats,
         on_batch: &mut impl FnMut(&RecordBatch) -> Result<()>,
     ) -> Result<()> {
@@ -338,6 +337,12 @@ impl KeyFields {
     }
 }
 
+/// A feed's [`tick`](SplitFeed::tick), and the bytes to read between two.
+struct FeedTick<F> {
+    every: u64,
+    tick: F,
+}
+
 /// Counts a split's bytes into the shared progress counter, and looks at the abort flag, once
 /// every [`PROGRESS_STEP`]: both are shared by every worker, and touched once per batch the
 /// workers would pass their cache line back and forth. Ticks the feed as often as it asks.
@@ -355,14 +360,14 @@ impl ProgressTicks<'_> {
         self.compressed.map_or(self.read, |c| c.load(Ordering::Relaxed))
     }
 
-    /// Counts a batch of `bytes`, ticks the feed every `tick.0` bytes, and at each step tells
+    /// Counts a batch of `bytes`, ticks the feed as often as it asks, and at each step tells
     /// whether the job is aborting (the scan then stops).
     #[inline]
-    fn after(&mut self, bytes: u64, tick: &mut (u64, impl FnMut()), abort: &AtomicBool) -> bool {
+    fn after(&mut self, bytes: u64, tick: &mut FeedTick<impl FnMut()>, abort: &AtomicBool) -> bool {
         self.read += bytes;
         let now = self.position();
-        if now - self.ticked >= tick.0 {
-            (tick.1)();
+        if now - self.ticked >= tick.every {
+            (tick.tick)();
             self.ticked = now;
         }
         if now - self.reported < PROGRESS_STEP {

@@ -255,7 +255,7 @@ impl SharedKeys {
 /// in (see [`KeyArena::take_bits`]); then every worker of the process builds one partition of
 /// the set from them, at the same time, and they share the whole. `counts`: all the workers'
 /// keys, by kind.
-pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCounts, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
+pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: KeyCounts, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
     let me = worker.index();
     let received = Rc::new(RefCell::new(Vec::<KeyPiece>::new()));
     let probe = ProbeHandle::new();
@@ -280,7 +280,6 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCou
     // 1 MiB.
     let process_of = |w: usize| w / shared.local_workers;
     let local = receivers.iter().copied().find(|&to| process_of(to) == process_of(me));
-    let mut keys = keys;
     let bits = keys.take_bits();
     let remote = receivers.iter().copied().filter(|&to| Some(to) != local).collect::<Vec<_>>();
     let mut send = |bytes: Vec<u8>, pieces: Vec<std::ops::Range<usize>>, bits_at: Option<u32>| {
@@ -343,8 +342,8 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, keys: KeyArena, counts: KeyCou
 
 /// Whole build keys (see [`KeyArena::pieces`]) for worker `to`: about 1 MiB of them, or all of a
 /// worker's for a receiver in its own process; or, with `bits_at`, words of a worker's numbers
-/// as bits (see [`DenseWords`](crate::keyset::DenseWords)), from word `bits_at` of the set's
-/// bitmap on. A piece shares its worker's keys rather than copying them out: a receiver in
+/// as bits (see [`DenseWords`](crate::keyset::DenseWords)), from word `bits_at` on (the numbers
+/// from 64·`bits_at`). A piece shares its worker's keys rather than copying them out: a receiver in
 /// another process gets the piece's bytes serialized straight from them, one in this process
 /// the keys themselves.
 #[derive(Clone)]
