@@ -190,7 +190,7 @@ pub fn print_summary(s: &SemijoinStats) {
         _ => {}
     }
     if let Some(bytes) = s.broadcast_key_bytes {
-        println!("  broadcast           {} of build keys sent to every process", human_bytes(bytes));
+        println!("  broadcast           {} of build keys held for the broadcast to every process", human_bytes(bytes));
     }
     if let Some(saved) = s.network_bytes_saved_by_bloom {
         println!("  network saved       {} of key exchange kept off the network by the Bloom step", human_bytes(saved));
