@@ -322,7 +322,7 @@ pub fn encode_gaps(bytes: &[u8]) -> Vec<u8> {
     let mut gaps = Vec::with_capacity(bytes.len() / 4);
     let mut next = 0;
     for_each_bit(BitsPiece { at: 0, bytes }, |bit| {
-        push_varint(&mut gaps, (bit - next) as u64);
+        crate::records::push_varint(&mut gaps, (bit - next) as u64);
         next = bit + 1;
     });
     gaps
@@ -343,17 +343,9 @@ pub fn decode_gaps(gaps: &[u8], len: usize) -> Option<Vec<u8>> {
     Some(bytes)
 }
 
-/// Appends `value` as a LEB128 varint.
-fn push_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push(value as u8 | 0x80);
-        value >>= 7;
-    }
-    out.push(value as u8);
-}
-
-/// The LEB128 varint at `at` of `bytes` and where it ends; `None` if it runs past the end or
-/// past 64 bits.
+/// The LEB128 varint at `at` of `bytes` (see [`push_varint`](crate::records::push_varint)) and where it ends; `None` if it
+/// runs past the end or past 64 bits. (`key_at` reads the arena's lengths unchecked: the arena
+/// is this process's own.)
 fn read_varint(bytes: &[u8], mut at: usize) -> Option<(u64, usize)> {
     let mut value = 0u64;
     for shift in (0..64).step_by(7) {

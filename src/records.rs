@@ -157,13 +157,19 @@ impl Key {
 /// composite key holds each field, and how the exact join's key arena holds each key.
 #[inline]
 pub fn push_with_length(out: &mut Vec<u8>, bytes: &[u8]) {
-    let mut len = bytes.len();
-    while len >= 0x80 {
-        out.push(len as u8 | 0x80);
-        len >>= 7;
-    }
-    out.push(len as u8);
+    push_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
+}
+
+/// Appends `value` as a LEB128 varint: 7 bits a byte, low first, the high bit set on every
+/// byte but the last.
+#[inline]
+pub fn push_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push(value as u8 | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
 }
 
 /// The composite key of `line` (terminator trimmed) of the fields at `indexes` into `out`: the
