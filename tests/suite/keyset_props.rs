@@ -3,7 +3,7 @@
 //! empty key), the partition count, and the counts the tables are sized for, the set holds
 //! exactly the keys put in, one by one and in batches.
 
-use bloomflow::keyset::{KeyArena, KeyCounts, KeySet, PartitionBuilder};
+use bloomflow::keyset::{is_number, KeyArena, KeyCounts, KeySet, PartitionBuilder};
 use proptest::prelude::*;
 use std::collections::HashSet;
 
@@ -32,7 +32,14 @@ proptest! {
         let counts = if sized { arena.counts() } else { KeyCounts { keys: 1, ..KeyCounts::default() } };
         let set = KeySet::from_partitions((0..parts).map(|i| PartitionBuilder::new(counts, i, parts).build(&pieces)).collect());
         let want: HashSet<&[u8]> = members.iter().map(Vec::as_slice).collect();
-        prop_assert_eq!(set.len(), members.len());
+        // Duplicates count, but for numbers held as bits, which count once.
+        let held = if set.numbers_as_bits() {
+            let numbers: HashSet<&[u8]> = members.iter().filter(|k| is_number(k)).map(Vec::as_slice).collect();
+            numbers.len() + members.iter().filter(|k| !is_number(k)).count()
+        } else {
+            members.len()
+        };
+        prop_assert_eq!(set.len(), held);
         // Near misses too: each member with a leading zero, without its first byte, and with a
         // zero byte after it (a number with leading zeros must not read as the number).
         let near: Vec<Vec<u8>> = members.iter().flat_map(|m| [[b"0", &m[..]].concat(), m.get(1..).unwrap_or_default().to_vec(), [&m[..], b"\0"].concat()]).collect();
