@@ -148,11 +148,34 @@ pub fn key(ns: u64, i: u64) -> Vec<u8> {
 
 /// A hostfile of `n` free loopback ports in `dir`.
 pub fn hostfile(dir: &Path, n: usize) -> PathBuf {
-    let sockets: Vec<_> = (0..n).map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap()).collect();
-    let lines: Vec<String> = sockets.iter().map(|s| format!("127.0.0.1:{}\n", s.local_addr().unwrap().port())).collect();
+    let lines: Vec<String> = (0..n).map(|_| format!("127.0.0.1:{}\n", free_port())).collect();
     let path = dir.join(format!("hosts-{}", lines[0].trim().replace([':', '.'], "_")));
     std::fs::write(&path, lines.concat()).unwrap();
     path
+}
+
+/// A loopback port free now, below the kernel's ephemeral range, as `jobs/local-cluster.sh`
+/// picks them. A port from `bind(0)` comes from that range, from which the kernel also takes the
+/// local ports of outgoing connections: between the hostfile's writing and the job's listen,
+/// another test's connection could take it (a clean clone's CI run failed on "Address already
+/// in use"). Below the range only a listener holds a port, and the tests of this binary never
+/// pick the same one twice.
+fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .filter(|&low| low > 21_024)
+        .unwrap_or(61_000);
+    let ports = low - 20_000;
+    loop {
+        // Spread by this process's id, so that two test binaries run at once start apart.
+        let port = 20_000 + (std::process::id().wrapping_mul(7_919) + NEXT.fetch_add(1, Ordering::Relaxed)) % ports;
+        if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
 }
 
 /// Runs `bloomflow ARGS -n N -p I -w W --hostfile H` for every process on loopback, kills them
