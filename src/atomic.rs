@@ -156,8 +156,11 @@ impl AtomicFile {
             .ok_or_else(|| Error::io(target, std::io::Error::other("not a file path")))?
             .to_string_lossy();
         let temp = target.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let file = File::create(&temp).map_err(|e| Error::io(target, e))?;
-        crate::cleanup::register(&temp);
+        let file = crate::cleanup::unless_exiting(|| {
+            let file = File::create(&temp).map_err(|e| Error::io(target, e))?;
+            crate::cleanup::register(&temp);
+            Ok::<_, Error>(file)
+        })?;
         Ok(AtomicFile {
             target: target.to_path_buf(),
             temp,
@@ -176,7 +179,8 @@ impl AtomicFile {
         let outcome = (|| {
             let file = writer.into_inner().map_err(|e| Error::io(&self.target, e.into_error()))?;
             file.sync().map_err(|e| Error::io(&self.target, e))?;
-            std::fs::rename(&self.temp, &self.target).map_err(|e| Error::io(&self.target, e))
+            // Not once the process is exiting: what it said it committed is what it did.
+            crate::cleanup::unless_exiting(|| std::fs::rename(&self.temp, &self.target)).map_err(|e| Error::io(&self.target, e))
         })();
         if outcome.is_err() {
             let _ = std::fs::remove_file(&self.temp);

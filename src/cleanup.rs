@@ -3,9 +3,59 @@
 //! has to exit at once (a lost peer, a worker's panic) removes them first.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 static IN_PROGRESS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// The process's gate: a path is made and registered before the cleanup looks, or never.
+/// Without it a worker could make a file between the cleanup's removals and the exit (a split's
+/// claim, made just after the part, was left in an interrupted job's output).
+static GATE: Gate = Gate::new();
+
+/// Runs `act` unless the process is exiting (the cleanup has begun): then this thread waits
+/// for the exit. Whatever makes paths (files, directories, renames into place) does it here and
+/// registers the ones to remove, so that it makes nothing the cleanup would miss; and the
+/// command's outcome is reported here, so that a job interrupted as it ended is not also
+/// reported as finished or as failed on the files the cleanup removed.
+pub fn unless_exiting<T>(act: impl FnOnce() -> T) -> T {
+    GATE.pass(act).unwrap_or_else(|| loop {
+        std::thread::park();
+    })
+}
+
+/// Held shared by every thread making a path, and taken whole by the cleanup once it has set
+/// `closed`, so that it waits for the paths being made.
+struct Gate {
+    lock: RwLock<()>,
+    closed: AtomicBool,
+}
+
+impl Gate {
+    const fn new() -> Gate {
+        Gate { lock: RwLock::new(()), closed: AtomicBool::new(false) }
+    }
+
+    /// Runs `make` unless the gate is closed (None then).
+    fn pass<T>(&self, make: impl FnOnce() -> T) -> Option<T> {
+        let _shared = self.lock.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (!self.closed.load(Ordering::SeqCst)).then(make)
+    }
+
+    /// Closes the gate: nothing passes from now on, and what is passing is waited for. The
+    /// wait is bounded, so that the cleanup never hangs the exit.
+    fn close(&self, wait: Duration) {
+        self.closed.store(true, Ordering::SeqCst);
+        let deadline = Instant::now() + wait;
+        while Instant::now() < deadline {
+            match self.lock.try_write() {
+                Ok(_) | Err(std::sync::TryLockError::Poisoned(_)) => return,
+                Err(std::sync::TryLockError::WouldBlock) => std::thread::sleep(Duration::from_micros(200)),
+            }
+        }
+    }
+}
 
 /// Notes that `path` is being written.
 pub fn register(path: &Path) {
@@ -22,8 +72,10 @@ pub fn unregister(path: &Path) {
 }
 
 /// Removes every file still being written (and every directory registered: a replaced output
-/// being removed), then the output directories their parts leave empty.
-pub fn remove_all() {
+/// being removed), then the output directories their parts leave empty. Only for a process
+/// about to exit: nothing is made after it (see [`unless_exiting`]).
+fn remove_all() {
+    GATE.close(Duration::from_secs(1));
     if let Ok(list) = IN_PROGRESS.lock() {
         for path in list.iter() {
             if path.is_dir() {
@@ -38,12 +90,14 @@ pub fn remove_all() {
     }
 }
 
-/// Where `path` was a task's file in an output's `_temporary/`, removes that directory and the
-/// output directory if nothing else is in them, as a failed job does (`output::abort_task`).
-/// `remove_dir` removes only an empty directory, so a peer's part keeps them.
+/// Where `path` was a task's file in an output's `_temporary/` (or a part committed to the
+/// output), removes that directory and the output directory if nothing else is in them, as a
+/// failed job does (`output::abort_task`). `remove_dir` removes only an empty directory, so a
+/// peer's part keeps them.
 fn remove_empty_output(path: &Path) {
     let temporary = path.parent().filter(|dir| dir.file_name() == Some(std::ffi::OsStr::new(crate::output::TEMPORARY)));
-    if let Some(output) = temporary.and_then(Path::parent) {
+    let committed = path.file_name().filter(|name| name.to_string_lossy().starts_with("part-")).and(path.parent());
+    if let Some(output) = temporary.and_then(Path::parent).or(committed) {
         crate::output::remove_if_empty(output);
     }
 }
@@ -106,4 +160,50 @@ fn exit_failed(why: &str) -> ! {
     remove_all();
     eprintln!("bloomflow: error: {why}; the job failed and this process committed no output");
     std::process::exit(1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::{Arc, Barrier};
+
+    /// Closing waits for what is passing the gate, and nothing passes after: what a thread makes
+    /// is either done before the close returns, or never done.
+    #[test]
+    fn a_closed_gate_waits_for_what_is_passing_and_lets_nothing_after() {
+        let gate = Arc::new(Gate::new());
+        let made = Arc::new(AtomicUsize::new(0));
+        let inside = Arc::new(Barrier::new(2));
+        let passing = {
+            let (gate, made, inside) = (gate.clone(), made.clone(), inside.clone());
+            std::thread::spawn(move || {
+                gate.pass(|| {
+                    inside.wait();
+                    // Still making when the close begins.
+                    std::thread::sleep(Duration::from_millis(100));
+                    made.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+        };
+        inside.wait();
+        gate.close(Duration::from_secs(10));
+        assert_eq!(made.load(Ordering::SeqCst), 1, "the close returned before what was passing was made");
+        assert_eq!(passing.join().unwrap(), Some(()));
+        let after = gate.pass(|| made.fetch_add(1, Ordering::SeqCst));
+        assert_eq!(after, None);
+        assert_eq!(made.load(Ordering::SeqCst), 1, "a path was made after the close");
+    }
+
+    /// A close whose wait runs out (a thread stuck passing) still closes.
+    #[test]
+    fn a_close_is_bounded() {
+        let gate = Arc::new(Gate::new());
+        let held = gate.lock.read().unwrap();
+        let started = Instant::now();
+        gate.close(Duration::from_millis(50));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        drop(held);
+        assert_eq!(gate.pass(|| 1), None);
+    }
 }

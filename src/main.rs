@@ -10,7 +10,13 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = cmd::Cli::parse();
     bloomflow::cleanup::remove_on_interrupt();
-    match cmd::run(cli) {
+    let outcome = cmd::run(cli);
+    bloomflow::cleanup::unless_exiting(|| report(outcome))
+}
+
+/// The exit code of the command's outcome, its error printed.
+fn report(outcome: anyhow::Result<ExitCode>) -> ExitCode {
+    match outcome {
         Ok(code) => code,
         Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {

@@ -136,12 +136,18 @@ fn not_job_output(dir: &Path) -> Result<Option<PathBuf>> {
 fn move_aside(dir: &Path) -> Result<Replaced> {
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let trash = dir.with_file_name(format!(".{name}.bloomflow-replaced-{}", std::process::id()));
-    if std::fs::rename(dir, &trash).is_err() {
+    let moved = crate::cleanup::unless_exiting(|| {
+        let moved = std::fs::rename(dir, &trash).is_ok();
+        if moved {
+            // A process that must exit at once (a lost peer) removes it too.
+            crate::cleanup::register(&trash);
+        }
+        moved
+    });
+    if !moved {
         std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         return Ok(Replaced(None));
     }
-    // A process that must exit at once (a lost peer) removes it too.
-    crate::cleanup::register(&trash);
     let removal = {
         let trash = trash.clone();
         std::thread::Builder::new().name("remove-old-output".into()).spawn(move || {
@@ -291,10 +297,13 @@ impl TaskFile {
 
     fn create_with(dir: &Path, name: &str, compression: OutputCompression, writer: fn(File) -> Writeback) -> Result<TaskFile> {
         let temp_dir = dir.join(TEMPORARY);
-        std::fs::create_dir_all(&temp_dir).map_err(|e| Error::io(&temp_dir, e))?;
         let temp = temp_dir.join(name);
-        let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
-        crate::cleanup::register(&temp);
+        let file = crate::cleanup::unless_exiting(|| {
+            std::fs::create_dir_all(&temp_dir).map_err(|e| Error::io(&temp_dir, e))?;
+            let file = File::create(&temp).map_err(|e| Error::io(&temp, e))?;
+            crate::cleanup::register(&temp);
+            Ok::<_, Error>(file)
+        })?;
         let writer = TaskWriter::new(writer(file), compression).map_err(|e| Error::io(&temp, e))?;
         Ok(TaskFile { temp, writer: Some(writer) })
     }
@@ -333,14 +342,16 @@ impl TaskFile {
 /// job knows every task succeeded.
 pub fn commit_task(dir: &Path, temp: &Path) -> Result<PathBuf> {
     let target = dir.join(temp.file_name().expect("task files have names"));
-    if let Err(e) = std::fs::rename(temp, &target) {
-        discard(temp);
-        return Err(Error::io(&target, e));
-    }
-    crate::cleanup::unregister(temp);
-    // A committed part is removed too if the process must exit before the job commits.
-    crate::cleanup::register(&target);
-    Ok(target)
+    crate::cleanup::unless_exiting(|| {
+        if let Err(e) = std::fs::rename(temp, &target) {
+            discard(temp);
+            return Err(Error::io(&target, e));
+        }
+        crate::cleanup::unregister(temp);
+        // A committed part is removed too if the process must exit before the job commits.
+        crate::cleanup::register(&target);
+        Ok(target)
+    })
 }
 
 /// Removes a finished task file that will not be committed.

@@ -58,11 +58,13 @@ impl ProbeClaims {
     /// Announces that worker `me` reads its splits here, so that others may take from it;
     /// returns the announcement's path, for [`remove`](Self::remove) once the probe is over.
     pub(crate) fn announce(&self, me: usize) -> Result<PathBuf> {
-        std::fs::create_dir_all(&self.temporary).map_err(|e| Error::io(&self.temporary, e))?;
         let path = self.announcement(me);
-        std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
-        crate::cleanup::register(&path);
-        Ok(path)
+        crate::cleanup::unless_exiting(|| {
+            std::fs::create_dir_all(&self.temporary).map_err(|e| Error::io(&self.temporary, e))?;
+            std::fs::File::create(&path).map_err(|e| Error::io(&path, e))?;
+            crate::cleanup::register(&path);
+            Ok(path)
+        })
     }
 
     /// Whether `worker`'s announcement is seen here (it shares this output directory).
@@ -82,7 +84,7 @@ impl ProbeClaims {
     /// link took 0.007. (It is also the lock file of NFS lore: a link whose reply was lost
     /// reports "exists" on the retry, and is known as ours by its inode.)
     pub(crate) fn claim(&self, me: usize, split: usize) -> Result<Option<PathBuf>> {
-        self.claim_linking(me, split, |from, to| std::fs::hard_link(from, to))
+        crate::cleanup::unless_exiting(|| self.claim_linking(me, split, |from, to| std::fs::hard_link(from, to)))
     }
 
     /// [`claim`](Self::claim), making links with `link`. Where the file system makes none
