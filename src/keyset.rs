@@ -206,19 +206,19 @@ impl KeyArena {
 /// Numbers collected as bits: bit v − 64·`at` of `bytes` (little-endian 64-bit words) for each
 /// number v, over the words from the smallest number's to the largest's (of those taken).
 ///
-/// They are kept so while the bits take no more bytes than the numbers' text, plus [`SLACK`]
-/// for the first numbers: ids from a range not much wider than their count. Past that, the bits
-/// stop growing, and the numbers they do not cover are kept as text, as all are in an arena of
-/// sparse numbers (whose second number already passes the bound).
+/// They grow only while the bits take no more bytes than the numbers' text, plus [`SLACK`]
+/// for the first numbers: ids from a range not much wider than their count. A number the bits
+/// cannot grow to cover is kept as text, as all are in an arena of sparse numbers (whose second
+/// number already passes the bound); the bits grow again once the text has caught up. (A
+/// worker whose first split is read while others claim the next few jumps several splits at
+/// its second: on the benchmark's 2 × 1 semi-join, one run in six had kept 3 of its 4 MB of
+/// numbers as text when the bits stopped growing for good at the first refusal.)
 ///
 /// [`SLACK`]: NumberBits::SLACK
 #[derive(Clone, Debug, Default)]
 struct NumberBits {
     at: u32,
     bytes: Vec<u8>,
-    /// Set once the bits would pass their bound: they grow no more (numbers inside them still
-    /// go in).
-    full: bool,
 }
 
 impl NumberBits {
@@ -231,7 +231,7 @@ impl NumberBits {
     fn insert(&mut self, v: u32, bound: u64) -> bool {
         let word = v / 64;
         let words = (self.bytes.len() / 8) as u32;
-        if word.wrapping_sub(self.at) >= words && (self.full || !self.grow(word, bound)) {
+        if word.wrapping_sub(self.at) >= words && (8 * self.span_with(word) > bound || !self.grow(word, bound)) {
             return false;
         }
         let bit = (v - 64 * self.at) as usize;
@@ -239,15 +239,29 @@ impl NumberBits {
         true
     }
 
+    /// The words from the lowest the bits cover, or `word`, to the highest.
+    #[inline(always)]
+    fn span_with(&self, word: u32) -> u64 {
+        let (low, high) = self.bounds_with(word);
+        (high - low + 1) as u64
+    }
+
+    #[inline(always)]
+    fn bounds_with(&self, word: u32) -> (u32, u32) {
+        match (self.bytes.len() / 8) as u32 {
+            0 => (word, word),
+            words => (self.at.min(word), (self.at + words - 1).max(word)),
+        }
+    }
+
     /// Grows the bits to cover `word`, to twice their size (toward it) where `bound` allows, so
     /// that ids that come in order cost a copy of their bits a doubling, not one a word.
     #[cold]
     fn grow(&mut self, word: u32, bound: u64) -> bool {
         let words = (self.bytes.len() / 8) as u32;
-        let (low, high) = if words == 0 { (word, word) } else { (self.at.min(word), (self.at + words - 1).max(word)) };
+        let (low, high) = self.bounds_with(word);
         let needed = (high - low + 1) as u64;
         if 8 * needed > bound {
-            self.full = true;
             return false;
         }
         // Numbers are below 10^9: words below 2^24.
@@ -331,16 +345,26 @@ pub fn encode_gaps(bytes: &[u8]) -> Vec<u8> {
 /// The `len` bytes of bitmap whose set bits `gaps` gives (see [`encode_gaps`]); `None` if the
 /// gaps are malformed or point past `len` bytes.
 pub fn decode_gaps(gaps: &[u8], len: usize) -> Option<Vec<u8>> {
-    // Pages written, as for `NumberBits`: each bit is set by a read and a write.
-    let mut bytes: Vec<u8> = crate::limits::zeroed_written(len);
+    let mut bytes = vec![0u8; len];
+    walk_gaps(gaps, len, |bit| bytes[(bit / 8) as usize] |= 1 << (bit % 8)).then_some(bytes)
+}
+
+/// Whether `gaps` are well formed and point within `len` bytes of bits (see [`encode_gaps`]).
+pub fn gaps_fit(gaps: &[u8], len: usize) -> bool {
+    walk_gaps(gaps, len, |_| {})
+}
+
+/// Calls `f` with each bit that `gaps` give, in order; false (after the bits before) where they
+/// are malformed or point past `len` bytes.
+fn walk_gaps(gaps: &[u8], len: usize, mut f: impl FnMut(u64)) -> bool {
     let (mut at, mut next) = (0, 0u64);
     while at < gaps.len() {
-        let (gap, end) = read_varint(gaps, at)?;
-        let bit = next.checked_add(gap).filter(|&bit| bit < 8 * len as u64)?;
-        bytes[(bit / 8) as usize] |= 1 << (bit % 8);
+        let Some((gap, end)) = read_varint(gaps, at) else { return false };
+        let Some(bit) = next.checked_add(gap).filter(|&bit| bit < 8 * len as u64) else { return false };
+        f(bit);
         (at, next) = (end, bit + 1);
     }
-    Some(bytes)
+    true
 }
 
 /// The LEB128 varint at `at` of `bytes` (see [`push_varint`](crate::records::push_varint)) and where it ends; `None` if it
@@ -367,6 +391,34 @@ fn read_varint(bytes: &[u8], mut at: usize) -> Option<(u64, usize)> {
 pub struct BitsPiece<'a> {
     pub at: u32,
     pub bytes: &'a [u8],
+}
+
+/// A piece of [`DenseWords`] as another process receives it: the gaps of its set bits (see
+/// [`encode_gaps`]), the bits counted from word `at`, known to fit its bytes. A builder sets
+/// their bits straight in its set, where decoding them into words first took a fresh page for
+/// every 4 KiB (0.45 ms a MB on this host: 2.5 of the 2 × 1 benchmark's key-set phase of 7 ms).
+#[derive(Clone, Copy, Debug)]
+pub struct GapsPiece<'a> {
+    at: u32,
+    gaps: &'a [u8],
+}
+
+impl<'a> GapsPiece<'a> {
+    /// The piece of `gaps` of `len` bytes of bits from word `at`; None unless they fit.
+    pub fn checked(at: u32, gaps: &'a [u8], len: usize) -> Option<GapsPiece<'a>> {
+        gaps_fit(gaps, len).then_some(GapsPiece { at, gaps })
+    }
+
+    /// The piece of `gaps` that [`gaps_fit`] passed already (as received).
+    pub(crate) fn checked_before(at: u32, gaps: &'a [u8]) -> GapsPiece<'a> {
+        GapsPiece { at, gaps }
+    }
+
+    /// Calls `f` with the value of each bit, in order.
+    fn for_each_bit(&self, mut f: impl FnMut(u32)) {
+        let fit = walk_gaps(self.gaps, usize::MAX / 8, |bit| f(64 * self.at + bit as u32));
+        debug_assert!(fit, "gaps are checked when received");
+    }
 }
 
 /// Where the encoded key at `at` lies: its bytes' start and end.
@@ -1048,12 +1100,13 @@ impl PartitionBuilder {
     /// The partition of the keys in `pieces`. Every key is hashed, so each builder reads all
     /// the pieces; the partitions' inserts, the costly part, are shared out.
     pub fn build(self, pieces: &[impl AsRef<[u8]>]) -> Partition {
-        self.build_with_bits(pieces, &[])
+        self.build_with_bits(pieces, &[], &[])
     }
 
     /// [`build`](Self::build), with numbers that came as bits (see [`KeyArena::take_bits`])
-    /// too: this partition's words of each piece are ORed in.
-    pub fn build_with_bits(self, pieces: &[impl AsRef<[u8]>], bits: &[BitsPiece]) -> Partition {
+    /// too: this partition's words of each piece are ORed in, and its bits of each piece of
+    /// gaps set.
+    pub fn build_with_bits(self, pieces: &[impl AsRef<[u8]>], bits: &[BitsPiece], gaps: &[GapsPiece]) -> Partition {
         let PartitionBuilder { mut table, dense, index, count } = self;
         let h = hasher();
         if !table.bits.words.is_empty() {
@@ -1062,12 +1115,19 @@ impl PartitionBuilder {
             bits.iter().for_each(|&piece| table.bits.or_piece(at, piece));
         }
         // Numbers the span does not hold (all, where the set holds no bits) go to the table.
+        let number_to_table = |table: &mut Part, word: u32| {
+            let k = Hashed::with_number(&h, &[], Some(word), dense);
+            if count == 1 || part_of(&k, dense, count) == index {
+                table.insert(k);
+            }
+        };
         for &piece in bits {
-            numbers_outside(piece, dense, |word| {
-                let k = Hashed::with_number(&h, &[], Some(word), dense);
-                if count == 1 || part_of(&k, dense, count) == index {
-                    table.insert(k);
-                }
+            numbers_outside(piece, dense, |word| number_to_table(&mut table, word));
+        }
+        for piece in gaps {
+            piece.for_each_bit(|value| match value + 1 {
+                word if dense.holds(word) => table.bits.set_if_held(word),
+                word => number_to_table(&mut table, word),
             });
         }
         // Keys go in groups, and a group's slots are prefetched while the group before it is
@@ -1531,6 +1591,7 @@ mod tests {
     /// pieces of every size (one word, three, whole): numbers, their neighbours, 0, repeats,
     /// and keys of every other kind. One worker's numbers are too sparse for bits and stay text;
     /// with counts that carry no range, or too narrow a one, the bits' numbers go to the table.
+    /// Pieces of bits come as words or as gaps (as another process receives them), or both.
     #[test]
     fn numbers_collected_as_bits_make_the_set_their_text_makes() {
         use rand::{Rng, SeedableRng};
@@ -1573,7 +1634,10 @@ mod tests {
         assert_eq!(want.iter().filter(|&&yes| yes).count(), distinct.len() + others.len());
         let narrow = KeyCounts { numbers_range: Some((1_500, 3_000)), ..counts };
         let no_range = KeyCounts { numbers_range: None, ..counts };
-        for (counts, as_bits) in [(counts, true), (narrow, true), (no_range, false)] {
+        // Numbers held as bits count once, and "k1", pushed twice as text, twice (where numbers
+        // go to the table, a number two workers hold counts twice).
+        let len = distinct.len() + others.len() + 1;
+        for (counts, as_bits, len) in [(counts, true, Some(len)), (narrow, true, None), (no_range, false, None)] {
             for piece_words in [1, 3, usize::MAX] {
                 let bits: Vec<BitsPiece> = bits
                     .iter()
@@ -1583,13 +1647,24 @@ mod tests {
                         bits.bytes.chunks(step).enumerate().map(move |(i, bytes)| BitsPiece { at: bits.at + (i * step / 8) as u32, bytes })
                     })
                     .collect();
-                for count in [1, 2, 3, 5] {
-                    let set = KeySet::from_partitions((0..count).map(|i| PartitionBuilder::new(counts, i, count).build_with_bits(&rest, &bits)).collect());
-                    let case = format!("{:?}, pieces of {piece_words} words, {count} partition(s)", counts.numbers_range);
-                    assert_eq!(set.numbers_as_bits(), as_bits, "{case}");
-                    set.contains_batch(&refs, &mut got);
-                    assert!(got == want, "{case}");
-                    assert!(refs.iter().zip(&want).all(|(k, &yes)| set.contains(k) == yes), "{case}");
+                // As other processes receive them, pieces come as gaps: none, every other one, all.
+                let encoded: Vec<Vec<u8>> = bits.iter().map(|piece| encode_gaps(piece.bytes)).collect();
+                for gaps_one_in in [0, 2, 1] {
+                    let as_gaps = |i: usize| gaps_one_in > 0 && i.is_multiple_of(gaps_one_in);
+                    let words: Vec<BitsPiece> = bits.iter().enumerate().filter(|&(i, _)| !as_gaps(i)).map(|(_, &piece)| piece).collect();
+                    let gaps: Vec<GapsPiece> = (0..bits.len())
+                        .filter(|&i| as_gaps(i))
+                        .map(|i| GapsPiece::checked(bits[i].at, &encoded[i], bits[i].bytes.len()).expect("gaps of these bits fit them"))
+                        .collect();
+                    for count in [1, 2, 3, 5] {
+                        let set = KeySet::from_partitions((0..count).map(|i| PartitionBuilder::new(counts, i, count).build_with_bits(&rest, &words, &gaps)).collect());
+                        let case = format!("{:?}, pieces of {piece_words} words, one in {gaps_one_in} as gaps, {count} partition(s)", counts.numbers_range);
+                        assert_eq!(set.numbers_as_bits(), as_bits, "{case}");
+                        set.contains_batch(&refs, &mut got);
+                        assert!(got == want, "{case}");
+                        assert!(refs.iter().zip(&want).all(|(k, &yes)| set.contains(k) == yes), "{case}");
+                        assert!(len.is_none_or(|len| set.len() == len), "{case}: {} keys", set.len());
+                    }
                 }
             }
         }
@@ -1634,7 +1709,7 @@ mod tests {
         }
         arena.push(b"k");
         let bits = arena.bits.as_ref().expect("held as bits");
-        assert!(!bits.full && bits.at <= 10_000 / 64 && bits.at + (bits.bytes.len() / 8) as u32 > 65_000 / 64);
+        assert!(bits.at <= 10_000 / 64 && bits.at + (bits.bytes.len() / 8) as u32 > 65_000 / 64);
         // Doubling: 1 word, then 2, 4, ... up to the span of about 860 words.
         assert!(bits.bytes.len() <= 2 * 8 * (65_000 / 64 - 10_000 / 64 + 1), "{} bytes", bits.bytes.len());
         assert_eq!(arena.len_bytes(), 2 + bits.bytes.len());
@@ -1644,16 +1719,35 @@ mod tests {
         assert_eq!(keys, want);
         assert_eq!(arena.keys(), 2_003);
 
-        // Sparse numbers: the second passes the bound (a word for the first, then 2^24 words).
+        // Sparse numbers: the second passes the bound (a word for the first, then 2^24 words),
+        // and stays text; the bits still grow to the next ones, which are near.
         let mut sparse = KeyArena::default().holding_numbers_as_bits();
         for key in ["5", "999999999", "6", "70", "64"] {
             sparse.push(key.as_bytes());
         }
-        let bits = sparse.take_bits().expect("the first number's word");
-        assert_eq!((bits.at, bits.bytes.len()), (0, 8));
-        assert_eq!(u64::from_le_bytes(bits.bytes[..8].try_into().unwrap()), 1 << 5 | 1 << 6, "5 and 6, in the word they had");
-        assert_eq!(pieces_of(&sparse).concat(), b"\x09999999999\x0270\x0264", "the rest as text, once the bits are full");
+        let bits = sparse.take_bits().expect("the near numbers' words");
+        assert_eq!((bits.at, bits.bytes.len()), (0, 16));
+        let words: Vec<u64> = bits.bytes.chunks(8).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect();
+        assert_eq!(words, [1 << 5 | 1 << 6, 1 << 0 | 1 << 6], "5, 6, 64 and 70");
+        assert_eq!(pieces_of(&sparse).concat(), b"\x09999999999", "the far one as text");
         assert!(sparse.take_bits().is_none(), "taken");
+
+        // A jump the bound refuses (numbers 0..64K, then 4M on) goes to text only until the
+        // text has caught up with the span: then the bits grow to it, and take the rest.
+        let mut jump = KeyArena::default().holding_numbers_as_bits();
+        let (near, far) = (0..64_000u32, 4_000_000..4_040_000u32);
+        near.clone().chain(far.clone()).for_each(|n| jump.push(n.to_string().as_bytes()));
+        let mut keys = Vec::new();
+        jump.for_each_key(|k| keys.push(String::from_utf8(k.to_vec()).unwrap()));
+        keys.sort_by_key(|k| k.parse::<u32>().unwrap());
+        assert_eq!(keys, near.chain(far).map(|n| n.to_string()).collect::<Vec<_>>(), "every number, once");
+        let text = pieces_of(&jump).concat().len();
+        let bits = jump.take_bits().expect("held as bits");
+        assert!(bits.at == 0 && bits.bytes.len() >= 4_040_000 / 8, "the bits grew to the far numbers: {} bytes", bits.bytes.len());
+        // The span's bits (505 KB) pass the bound (the numbers' text, 378 KB for the near ones
+        // and 8 bytes each far one, and 64 KB of slack) until some 7,900 far numbers are in:
+        // those are text, the other 32,000 bits.
+        assert!((8 * 7_500..8 * 8_500).contains(&text), "{text} bytes of text");
 
         // An arena not made to hold bits keeps every key as text.
         let mut plain = KeyArena::default();

@@ -10,7 +10,7 @@ mod steal;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Slice, Topology};
 use crate::filter::BloomFilter;
-use crate::keyset::{BitsPiece, KeyArena, KeyCounts, KeySet, PartitionBuilder};
+use crate::keyset::{BitsPiece, GapsPiece, KeyArena, KeyCounts, KeySet, PartitionBuilder};
 use join_key::JoinKey;
 use timely::dataflow::operators::vec::input::Handle;
 use crate::report::WorkerReport;
@@ -323,10 +323,14 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: Ke
     }
     shared.barrier.wait();
     let pieces = shared.pieces.lock().expect(LOCKED).clone().expect("the process's first worker received the keys");
-    let (bits, text): (Vec<&KeyPiece>, Vec<&KeyPiece>) = pieces.iter().partition(|piece| piece.bits_at.is_some());
-    let bits: Vec<BitsPiece> = bits.iter().map(|piece| BitsPiece { at: piece.bits_at.expect("a piece of bits"), bytes: piece.as_ref() }).collect();
-    let partition = builder.build_with_bits(&text, &bits);
-    drop((bits, text));
+    let (numbers, text): (Vec<&KeyPiece>, Vec<&KeyPiece>) = pieces.iter().partition(|piece| piece.bits_at.is_some());
+    let (gaps, bits): (Vec<&KeyPiece>, Vec<&KeyPiece>) = numbers.into_iter().partition(|piece| piece.gaps_of.is_some());
+    let at = |piece: &KeyPiece| piece.bits_at.expect("a piece of bits");
+    let bits: Vec<BitsPiece> = bits.into_iter().map(|piece| BitsPiece { at: at(piece), bytes: piece.as_ref() }).collect();
+    // Gaps are checked as they are received.
+    let gaps: Vec<GapsPiece> = gaps.into_iter().map(|piece| GapsPiece::checked_before(at(piece), piece.as_ref())).collect();
+    let partition = builder.build_with_bits(&text, &bits, &gaps);
+    drop((bits, gaps, text));
     drop(pieces);
     shared.partitions.lock().expect(LOCKED)[local] = Some(partition);
     shared.barrier.wait();
@@ -353,8 +357,8 @@ struct KeyPiece {
     range: std::ops::Range<usize>,
     bits_at: Option<u32>,
     /// Where the bytes are the gaps of bits (see [`encode_gaps`](crate::keyset::encode_gaps)),
-    /// on their way to another process: the bytes of bits they stand for. A received piece
-    /// holds the bits.
+    /// as they travel to another process: the bytes of bits they stand for (a received piece's
+    /// are checked to fit them).
     gaps_of: Option<u32>,
 }
 
@@ -393,12 +397,11 @@ impl serde::Serialize for KeyPiece {
 impl<'de> serde::Deserialize<'de> for KeyPiece {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
         let KeyPieceIn { to, bits_at, gaps_of, keys } = KeyPieceIn::deserialize(d)?;
-        let keys = match gaps_of {
-            Some(len) => crate::keyset::decode_gaps(&keys, len as usize).ok_or_else(|| serde::de::Error::custom("malformed gaps of bits"))?,
-            None => keys,
-        };
+        if gaps_of.is_some_and(|len| !crate::keyset::gaps_fit(&keys, len as usize)) {
+            return Err(serde::de::Error::custom("malformed gaps of bits"));
+        }
         let range = 0..keys.len();
-        Ok(KeyPiece { to, keys: std::sync::Arc::new(keys), range, bits_at, gaps_of: None })
+        Ok(KeyPiece { to, keys: std::sync::Arc::new(keys), range, bits_at, gaps_of })
     }
 }
 
@@ -439,14 +442,16 @@ mod tests {
         }
     }
 
-    /// Bits sent as gaps arrive as the bits; gaps that point past their piece fail to arrive.
+    /// Bits sent as gaps arrive as the gaps of those bits, checked: gaps that point past their
+    /// piece fail to arrive.
     #[test]
-    fn bits_sent_as_gaps_arrive_as_bits() {
+    fn bits_sent_as_gaps_arrive_checked() {
         let bits: Vec<u8> = (0..64u32).map(|i| if i % 5 == 0 { 0x81 } else { 0 }).collect();
         let gaps = crate::keyset::encode_gaps(&bits);
         let piece = KeyPiece { to: 1, range: 0..gaps.len(), keys: std::sync::Arc::new(gaps), bits_at: Some(9), gaps_of: Some(64) };
         let back: KeyPiece = bincode::deserialize(&bincode::serialize(&piece).expect("serializes")).expect("deserializes");
-        assert_eq!((back.as_ref(), back.bits_at, back.gaps_of), (&bits[..], Some(9), None));
+        assert_eq!((back.bits_at, back.gaps_of), (Some(9), Some(64)));
+        assert_eq!(crate::keyset::decode_gaps(back.as_ref(), 64), Some(bits.clone()));
         let short = KeyPiece { gaps_of: Some(60), ..piece };
         assert!(bincode::deserialize::<KeyPiece>(&bincode::serialize(&short).expect("serializes")).is_err(), "byte 60 is past 60 bytes");
     }
