@@ -899,29 +899,41 @@ mod tests {
         }
     }
 
-    /// A taken split's output is appended to the part whole (here past the 1 MiB chunk) and
-    /// then removed. One that cannot be opened or read is an error naming it, which fails the
-    /// job rather than commit a part without it; the part keeps only what was appended.
+    /// A taken split's output is appended to the part whole (past the 1 MiB chunk), as it is
+    /// to a plain part and through the compressor to a gzip one, and then removed. One
+    /// that cannot be opened or read is an error naming it, which fails the job rather than
+    /// commit a part without it; the part keeps only what was appended.
     #[test]
     fn a_taken_output_is_appended_and_removed_or_its_failure_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut part = TaskFile::create(dir.path(), "part-00000", OutputCompression::NONE).unwrap();
-        part.write(b"own\n").unwrap();
-        let taken = dir.path().join("taken-00003");
-        let body: Vec<u8> = (0..3_000_000usize).map(|i| b"0123456789\n"[i % 11]).collect();
-        std::fs::write(&taken, &body).unwrap();
-        let mut chunk = Vec::new();
-        append_and_discard(&mut part, &taken, &mut chunk).unwrap();
-        assert!(!taken.exists(), "an appended output is removed");
-        let missing = dir.path().join("taken-00004");
-        let unreadable = dir.path().join("taken-00005");
-        std::fs::create_dir(&unreadable).unwrap(); // opens, but a read of it fails
-        for path in [&missing, &unreadable] {
-            let err = append_and_discard(&mut part, path, &mut chunk).expect_err("nothing to append").to_string();
-            assert!(err.contains(&path.display().to_string()), "{err}");
+        use crate::compressed::Compression;
+        for codec in [Compression::None, Compression::Gzip] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut part = TaskFile::create(dir.path(), "part-00000", OutputCompression { codec, level: None }).unwrap();
+            part.write(b"own\n").unwrap();
+            let taken = dir.path().join("taken-00003");
+            let body: Vec<u8> = (0..3_000_000usize).map(|i| b"0123456789\n"[i % 11]).collect();
+            std::fs::write(&taken, &body).unwrap();
+            let mut chunk = Vec::new();
+            append_and_discard(&mut part, &taken, &mut chunk).unwrap();
+            assert!(!taken.exists(), "an appended output is removed");
+            part.write(b"more\n").unwrap();
+            let missing = dir.path().join("taken-00004");
+            let unreadable = dir.path().join("taken-00005");
+            std::fs::create_dir(&unreadable).unwrap(); // opens, but a read of it fails
+            for path in [&missing, &unreadable] {
+                let err = append_and_discard(&mut part, path, &mut chunk).expect_err("nothing to append").to_string();
+                assert!(err.contains(&path.display().to_string()), "{codec:?}: {err}");
+            }
+            let path = part.finish().unwrap();
+            let mut text = Vec::new();
+            let file = std::fs::File::open(&path).unwrap();
+            match codec {
+                Compression::Gzip => std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(file), &mut text),
+                _ => std::io::Read::read_to_end(&mut { file }, &mut text),
+            }
+            .unwrap();
+            assert!(text == [&b"own\n"[..], &body, b"more\n"].concat(), "{codec:?}: the part holds its own records, then the taken output's, in order");
         }
-        let path = part.finish().unwrap();
-        assert!(std::fs::read(&path).unwrap() == [&b"own\n"[..], &body].concat(), "the part holds its own records, then the taken output's");
     }
 
     /// The statistic of exchange bytes saved counts what a survivor's update takes on the wire.
