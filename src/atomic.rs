@@ -94,6 +94,16 @@ impl Writeback {
         Ok(())
     }
 
+    /// Starts the writes of every byte written so far and a sync of them in the background, so
+    /// that a later [`sync`](Self::sync) has only what comes after to wait for.
+    pub fn sync_in_background(&mut self) {
+        if self.durable {
+            (self.pending_writeback, self.pending_sync) = (0, 0);
+            self.start_writeback();
+            self.request_sync();
+        }
+    }
+
     fn start_writeback(&self) {
         #[cfg(target_os = "linux")]
         {

@@ -821,11 +821,16 @@ impl Job {
 
 /// A worker's part file after its probe: finished now where nothing is to be appended, so that
 /// its sync overlaps others' work; else left open for the outputs of the splits other processes
-/// took from it.
-fn part_after_probe(part: TaskFile, stealing: &Stealing) -> Result<Part> {
+/// took from it, its own records synced meanwhile. (The sync at its finish took 1–4.3 ms on the
+/// 2 × 1 benchmark, mostly for up to 8 MB of its own records written since the last background
+/// sync, whatever the appended outputs' size.)
+fn part_after_probe(mut part: TaskFile, stealing: &Stealing) -> Result<Part> {
     Ok(match stealing.lost.is_empty() {
         true => Part::Finished(part.finish()?),
-        false => Part::Open(Box::new(part)),
+        false => {
+            part.sync_so_far()?;
+            Part::Open(Box::new(part))
+        }
     })
 }
 
