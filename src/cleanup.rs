@@ -1,6 +1,7 @@
 //! Files that must not outlive a failed process: temporary files register here while they are
 //! being written (and a replaced output directory while it is removed), so that a process that
-//! has to exit at once (a lost peer, a worker's panic) removes them first.
+//! has to exit at once (a lost peer, a worker's panic, a signal) removes them first; and once
+//! that cleanup has begun, no thread makes another ([`unless_exiting`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -260,7 +260,7 @@ impl NumberBits {
     fn grow(&mut self, word: u32, bound: u64) -> bool {
         let words = (self.bytes.len() / 8) as u32;
         let (low, high) = self.bounds_with(word);
-        let needed = (high - low + 1) as u64;
+        let needed = self.span_with(word);
         if 8 * needed > bound {
             return false;
         }
@@ -401,22 +401,24 @@ pub struct BitsPiece<'a> {
 pub struct GapsPiece<'a> {
     at: u32,
     gaps: &'a [u8],
+    /// The bytes of bits they stand for.
+    len: usize,
 }
 
 impl<'a> GapsPiece<'a> {
     /// The piece of `gaps` of `len` bytes of bits from word `at`; None unless they fit.
     pub fn checked(at: u32, gaps: &'a [u8], len: usize) -> Option<GapsPiece<'a>> {
-        gaps_fit(gaps, len).then_some(GapsPiece { at, gaps })
+        gaps_fit(gaps, len).then_some(GapsPiece { at, gaps, len })
     }
 
     /// The piece of `gaps` that [`gaps_fit`] passed already (as received).
-    pub(crate) fn checked_before(at: u32, gaps: &'a [u8]) -> GapsPiece<'a> {
-        GapsPiece { at, gaps }
+    pub(crate) fn checked_before(at: u32, gaps: &'a [u8], len: usize) -> GapsPiece<'a> {
+        GapsPiece { at, gaps, len }
     }
 
     /// Calls `f` with the value of each bit, in order.
     fn for_each_bit(&self, mut f: impl FnMut(u32)) {
-        let fit = walk_gaps(self.gaps, usize::MAX / 8, |bit| f(64 * self.at + bit as u32));
+        let fit = walk_gaps(self.gaps, self.len, |bit| f(64 * self.at + bit as u32));
         debug_assert!(fit, "gaps are checked when received");
     }
 }

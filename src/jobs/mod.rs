@@ -328,7 +328,7 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: Ke
     let at = |piece: &KeyPiece| piece.bits_at.expect("a piece of bits");
     let bits: Vec<BitsPiece> = bits.into_iter().map(|piece| BitsPiece { at: at(piece), bytes: piece.as_ref() }).collect();
     // Gaps are checked as they are received.
-    let gaps: Vec<GapsPiece> = gaps.into_iter().map(|piece| GapsPiece::checked_before(at(piece), piece.as_ref())).collect();
+    let gaps: Vec<GapsPiece> = gaps.into_iter().map(|piece| GapsPiece::checked_before(at(piece), piece.as_ref(), piece.gaps_of.expect("gaps") as usize)).collect();
     let partition = builder.build_with_bits(&text, &bits, &gaps);
     drop((bits, gaps, text));
     drop(pieces);
