@@ -1,7 +1,8 @@
 """The semi-join benchmark of ../shared/PEERS.md: bloomflow beside DuckDB and Polars, in one run.
 
-Each tool runs RUNS times as its own process (so its peak RSS is its own), 2 threads each; the
-medians of wall time and the peak RSS are printed with ratios against bloomflow. Output content is
+Each tool runs RUNS times as its own process (so its peak RSS is its own), 2 threads each, and
+the writes of every run are flushed (untimed) before the next starts; the medians of wall time
+and the peak RSS are printed with ratios against bloomflow. Output content is
 compared: bloomflow --exact and the peers must write the same rows; bloomflow's Bloom-only output
 must contain them all. Called by bench-semijoin.sh, which sets up the virtual environment.
 
@@ -131,6 +132,10 @@ for round_ in range(runs):
         w, r = run_once(cmd)
         walls[name].append(w)
         rss[name].append(r)
+        # Untimed: every run starts with no other tool's writes pending. DuckDB and Polars leave
+        # their outputs (75 MB each) to the kernel's writeback, which bloomflow's syncs of its
+        # own outputs in the next run would otherwise wait behind.
+        os.sync()
     print(f"  round {round_ + 1} of {runs} done", file=sys.stderr)
 results = {name: (statistics.median(walls[name]), max(rss[name])) for name, _ in TOOLS}
 for name, (wall, peak) in results.items():
