@@ -133,8 +133,9 @@ for round_ in range(runs):
         walls[name].append(w)
         rss[name].append(r)
         # Untimed: every run starts with no other tool's writes pending. DuckDB and Polars leave
-        # their outputs (75 MB each) to the kernel's writeback, which bloomflow's syncs of its
-        # own outputs in the next run would otherwise wait behind.
+        # their outputs (75 MB each) to the kernel's writeback; without this, the runs after them
+        # paid for it (2 processes x 1 at 1.05-1.27x of 1 x 2 in the script, 1.06-1.10x in
+        # interleaved pairs; how, not traced: see jobs/BENCHMARKS.md, fourteenth round).
         os.sync()
     print(f"  round {round_ + 1} of {runs} done", file=sys.stderr)
 results = {name: (statistics.median(walls[name]), max(rss[name])) for name, _ in TOOLS}
