@@ -196,6 +196,30 @@ mod tests {
         assert_eq!(made.load(Ordering::SeqCst), 1, "a path was made after the close");
     }
 
+    /// After its files are removed, an output directory goes with its empty `_temporary/`,
+    /// whether the file was a task's in `_temporary/` or a part committed to the output; a
+    /// directory that still holds something stays, and so does the directory of a file that is
+    /// neither (a filter's temporary file beside the user's other files).
+    #[test]
+    fn an_output_left_empty_goes_with_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for file in ["_temporary/part-00000", "part-00000"] {
+            let out = dir.path().join("out");
+            std::fs::create_dir_all(out.join("_temporary")).unwrap();
+            remove_empty_output(&out.join(file));
+            assert!(!out.exists(), "{file}: the emptied output is left");
+        }
+        let out = dir.path().join("kept");
+        std::fs::create_dir_all(out.join("_temporary")).unwrap();
+        std::fs::write(out.join("part-00001"), b"a peer's part").unwrap();
+        remove_empty_output(&out.join("part-00000"));
+        assert!(out.join("part-00001").exists() && !out.join("_temporary").exists());
+        let user = dir.path().join("user");
+        std::fs::create_dir(&user).unwrap();
+        remove_empty_output(&user.join(".f.bloom.tmp-1"));
+        assert!(user.exists(), "a directory no job made is removed");
+    }
+
     /// A close whose wait runs out (a thread stuck passing) still closes.
     #[test]
     fn a_close_is_bounded() {
