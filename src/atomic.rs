@@ -190,7 +190,14 @@ impl AtomicFile {
             let file = writer.into_inner().map_err(|e| Error::io(&self.target, e.into_error()))?;
             file.sync().map_err(|e| Error::io(&self.target, e))?;
             // Not once the process is exiting: what it said it committed is what it did.
-            crate::cleanup::unless_exiting(|| std::fs::rename(&self.temp, &self.target)).map_err(|e| Error::io(&self.target, e))
+            // Recorded as it is renamed, behind the same gate: an interrupt that comes after
+            // says so, instead of "committed no output".
+            crate::cleanup::unless_exiting(|| {
+                std::fs::rename(&self.temp, &self.target)?;
+                crate::cleanup::committed(&self.target);
+                Ok(())
+            })
+            .map_err(|e| Error::io(&self.target, e))
         })();
         if outcome.is_err() {
             let _ = std::fs::remove_file(&self.temp);
@@ -239,6 +246,20 @@ mod tests {
         assert!(!target.exists(), "nothing under the real name before the commit");
         file.commit().unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), want);
+    }
+
+    /// A commit is recorded for the interrupt's message; a file dropped uncommitted is not.
+    #[test]
+    fn a_commit_is_recorded_and_an_abandoned_file_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let (kept, dropped) = (dir.path().join("kept"), dir.path().join("dropped"));
+        let mut f = AtomicFile::create(&kept).unwrap();
+        f.write_all(b"x").unwrap();
+        f.commit().unwrap();
+        drop(AtomicFile::create(&dropped).unwrap());
+        let committed = crate::cleanup::committed_so_far();
+        assert!(committed.contains(&kept), "{committed:?}");
+        assert!(!committed.contains(&dropped) && !dropped.exists(), "{committed:?}");
     }
 
     /// A background sync's failure is not lost: `stop` returns it. (/dev/null cannot be synced:

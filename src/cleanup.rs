@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 static IN_PROGRESS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// The files this process has moved into place, complete: a filter, a generated file, an
+/// output's `_SUCCESS`. A signal can come after the last of them and before the process exits.
+static COMMITTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
 /// The process's gate: a path is made and registered before the cleanup looks, or never.
 /// Without it a worker could make a file between the cleanup's removals and the exit (a split's
 /// claim, made just after the part, was left in an interrupted job's output).
@@ -72,6 +76,25 @@ pub fn unregister(path: &Path) {
     }
 }
 
+/// Notes that `path` was moved into place, complete (called behind [`unless_exiting`]).
+pub fn committed(path: &Path) {
+    if let Ok(mut list) = COMMITTED.lock() {
+        list.push(path.to_path_buf());
+    }
+}
+
+/// The files this process has committed so far.
+pub(crate) fn committed_so_far() -> Vec<PathBuf> {
+    COMMITTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+}
+
+/// What a process that stops early says of the files it had committed, complete, before: None
+/// when it committed none (it then says it "committed no output").
+fn committed_note(committed: &[PathBuf]) -> Option<String> {
+    let list: Vec<String> = committed.iter().map(|p| p.display().to_string()).collect();
+    (!list.is_empty()).then(|| format!("this process had committed {} before it stopped, complete", list.join(", ")))
+}
+
 /// Removes every file still being written (and every directory registered: a replaced output
 /// being removed), then the output directories their parts leave empty. Only for a process
 /// about to exit: nothing is made after it (see [`unless_exiting`]).
@@ -111,7 +134,10 @@ pub fn remove_on_interrupt() {
     // Fails only if a handler is set already: then that one stands.
     let _ = ctrlc::set_handler(|| {
         remove_all();
-        eprintln!("bloomflow: interrupted: this process removed its unfinished files and committed no output");
+        match committed_note(&committed_so_far()) {
+            None => eprintln!("bloomflow: interrupted: this process removed its unfinished files and committed no output"),
+            Some(note) => eprintln!("bloomflow: interrupted: this process removed its unfinished files; {note}"),
+        }
         std::process::exit(130);
     });
 }
@@ -159,7 +185,10 @@ fn exit_failed(why: &str) -> ! {
         }
     }
     remove_all();
-    eprintln!("bloomflow: error: {why}; the job failed and this process committed no output");
+    match committed_note(&committed_so_far()) {
+        None => eprintln!("bloomflow: error: {why}; the job failed and this process committed no output"),
+        Some(note) => eprintln!("bloomflow: error: {why}; {note}"),
+    }
     std::process::exit(1);
 }
 
@@ -168,6 +197,15 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::sync::{Arc, Barrier};
+
+    /// A process that stops early says it committed no output only when it committed none;
+    /// else it names the files it had committed.
+    #[test]
+    fn a_stopped_process_names_the_files_it_had_committed() {
+        assert_eq!(committed_note(&[]), None);
+        let note = committed_note(&[PathBuf::from("out/f.bloom"), PathBuf::from("out/_SUCCESS")]);
+        assert_eq!(note.as_deref(), Some("this process had committed out/f.bloom, out/_SUCCESS before it stopped, complete"));
+    }
 
     /// Closing waits for what is passing the gate, and nothing passes after: what a thread makes
     /// is either done before the close returns, or never done.
