@@ -207,6 +207,53 @@ fn local_cluster_pipes_its_standard_input_to_process_0() {
     assert_eq!(ok(&run(&["query", &out, "piped"])), "piped\tmaybe\n");
 }
 
+/// `jobs/local-cluster.sh` skips a port a server answers on: with bash's random numbers seeded
+/// (`RANDOM` set in a `BASH_ENV` file, which bash reads before the script), the port it would
+/// try first is the one this test listens on. The job must still run (on the port it took instead), and the listener must have seen the
+/// launcher's probe: had the launcher handed that port to a process, its listen would have failed.
+#[test]
+fn local_cluster_skips_a_port_a_server_answers_on() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 1_000);
+    // The launcher's range: random ports from 20000 to the start of the kernel's ephemeral range.
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .filter(|&low| low > 21_024)
+        .unwrap_or(61_000);
+    // The first port bash picks with seed `seed`, and a listener on it (another seed if the port
+    // is taken).
+    let seeded = |seed: u32| {
+        let path = dir.path().join(format!("seed-{seed}.sh"));
+        std::fs::write(&path, format!("RANDOM={seed}\n")).unwrap();
+        path
+    };
+    let (seed, listener) = (1..100)
+        .find_map(|seed: u32| {
+            let first = std::process::Command::new("bash")
+                .args(["-c", &format!("echo $((20000 + RANDOM % ({low} - 20000)))")])
+                .env("BASH_ENV", seeded(seed))
+                .output()
+                .unwrap();
+            let port: u16 = String::from_utf8(first.stdout).unwrap().trim().parse().unwrap();
+            Some((seed, std::net::TcpListener::bind(("127.0.0.1", port)).ok()?))
+        })
+        .expect("a seed whose first port is free");
+    let out = path_str(dir.path(), "c.bloom");
+    let o = std::process::Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/jobs/local-cluster.sh"))
+        .args(["2", "1", "--", "build", &input, "-k", "key", "-o", &out, "--expected-items", "2000", "--split-size", "20000", "--no-progress"])
+        .env("BLOOMFLOW", env!("CARGO_BIN_EXE_bloomflow"))
+        .env("BASH_ENV", seeded(seed))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let summary = ok(&o);
+    assert!(summary.contains("records            1000"), "{summary}");
+    listener.set_nonblocking(true).unwrap();
+    assert!(listener.accept().is_ok(), "the launcher did not try port {} first", listener.local_addr().unwrap());
+}
+
 /// A filter of 120M bits (15 MB) gives each owner more words than one merge round carries
 /// (2 MiB per owner per round), so the reduce-scatter takes several rounds and each owner sends
 /// its merged words on round by round: the bytes must still match one worker's.
