@@ -209,18 +209,15 @@ fn local_cluster_pipes_its_standard_input_to_process_0() {
 
 /// `jobs/local-cluster.sh` skips a port a server answers on: with bash's random numbers seeded
 /// (`RANDOM` set in a `BASH_ENV` file, which bash reads before the script), the port it would
-/// try first is the one this test listens on. The job must still run (on the port it took instead), and the listener must have seen the
-/// launcher's probe: had the launcher handed that port to a process, its listen would have failed.
+/// try first is the one this test listens on. The job must still run (on the port it took
+/// instead), and the listener must have seen the launcher's probe: had the launcher handed that
+/// port to a process, its listen would have failed.
 #[test]
 fn local_cluster_skips_a_port_a_server_answers_on() {
     let dir = tempdir();
     let input = write_csv(dir.path(), "in.csv", 1_000);
     // The launcher's range: random ports from 20000 to the start of the kernel's ephemeral range.
-    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
-        .filter(|&low| low > 21_024)
-        .unwrap_or(61_000);
+    let low = ephemeral_floor();
     // The first port bash picks with seed `seed`, and a listener on it (another seed if the port
     // is taken).
     let seeded = |seed: u32| {

@@ -163,12 +163,7 @@ pub fn hostfile(dir: &Path, n: usize) -> PathBuf {
 fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
-        .filter(|&low| low > 21_024)
-        .unwrap_or(61_000);
-    let ports = low - 20_000;
+    let ports = ephemeral_floor() - 20_000;
     loop {
         // Spread by this process's id, so that two test binaries run at once start apart.
         let port = 20_000 + (std::process::id().wrapping_mul(7_919) + NEXT.fetch_add(1, Ordering::Relaxed)) % ports;
@@ -176,6 +171,16 @@ fn free_port() -> u16 {
             return port as u16;
         }
     }
+}
+
+/// Where `jobs/local-cluster.sh`'s ports end: the start of the kernel's ephemeral range, or
+/// 61000 where that starts too low to leave room above 20000.
+pub fn ephemeral_floor() -> u32 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .filter(|&low| low > 21_024)
+        .unwrap_or(61_000)
 }
 
 /// Runs `bloomflow ARGS -n N -p I -w W --hostfile H` for every process on loopback, kills them
