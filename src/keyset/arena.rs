@@ -1,0 +1,230 @@
+//! The keys a worker collects during its scan, in the form they are sent to other workers and
+//! processes: an arena of length-prefixed keys, with numbers optionally held as bits.
+
+use super::*;
+
+/// Keys appended to one buffer as (length, bytes), the form in which they are collected during a
+/// scan and broadcast between workers. The length is a LEB128 varint: one byte for a key shorter
+/// than 128 bytes, where a u32 took four (the benchmark's 1M ids of 7–8 digits: 8.4 MB instead
+/// of 11.4 to hold and to send to every other process).
+#[derive(Clone, Debug)]
+pub struct KeyArena {
+    bytes: Vec<u8>,
+    keys: u64,
+    /// Keys that are numbers (see [`is_number`]), and the other keys that are short (see
+    /// [`is_short`]), counted as they come so that a set's tables can be sized before its keys
+    /// arrive.
+    numbers: u64,
+    short: u64,
+    /// Keys that are numbers of 17–20 digits (see [`big_number`]).
+    big: u64,
+    /// The smallest and the largest number (see [`KeyCounts::numbers_range`]).
+    numbers_range: Option<(u32, u32)>,
+    /// The bytes the numbers' text takes (lengths included), wherever they are held: what their
+    /// bits may take (see [`NumberBits`]).
+    number_bytes: u64,
+    /// The numbers held as bits, where the arena was made to (see
+    /// [`holding_numbers_as_bits`](KeyArena::holding_numbers_as_bits)); the others' text is in
+    /// `bytes`.
+    pub(super) bits: Option<NumberBits>,
+    /// Where each piece of at least `piece` bytes ends (see [`KeyArena::pieces`]), noted as keys
+    /// come: finding key boundaries afterwards meant decoding every length again, 3 ms for 1M
+    /// keys on the sender's way.
+    cuts: Vec<usize>,
+    piece: usize,
+}
+
+/// Bytes of keys per piece sent to another process.
+pub const PIECE: usize = 1 << 20;
+
+/// How many keys a set will hold, and of which kinds, so that its tables are sized before the
+/// keys arrive (they grow if the counts prove short).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KeyCounts {
+    pub keys: u64,
+    /// Keys that are numbers (see [`is_number`]).
+    pub numbers: u64,
+    /// Keys that are short (see [`is_short`]) and not numbers.
+    pub short: u64,
+    /// Keys that are numbers of 17–20 digits (see [`is_big_number`]).
+    pub big: u64,
+    /// The smallest and the largest of the numbers, as values: where the range is at most 48
+    /// times their count, a set holds them as bits.
+    pub numbers_range: Option<(u32, u32)>,
+}
+
+impl KeyCounts {
+    /// The counts of two sets of keys together.
+    pub fn merge(self, other: KeyCounts) -> KeyCounts {
+        let numbers_range = match (self.numbers_range, other.numbers_range) {
+            (Some((a, b)), Some((c, d))) => Some((a.min(c), b.max(d))),
+            (one, None) | (None, one) => one,
+        };
+        KeyCounts {
+            keys: self.keys + other.keys,
+            numbers: self.numbers + other.numbers,
+            short: self.short + other.short,
+            big: self.big + other.big,
+            numbers_range,
+        }
+    }
+}
+
+impl Default for KeyArena {
+    fn default() -> Self {
+        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, bits: None, cuts: Vec::new(), piece: PIECE }
+    }
+}
+
+impl KeyArena {
+    /// An empty arena with room for `bytes` bytes of encoded keys. Only address space: pages
+    /// are touched as keys arrive, so reserving more than will be used costs no memory, and the
+    /// arena never reallocates, which copied it and touched fresh pages at every doubling.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut arena = KeyArena::default();
+        // A reservation the system refuses leaves an arena that grows as it fills.
+        let _ = arena.bytes.try_reserve_exact(bytes);
+        arena
+    }
+
+    /// The arena, holding its numbers (decimals of 1–9 digits without a leading zero) as bits
+    /// while the bits take no more bytes than the numbers' text, plus 64 KiB (ids from a range
+    /// not much wider than their count); past that, the numbers the bits do not cover are
+    /// kept as text. For the exact join's broadcast, which sends them as bits
+    /// ([`take_bits`](Self::take_bits)).
+    pub fn holding_numbers_as_bits(mut self) -> Self {
+        self.bits = Some(NumberBits::default());
+        self
+    }
+
+    /// Appends a key.
+    #[inline]
+    pub fn push(&mut self, key: &[u8]) {
+        self.keys += 1;
+        let value = number(key).map(|word| word - 1);
+        let number = value.is_some();
+        self.numbers += number as u64;
+        // A number has at most 9 digits: one length byte.
+        self.number_bytes += number as u64 * (key.len() as u64 + 1);
+        if let Some(v) = value {
+            let (low, high) = self.numbers_range.unwrap_or((v, v));
+            self.numbers_range = Some((low.min(v), high.max(v)));
+            if let Some(bits) = &mut self.bits {
+                if bits.insert(v, self.number_bytes + NumberBits::SLACK) {
+                    return;
+                }
+            }
+        }
+        crate::records::push_with_length(&mut self.bytes, key);
+        let short = !number && is_short(key);
+        self.short += short as u64;
+        self.big += (!number && !short && is_big_number(key)) as u64;
+        if self.bytes.len() - self.cuts.last().copied().unwrap_or(0) >= self.piece {
+            self.cuts.push(self.bytes.len());
+        }
+    }
+
+    /// The keys in pieces of about [`PIECE`] bytes (the last may be shorter), each of whole
+    /// keys: the byte ranges of the encoded keys.
+    pub fn pieces(&self) -> Vec<std::ops::Range<usize>> {
+        let mut ends = self.cuts.clone();
+        if ends.last().copied().unwrap_or(0) < self.bytes.len() {
+            ends.push(self.bytes.len());
+        }
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        starts.zip(ends.iter().copied()).map(|(start, end)| start..end).collect()
+    }
+
+    /// Bytes held, bits included.
+    pub fn len_bytes(&self) -> usize {
+        self.bytes.len() + self.bits.as_ref().map_or(0, |bits| bits.bytes.len())
+    }
+
+    pub fn keys(&self) -> u64 {
+        self.keys
+    }
+
+    /// An empty arena cut in pieces of `piece` bytes instead of [`PIECE`] (for tests of pieces).
+    #[cfg(test)]
+    pub(super) fn with_piece(piece: usize) -> Self {
+        KeyArena { piece, ..KeyArena::default() }
+    }
+
+    /// How many keys of each kind are held.
+    pub fn counts(&self) -> KeyCounts {
+        KeyCounts { keys: self.keys, numbers: self.numbers, short: self.short, big: self.big, numbers_range: self.numbers_range }
+    }
+
+    /// The encoded keys, for sending.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Calls `f` with every key: those held as text in the order pushed, then those held as
+    /// bits, in order of value and once each.
+    pub fn for_each_key(&self, mut f: impl FnMut(&[u8])) {
+        for_each_key(std::slice::from_ref(&self.bytes), &mut f);
+        if let Some(bits) = &self.bits {
+            let mut text = String::new();
+            for_each_bit(BitsPiece { at: bits.at, bytes: &bits.bytes }, |value| {
+                use std::fmt::Write;
+                text.clear();
+                write!(text, "{value}").expect("a String takes any text");
+                f(text.as_bytes());
+            });
+        }
+    }
+
+    /// The encoded keys, taken.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// Releases the memory.
+    pub fn clear(&mut self) {
+        *self = KeyArena::default();
+    }
+
+    /// Takes the numbers held as bits (see [`holding_numbers_as_bits`](Self::holding_numbers_as_bits)),
+    /// if any: the arena keeps the keys held as text.
+    ///
+    /// So a worker's numbers travel to every process as bits and are read once, as they are
+    /// collected, where each process read every worker's text (the benchmark's 1M ids over a
+    /// span of 20M: 2.5 MB of bits a worker against 4.5 MB of text; the key set's phase took
+    /// twice as long with 2 processes of 1 worker as with 1 of 2).
+    pub fn take_bits(&mut self) -> Option<DenseWords> {
+        let bits = self.bits.take()?;
+        (!bits.bytes.is_empty()).then_some(DenseWords { at: bits.at, bytes: bits.bytes })
+    }
+}
+
+/// Calls `f` with every key of encoded pieces (see [`KeyArena`]), in order. A loop rather than
+/// an iterator: a flattening iterator checked for its next piece at every key, which took a tenth
+/// of a partition's build.
+#[inline(always)]
+pub(super) fn for_each_key<'a>(pieces: &'a [impl AsRef<[u8]>], mut f: impl FnMut(&'a [u8])) {
+    for piece in pieces {
+        let piece = piece.as_ref();
+        let mut at = 0;
+        while at < piece.len() {
+            let (start, end) = key_at(piece, at);
+            f(&piece[start..end]);
+            at = end;
+        }
+    }
+}
+
+/// Where the encoded key at `at` lies: its bytes' start and end.
+#[inline(always)]
+pub(super) fn key_at(encoded: &[u8], at: usize) -> (usize, usize) {
+    let (mut len, mut shift, mut i) = (0usize, 0, at);
+    loop {
+        let b = encoded[i];
+        i += 1;
+        len |= ((b & 0x7f) as usize) << shift;
+        if b < 0x80 {
+            return (i, i + len);
+        }
+        shift += 7;
+    }
+}

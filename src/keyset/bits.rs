@@ -1,0 +1,228 @@
+//! Numbers held as bits of their range, and the encodings in which those bits travel: as words,
+//! or as the gaps between set bits where the numbers are sparse.
+
+use super::*;
+
+/// Numbers collected as bits: bit v − 64·`at` of `bytes` (little-endian 64-bit words) for each
+/// number v, over the words from the smallest number's to the largest's (of those taken).
+///
+/// They grow only while the bits take no more bytes than the numbers' text, plus [`SLACK`]
+/// for the first numbers: ids from a range not much wider than their count. A number the bits
+/// cannot grow to cover is kept as text, as all are in an arena of sparse numbers (whose second
+/// number already passes the bound); the bits grow again once the text has caught up. (A
+/// worker whose first split is read while others claim the next few jumps several splits at
+/// its second: on the benchmark's 2 × 1 semi-join, one run in six had kept 3 of its 4 MB of
+/// numbers as text when the bits stopped growing for good at the first refusal.)
+///
+/// [`SLACK`]: NumberBits::SLACK
+#[derive(Clone, Debug, Default)]
+pub(super) struct NumberBits {
+    pub(super) at: u32,
+    pub(super) bytes: Vec<u8>,
+}
+
+impl NumberBits {
+    /// Bytes the bits may take beyond the numbers' text.
+    pub(super) const SLACK: u64 = 64 << 10;
+
+    /// Sets number `v`'s bit, growing the bits to cover it within `bound` bytes; false if they
+    /// cannot, and then the number is for the text.
+    #[inline(always)]
+    pub(super) fn insert(&mut self, v: u32, bound: u64) -> bool {
+        let word = v / 64;
+        let words = (self.bytes.len() / 8) as u32;
+        if word.wrapping_sub(self.at) >= words {
+            if 8 * self.span_with(word) > bound {
+                return false;
+            }
+            self.grow(word, bound);
+        }
+        let bit = (v - 64 * self.at) as usize;
+        self.bytes[bit / 8] |= 1 << (bit % 8);
+        true
+    }
+
+    /// The words from the lowest the bits cover, or `word`, to the highest.
+    #[inline(always)]
+    pub(super) fn span_with(&self, word: u32) -> u64 {
+        let (low, high) = self.bounds_with(word);
+        (high - low + 1) as u64
+    }
+
+    #[inline(always)]
+    pub(super) fn bounds_with(&self, word: u32) -> (u32, u32) {
+        match (self.bytes.len() / 8) as u32 {
+            0 => (word, word),
+            words => (self.at.min(word), (self.at + words - 1).max(word)),
+        }
+    }
+
+    /// Grows the bits to cover `word` (within `bound` bytes, as the caller checked), to twice
+    /// their size (toward it) where `bound` allows, so that ids that come in order cost a copy
+    /// of their bits a doubling, not one a word.
+    #[cold]
+    pub(super) fn grow(&mut self, word: u32, bound: u64) {
+        let words = (self.bytes.len() / 8) as u32;
+        let (low, high) = self.bounds_with(word);
+        let needed = (high - low + 1) as u64;
+        debug_assert!(8 * needed <= bound);
+        // Numbers are below 10^9: words below 2^24.
+        let room = needed.max(2 * words as u64).min(bound / 8).min(1 << 24) as u32;
+        let low = if word < self.at { (high + 1).saturating_sub(room) } else { low };
+        // Pages written, not left to the zero page: each bit is set by a read and a write, and
+        // a read of an untouched page maps the zero page, which the write then replaces with a
+        // flush of every CPU's TLB (see `limits::zeroed_written`; on the benchmark's 2.5 MB of
+        // bits a worker, no difference in 25 interleaved runs either way).
+        let mut bytes: Vec<u8> = crate::limits::zeroed_written(room as usize * 8);
+        if words > 0 {
+            let from = 8 * (self.at - low) as usize;
+            bytes[from..from + self.bytes.len()].copy_from_slice(&self.bytes);
+        }
+        (self.at, self.bytes) = (low, bytes);
+    }
+}
+
+/// Calls `f` with the word (see `number`) of each number of `piece` that `dense` does not hold:
+/// all of them where the set holds no numbers as bits; else none where the set was sized for
+/// the counts of the arenas the bits came from. Reads only the words outside the span, and the
+/// span's last (numbers past the largest may share it).
+pub(super) fn numbers_outside(piece: BitsPiece, dense: Dense, mut f: impl FnMut(u32)) {
+    let end = piece.at + (piece.bytes.len() / 8) as u32;
+    let visit = |from: u32, to: u32, f: &mut dyn FnMut(u32)| {
+        let (from, to) = (from.max(piece.at), to.min(end));
+        if from < to {
+            let bytes = &piece.bytes[8 * (from - piece.at) as usize..8 * (to - piece.at) as usize];
+            for_each_bit(BitsPiece { at: from, bytes }, |value| f(value + 1));
+        }
+    };
+    if dense.span == 0 {
+        return visit(piece.at, end, &mut f);
+    }
+    let (first, last) = ((dense.first - 1) / 64, (dense.first + dense.span - 2) / 64);
+    visit(piece.at, first, &mut f);
+    visit(last + 1, end, &mut f);
+    visit(last, last + 1, &mut |word| {
+        if !dense.holds(word) {
+            f(word)
+        }
+    });
+}
+
+/// Calls `f` with the value of each bit set in `piece`, in order.
+pub(super) fn for_each_bit(piece: BitsPiece, mut f: impl FnMut(u32)) {
+    for (i, word) in piece.bytes.chunks_exact(8).enumerate() {
+        let mut word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+        while word != 0 {
+            f(64 * (piece.at + i as u32) + word.trailing_zeros());
+            word &= word - 1;
+        }
+    }
+}
+
+/// Numbers as bits, as [`KeyArena::take_bits`] gives them: the bytes of 64-bit words from word
+/// `at` on (little-endian: bit i of byte j of the bytes is the number 64·`at` + 8j + i).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DenseWords {
+    pub at: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// The bits set in `bytes` (whole little-endian words of a bitmap) as gaps: for each set bit in
+/// order, how many bits lie between it and the one before (the first: from bit 0), a LEB128
+/// varint. Numbers sparser than one in eight of their span take fewer bytes so than as bits:
+/// the benchmark's 500K ids a worker, over a span of 20M, 0.5 MB against 2.5 MB of bits to send
+/// to every other process (sent at about 1 GB/s on this host's loopback).
+pub fn encode_gaps(bytes: &[u8]) -> Vec<u8> {
+    assert!(bytes.len() < 1 << 29, "bits are numbered in 32 bits");
+    let mut gaps = Vec::with_capacity(bytes.len() / 4);
+    let mut next = 0;
+    for_each_bit(BitsPiece { at: 0, bytes }, |bit| {
+        crate::records::push_varint(&mut gaps, (bit - next) as u64);
+        next = bit + 1;
+    });
+    gaps
+}
+
+/// The `len` bytes of bitmap whose set bits `gaps` gives (see [`encode_gaps`]); `None` if the
+/// gaps are malformed or point past `len` bytes. For the tests: a builder sets the bits of a
+/// [`GapsPiece`] straight in its set.
+#[cfg(test)]
+pub fn decode_gaps(gaps: &[u8], len: usize) -> Option<Vec<u8>> {
+    let mut bytes = vec![0u8; len];
+    walk_gaps(gaps, len, |bit| bytes[(bit / 8) as usize] |= 1 << (bit % 8)).then_some(bytes)
+}
+
+/// Whether `gaps` are well formed and point within `len` bytes of bits (see [`encode_gaps`]).
+pub fn gaps_fit(gaps: &[u8], len: usize) -> bool {
+    walk_gaps(gaps, len, |_| {})
+}
+
+/// Calls `f` with each bit that `gaps` give, in order; false (after the bits before) where they
+/// are malformed or point past `len` bytes.
+fn walk_gaps(gaps: &[u8], len: usize, mut f: impl FnMut(u64)) -> bool {
+    let (mut at, mut next) = (0, 0u64);
+    while at < gaps.len() {
+        let Some((gap, end)) = read_varint(gaps, at) else { return false };
+        let Some(bit) = next.checked_add(gap).filter(|&bit| bit < 8 * len as u64) else { return false };
+        f(bit);
+        (at, next) = (end, bit + 1);
+    }
+    true
+}
+
+/// The LEB128 varint at `at` of `bytes` (see [`push_varint`](crate::records::push_varint)) and where it ends; `None` if it
+/// runs past the end or past 64 bits. (`key_at` reads the arena's lengths unchecked: the arena
+/// is this process's own.)
+fn read_varint(bytes: &[u8], mut at: usize) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *bytes.get(at)?;
+        at += 1;
+        if shift == 63 && b > 1 {
+            return None;
+        }
+        value |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            return Some((value, at));
+        }
+    }
+    None
+}
+
+/// A piece of [`DenseWords`] as a builder reads it: `bytes` (whole words) from word `at` on.
+#[derive(Clone, Copy, Debug)]
+pub struct BitsPiece<'a> {
+    pub at: u32,
+    pub bytes: &'a [u8],
+}
+
+/// A piece of [`DenseWords`] as another process receives it: the gaps of its set bits (see
+/// [`encode_gaps`]), the bits counted from word `at`, known to fit its bytes. A builder sets
+/// their bits straight in its set, where decoding them into words first took a fresh page for
+/// every 4 KiB (0.45 ms a MB on this host: 2.5 of the 2 × 1 benchmark's key-set phase of 7 ms).
+#[derive(Clone, Copy, Debug)]
+pub struct GapsPiece<'a> {
+    at: u32,
+    gaps: &'a [u8],
+    /// The bytes of bits they stand for.
+    len: usize,
+}
+
+impl<'a> GapsPiece<'a> {
+    /// The piece of `gaps` of `len` bytes of bits from word `at`; None unless they fit.
+    pub fn checked(at: u32, gaps: &'a [u8], len: usize) -> Option<GapsPiece<'a>> {
+        gaps_fit(gaps, len).then_some(GapsPiece { at, gaps, len })
+    }
+
+    /// The piece of `gaps` that [`gaps_fit`] passed already (as received).
+    pub(crate) fn checked_before(at: u32, gaps: &'a [u8], len: usize) -> GapsPiece<'a> {
+        GapsPiece { at, gaps, len }
+    }
+
+    /// Calls `f` with the value of each bit, in order.
+    pub(super) fn for_each_bit(&self, mut f: impl FnMut(u32)) {
+        let fit = walk_gaps(self.gaps, self.len, |bit| f(64 * self.at + bit as u32));
+        debug_assert!(fit, "gaps are checked when received");
+    }
+}
+

@@ -1,0 +1,226 @@
+//! An exact set of byte-string keys, compact enough to hold a whole build side in every process,
+//! and the encoding in which build keys are collected and broadcast. Its parts:
+//!
+//! - `arena`: the keys a worker collects, length-prefixed, as they travel;
+//! - `bits`: numbers held as bits of their range, sent as words or as gaps;
+//! - `numbers`: which keys are numbers or short, and the words they are kept as;
+//! - `table`: the tables a partition keeps its keys in;
+//!
+//! and here the set itself, cut into partitions that workers build side by side.
+
+mod arena;
+mod bits;
+mod numbers;
+mod table;
+#[cfg(test)]
+mod tests;
+
+pub use arena::*;
+pub use bits::*;
+pub use numbers::*;
+use std::hash::BuildHasher;
+use table::*;
+
+/// Keys whose slots are prefetched together by [`KeySet::contains_batch`].
+const BATCH: usize = 64;
+/// Keys up to this long are stored in their slot; longer ones in the arena.
+const INLINE: usize = 8;
+
+/// An exact set of keys, built once and then only queried. Keys of up to 8 bytes (and numbers
+/// of up to 16 digits) live in the tables themselves, so a lookup touches one cache line, and
+/// batched lookups prefetch those lines so that the misses overlap; longer keys live in an
+/// arena. Numbers of up to 9 digits (see `number`) take a bit each of their range where it is
+/// dense (see `Dense`), else about 6 bytes each; 12 bytes per other short key (see
+/// `short_word`), 24 per other key plus the arena.
+///
+/// The set is cut into partitions by hash (dense numbers by value), so that the workers of a
+/// process can each build one at the same time (see [`PartitionBuilder`]); a key is looked up
+/// in its own partition only.
+pub struct KeySet {
+    parts: Vec<Part>,
+    dense: Dense,
+}
+
+/// A partition of a [`KeySet`], built on its own.
+pub struct Partition(Part, Dense);
+
+/// Partition `index` of `count` of a [`KeySet`], to be built from the keys of encoded pieces
+/// (see [`KeyArena`]): the keys whose hash falls in it. Its tables are made first, sized for its
+/// share of the keys, so that their memory can be made ready while the keys are still on their
+/// way (fresh memory costs about half a millisecond a MB to touch on a virtual machine).
+pub struct PartitionBuilder {
+    table: Part,
+    dense: Dense,
+    index: usize,
+    count: usize,
+}
+
+impl PartitionBuilder {
+    /// Sized for its share of `counts`. It grows if its share proves larger.
+    pub fn new(counts: KeyCounts, index: usize, count: usize) -> PartitionBuilder {
+        // A share, with room for the deviation of a random split.
+        let share = |n: u64| (n as usize / count) + (n as usize / count).isqrt() * 4 + 16;
+        let others = counts.keys.saturating_sub(counts.numbers + counts.short + counts.big);
+        let dense = Dense::of(&counts);
+        // Where the numbers are dense, their table takes only those that fall outside the span
+        // (none, when the counts are right).
+        let numbers = if dense.span > 0 { 0 } else { share(counts.numbers) };
+        let table = Part::with_capacity(dense.range(index, count), numbers, share(counts.short), share(counts.big), share(others));
+        PartitionBuilder { table, dense, index, count }
+    }
+
+    /// The partition of the keys in `pieces`. Every key is hashed, so each builder reads all
+    /// the pieces; the partitions' inserts, the costly part, are shared out.
+    pub fn build(self, pieces: &[impl AsRef<[u8]>]) -> Partition {
+        self.build_with_bits(pieces, &[], &[])
+    }
+
+    /// [`build`](Self::build), with numbers that came as bits (see [`KeyArena::take_bits`])
+    /// too: this partition's words of each piece are ORed in, and its bits of each piece of
+    /// gaps set.
+    pub fn build_with_bits(self, pieces: &[impl AsRef<[u8]>], bits: &[BitsPiece], gaps: &[GapsPiece]) -> Partition {
+        let PartitionBuilder { mut table, dense, index, count } = self;
+        let h = hasher();
+        if !table.bits.words.is_empty() {
+            // The partition's bits start on a word (see `Dense::range`).
+            let at = (table.bits.first - 1) / 64;
+            bits.iter().for_each(|&piece| table.bits.or_piece(at, piece));
+        }
+        // Numbers the span does not hold (all, where the set holds no bits) go to the table.
+        let number_to_table = |table: &mut Part, word: u32| {
+            let k = Hashed::with_number(&h, &[], Some(word), dense);
+            if count == 1 || part_of(&k, dense, count) == index {
+                table.insert(k);
+            }
+        };
+        for &piece in bits {
+            numbers_outside(piece, dense, |word| number_to_table(&mut table, word));
+        }
+        for piece in gaps {
+            piece.for_each_bit(|value| match value + 1 {
+                word if dense.holds(word) => table.bits.set_if_held(word),
+                word => number_to_table(&mut table, word),
+            });
+        }
+        // Keys go in groups, and a group's slots are prefetched while the group before it is
+        // inserted, one slot per insert, so that about a group's misses are always in flight.
+        // A key joins the group whatever its partition, and the group's length grows only for
+        // this partition's keys: with several partitions, a branch on the partition would
+        // mispredict for every other key.
+        let mut groups = [[Hashed::NONE; BATCH]; 2];
+        let (mut len, mut ready) = (0, 0);
+        for_each_key(pieces, |key| {
+            let number = number(key);
+            // A number of the dense span goes straight to its bit, if this partition holds it:
+            // no hash, no group (a bitmap of a few MB needs no prefetching to be filled fast).
+            if let Some(word) = number.filter(|&word| dense.holds(word)) {
+                table.bits.set_if_held(word);
+                return;
+            }
+            let k = Hashed::with_number(&h, key, number, dense);
+            let [waiting, filling] = &mut groups;
+            filling[len] = k;
+            len += (count == 1 || part_of(&k, dense, count) == index) as usize;
+            if len == BATCH {
+                table.insert_group_prefetching(&waiting[..ready], filling);
+                std::mem::swap(waiting, filling);
+                (ready, len) = (BATCH, 0);
+            }
+        });
+        let [waiting, filling] = &groups;
+        table.insert_group_prefetching(&waiting[..ready], &filling[..len]);
+        table.insert_group_prefetching(&filling[..len], &[]);
+        table.bits.count();
+        Partition(table, dense)
+    }
+}
+
+fn hasher() -> foldhash::fast::FixedState {
+    foldhash::fast::FixedState::with_seed(0x626c_6f6f_6d66_6c77)
+}
+
+/// The partition of key `k` among `parts`: by value for a number of the dense span, else by hash.
+#[inline(always)]
+fn part_of(k: &Hashed, dense: Dense, parts: usize) -> usize {
+    dense.part_of(k.number, parts).unwrap_or_else(|| partition_of(k.hash, parts))
+}
+
+/// The partition of a hash among `parts`: the high bits of the hash times an odd constant, which
+/// depend on every bit of the hash, so that the low bits (the slot) stay uniform within a
+/// partition.
+#[inline(always)]
+fn partition_of(hash: u64, parts: usize) -> usize {
+    crate::hashing::mulshift(hash.wrapping_mul(0x9E37_79B9_7F4A_7C15), parts as u64) as usize
+}
+
+impl KeySet {
+    /// The set of the keys in `pieces`, sized for `counts` (it grows if there are more). A key
+    /// given twice takes two slots; membership is unaffected.
+    pub fn build(pieces: &[impl AsRef<[u8]>], counts: KeyCounts) -> KeySet {
+        KeySet::from_partitions(vec![PartitionBuilder::new(counts, 0, 1).build(pieces)])
+    }
+
+    /// The set made of partitions 0..n of one [`PartitionBuilder`] count n, in index order.
+    pub fn from_partitions(parts: Vec<Partition>) -> KeySet {
+        assert!(!parts.is_empty(), "a key set has at least one partition");
+        let dense = parts[0].1;
+        assert!(parts.iter().all(|p| p.1 == dense), "the partitions of one set, built from the same counts");
+        KeySet { parts: parts.into_iter().map(|p| p.0).collect(), dense }
+    }
+
+    #[inline(always)]
+    fn part(&self, k: &Hashed) -> &Part {
+        if self.parts.len() == 1 {
+            &self.parts[0]
+        } else {
+            &self.parts[part_of(k, self.dense, self.parts.len())]
+        }
+    }
+
+    /// Whether the set holds its numbers as bits: their range is at most 48 times their count.
+    pub fn numbers_as_bits(&self) -> bool {
+        self.dense.span > 0
+    }
+
+    /// Whether `key` is in the set.
+    #[inline]
+    pub fn contains(&self, key: &[u8]) -> bool {
+        let k = Hashed::new(&hasher(), key, self.dense);
+        self.part(&k).probe(k)
+    }
+
+    /// Answers many keys: every key's slot is prefetched before any is probed.
+    pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
+        answers.clear();
+        let h = hasher();
+        let mut hashed = [Hashed::NONE; BATCH];
+        for group in keys.chunks(BATCH) {
+            for (k, key) in hashed.iter_mut().zip(group) {
+                *k = Hashed::new(&h, key, self.dense);
+                self.part(k).prefetch(*k);
+            }
+            answers.extend(hashed[..group.len()].iter().map(|&k| self.part(&k).probe(k)));
+        }
+    }
+
+    /// Keys held, duplicates included but for numbers held as bits, which count once.
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(Part::keys).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[inline(always)]
+fn prefetch<T>(slot: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is a hint with no effect on memory; the reference is valid.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(slot as *const T as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = slot;
+}
+

@@ -1,0 +1,471 @@
+//! The open-addressing tables a key set's partitions keep their keys in: words for numbers and
+//! other short keys, 16-byte slots for the rest, and the dense bitmap of numbers.
+
+use super::*;
+
+/// One slot of the table of other keys ([`Others`]): 16 bytes, four to a cache line.
+#[derive(Clone, Copy, Debug, Default, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Slot {
+    /// The hash's high 32 bits with the lowest bit set; 0 marks an empty slot.
+    tag: u32,
+    len: u32,
+    /// The key itself (up to 8 bytes), or its offset in the arena.
+    data: [u8; 8],
+}
+
+/// A table's slot count for `keys` keys: at most 2/3 full. Not rounded to a power of two (a
+/// key's first slot comes from a multiply-shift, not a mask): rounded, the table of 1M keys took
+/// a third more memory, and on a virtual machine every fresh megabyte can cost a millisecond or
+/// more to touch.
+fn slots_for(keys: usize) -> usize {
+    (keys * 3 / 2 + 1).max(16)
+}
+
+/// Whether a table of `slots` slots needs to grow before it takes one more key beyond `keys`.
+pub(super) fn full(keys: usize, slots: usize) -> bool {
+    (keys + 1) * 3 > slots * 2
+}
+
+/// The slot after `i` among `n`, wrapping at the end (linear probing).
+#[inline(always)]
+pub(super) fn next(i: usize, n: usize) -> usize {
+    if i + 1 == n { 0 } else { i + 1 }
+}
+
+/// An open-addressing table of keys that are words themselves: numbers as 4-byte words (see
+/// [`number`]), other short keys as 8-byte ones (see [`short_word`]). The whole key is compared
+/// in one instruction, and 16 or 8 slots share a cache line. The benchmark's 1M ids of 7–8
+/// digits took 24 MB in 16-byte slots, 12 MB as 8-byte words, and take 6 MB as numbers.
+/// Measured on the benchmark's exact semi-join (interleaved medians): 8-byte words against the
+/// 16-byte slots, 2 processes × 1, where each process builds the whole table, 334 -> 314 ms;
+/// `-w 2` 297 -> 278 ms; peak RSS at `-w 2` 42 -> 30 MiB (9 rounds). Numbers against 8-byte
+/// words: 2 processes × 1 317 -> 301.5 ms, `-w 2` 294 -> 281 ms; peak RSS 29 -> 24 MiB (8
+/// rounds).
+pub(super) struct Words<W> {
+    slots: Vec<W>,
+    pub(super) keys: usize,
+}
+
+/// What a table of [`Words`] holds in a slot: a nonzero value that is the key itself (0 marks
+/// an empty slot).
+pub(super) trait Word: Copy + Eq + Default + bytemuck::Zeroable {
+    /// The value, widened, which the word's hash is taken of.
+    fn wide(self) -> u64;
+}
+
+impl Word for u64 {
+    #[inline(always)]
+    fn wide(self) -> u64 {
+        self
+    }
+}
+
+impl Word for u32 {
+    #[inline(always)]
+    fn wide(self) -> u64 {
+        self as u64
+    }
+}
+
+impl<W: Word> Words<W> {
+    pub(super) fn with_capacity(keys: usize) -> Words<W> {
+        Words { slots: crate::limits::zeroed_written(slots_for(keys)), keys: 0 }
+    }
+
+    #[inline(always)]
+    pub(super) fn first(&self, hash: u64) -> usize {
+        slot_of(hash, self.slots.len())
+    }
+
+    pub(super) fn insert(&mut self, hash: u64, word: W) {
+        if full(self.keys, self.slots.len()) {
+            self.grow();
+        }
+        self.place(hash, word);
+        self.keys += 1;
+    }
+
+    /// Stores `word` in the first empty slot from its hash's (linear probing).
+    #[inline(always)]
+    pub(super) fn place(&mut self, hash: u64, word: W) {
+        let mut i = self.first(hash);
+        while self.slots[i] != W::default() {
+            i = next(i, self.slots.len());
+        }
+        self.slots[i] = word;
+    }
+
+    /// Doubles the table (only when a partition gets more keys than it was sized for).
+    pub(super) fn grow(&mut self) {
+        let doubled = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_written(doubled));
+        let h = hasher();
+        for &word in old.iter().filter(|&&w| w != W::default()) {
+            self.place(h.hash_one(word.wide()), word);
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn probe(&self, hash: u64, word: W) -> bool {
+        let mut i = self.first(hash);
+        loop {
+            match self.slots[i] {
+                w if w == W::default() => return false,
+                w if w == word => return true,
+                _ => i = next(i, self.slots.len()),
+            }
+        }
+    }
+}
+
+/// Bits a key may take where numbers are held as bits: a bitmap of their span is chosen while
+/// it takes no more memory than their table of 4-byte words, 2/3 full (48 bits a key).
+const DENSE_BITS_PER_KEY: u64 = 48;
+
+/// The span of number words a set holds as bits, cut into one range per partition, or none.
+/// Ids are often numbers from a range not much wider than their count (the benchmark's 1M
+/// customers among 20M ids), and then a bit per possible number beats a hash table: no hash,
+/// no probing, a third of the memory (2.5 MB for the benchmark's 1M ids against 6 MB).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Dense {
+    /// The first number word held as a bit (the smallest number plus one).
+    pub(super) first: u32,
+    /// How many words from `first` on; 0 where numbers are held in their table.
+    pub(super) span: u32,
+}
+
+impl Dense {
+    /// The span of `counts`' numbers where a bitmap of it is small enough, else none.
+    pub(super) fn of(counts: &KeyCounts) -> Dense {
+        match counts.numbers_range {
+            Some((low, high)) if counts.numbers > 0 && ((high - low) as u64) < DENSE_BITS_PER_KEY.saturating_mul(counts.numbers) => {
+                // From the start of the smallest number's 64-bit word, so that bits collected
+                // in words (see `NumberBits`) go in whole.
+                let start = low / 64 * 64;
+                Dense { first: start + 1, span: high - start + 1 }
+            }
+            _ => Dense::default(),
+        }
+    }
+
+    /// The partition among `count` that holds number word `word` as a bit: by value, the span's
+    /// 64-bit words cut in `count` even ranges (see [`range`](Self::range)). None for a word
+    /// outside the span (or not a number, 0), which goes by its hash.
+    #[inline(always)]
+    pub(super) fn part_of(&self, word: u32, count: usize) -> Option<usize> {
+        self.holds(word).then(|| ((word - self.first) as u64 / 64 * count as u64 / self.words()) as usize)
+    }
+
+    /// The 64-bit words of the span's bitmap.
+    #[inline(always)]
+    pub(super) fn words(&self) -> u64 {
+        (self.span as u64).div_ceil(64)
+    }
+
+    /// Whether number word `word` is held as a bit.
+    #[inline(always)]
+    pub(super) fn holds(&self, word: u32) -> bool {
+        word.wrapping_sub(self.first) < self.span
+    }
+
+    /// The words partition `part` of `count` holds as bits: its first, and how many. Each
+    /// partition starts on a word of the span's bitmap, so that bits that come as words (see
+    /// [`DenseWords`]) go in whole.
+    pub(super) fn range(&self, part: usize, count: usize) -> (u32, u32) {
+        let start = |p: usize| (64 * (p as u64 * self.words()).div_ceil(count as u64)).min(self.span as u64) as u32;
+        (self.first + start(part), start(part + 1) - start(part))
+    }
+}
+
+/// Number words as bits: bit `word - first` for each word held (see [`Dense`]).
+pub(super) struct Bits {
+    pub(super) first: u32,
+    len: u32,
+    pub(super) words: Vec<u64>,
+    /// The bits set, counted once they all are (see [`Bits::count`]).
+    pub(super) keys: usize,
+}
+
+impl Bits {
+    pub(super) fn new((first, len): (u32, u32)) -> Bits {
+        Bits { first, len, words: crate::limits::zeroed_written((len as usize).div_ceil(64)), keys: 0 }
+    }
+
+    /// The bit of `word`, if it is one of these.
+    #[inline(always)]
+    pub(super) fn bit(&self, word: u32) -> Option<usize> {
+        let offset = word.wrapping_sub(self.first);
+        (offset < self.len).then_some(offset as usize)
+    }
+
+    /// Sets the bit of `word` if it is one of these. Branch-free: with several partitions,
+    /// whether a word falls in this one changes from key to key.
+    #[inline(always)]
+    pub(super) fn set_if_held(&mut self, word: u32) {
+        if self.words.is_empty() {
+            return;
+        }
+        let offset = word.wrapping_sub(self.first);
+        let held = offset < self.len;
+        let bit = if held { offset as usize } else { 0 };
+        self.words[bit / 64] |= (held as u64) << (bit % 64);
+    }
+
+    /// ORs in the words of `piece` that fall in these, which start at word `at` of the span's
+    /// bitmap.
+    pub(super) fn or_piece(&mut self, at: u32, piece: BitsPiece) {
+        let (at, from) = (at as usize, piece.at as usize);
+        let start = at.max(from);
+        let end = (at + self.words.len()).min(from + piece.bytes.len() / 8);
+        for w in start..end {
+            let bytes = &piece.bytes[8 * (w - from)..8 * (w - from + 1)];
+            self.words[w - at] |= u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+        }
+    }
+
+    /// Counts the bits set, for [`KeySet::len`], and clears any past the last (a word ORed in
+    /// whole whose numbers past the span went to the table).
+    pub(super) fn count(&mut self) {
+        if let Some(last) = self.words.last_mut().filter(|_| !self.len.is_multiple_of(64)) {
+            *last &= (1 << (self.len % 64)) - 1;
+        }
+        self.keys = self.words.iter().map(|w| w.count_ones() as usize).sum();
+    }
+
+    #[inline(always)]
+    pub(super) fn get(&self, bit: usize) -> bool {
+        self.words[bit / 64] & (1 << (bit % 64)) != 0
+    }
+}
+
+/// The open-addressing table of the keys that are not short: longer than 8 bytes (held in an
+/// arena), the empty key, and 8-byte keys that end in a byte below 8.
+struct Others {
+    slots: Vec<Slot>,
+    arena: Vec<u8>,
+    keys: usize,
+}
+
+impl Others {
+    pub(super) fn with_capacity(keys: usize) -> Others {
+        Others { slots: crate::limits::zeroed_written(slots_for(keys)), arena: Vec::new(), keys: 0 }
+    }
+
+    /// The first empty slot from `i` on.
+    #[inline(always)]
+    pub(super) fn free_from(&self, mut i: usize) -> usize {
+        while self.slots[i].tag != 0 {
+            i = next(i, self.slots.len());
+        }
+        i
+    }
+
+    pub(super) fn insert(&mut self, hash: u64, key: &[u8]) {
+        if full(self.keys, self.slots.len()) {
+            self.grow();
+        }
+        let (i, tag) = slot_and_tag(hash, self.slots.len());
+        let i = self.free_from(i);
+        let data = if key.len() <= INLINE {
+            inline_word(key).to_le_bytes()
+        } else {
+            let at = self.arena.len() as u64;
+            self.arena.extend_from_slice(key);
+            at.to_le_bytes()
+        };
+        self.slots[i] = Slot { tag, len: key.len() as u32, data };
+        self.keys += 1;
+    }
+
+    /// Doubles the table (only when a partition gets more keys than it was sized for).
+    pub(super) fn grow(&mut self) {
+        let doubled = self.slots.len() * 2;
+        let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_written(doubled));
+        let h = hasher();
+        for slot in old.iter().filter(|s| s.tag != 0) {
+            let (i, _) = slot_and_tag(h.hash_one(stored_key(&self.arena, slot)), doubled);
+            let i = self.free_from(i);
+            self.slots[i] = *slot;
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn probe(&self, hash: u64, key: &[u8]) -> bool {
+        let (mut i, tag) = slot_and_tag(hash, self.slots.len());
+        // An inline key is compared as one word (a slice comparison called memcmp: 2% of an
+        // exact semi-join's time).
+        let word = (key.len() <= INLINE).then(|| inline_word(key));
+        loop {
+            let slot = &self.slots[i];
+            if slot.tag == 0 {
+                return false;
+            }
+            if slot.tag == tag && slot.len as usize == key.len() {
+                let found = match word {
+                    Some(word) => u64::from_le_bytes(slot.data) == word,
+                    None => {
+                        let at = u64::from_le_bytes(slot.data) as usize;
+                        self.arena[at..at + key.len()] == *key
+                    }
+                };
+                if found {
+                    return true;
+                }
+            }
+            i = next(i, self.slots.len());
+        }
+    }
+}
+
+/// A key as the tables take it: its hash, its number if it is one (0 if not), else its word if
+/// it is short (0 if not), else its value if it is a big number (0 if not).
+#[derive(Clone, Copy)]
+pub(super) struct Hashed<'a> {
+    pub(super) hash: u64,
+    pub(super) number: u32,
+    word: u64,
+    big: u64,
+    key: &'a [u8],
+}
+
+impl<'a> Hashed<'a> {
+    pub(super) const NONE: Hashed<'static> = Hashed { hash: 0, number: 0, word: 0, big: 0, key: &[] };
+
+    #[inline(always)]
+    pub(super) fn new(h: &foldhash::fast::FixedState, key: &'a [u8], dense: Dense) -> Self {
+        Hashed::with_number(h, key, number(key), dense)
+    }
+
+    /// [`new`](Self::new), given the key's number (see `number`), if it is one.
+    #[inline(always)]
+    pub(super) fn with_number(h: &foldhash::fast::FixedState, key: &'a [u8], number: Option<u32>, dense: Dense) -> Self {
+        // A word hashes in a few instructions where bytes of varying length take a loop.
+        if let Some(number) = number {
+            // A number held as a bit needs no hash: its partition and its bit come from it.
+            let hash = if dense.holds(number) { 0 } else { h.hash_one(number.wide()) };
+            return Hashed { hash, number, word: 0, big: 0, key };
+        }
+        if let Some(word) = short_word(key) {
+            return Hashed { hash: h.hash_one(word), number: 0, word, big: 0, key };
+        }
+        match big_number(key) {
+            Some(big) => Hashed { hash: h.hash_one(big), number: 0, word: 0, big, key },
+            None => Hashed { hash: h.hash_one(key), number: 0, word: 0, big: 0, key },
+        }
+    }
+}
+
+/// One partition of a [`KeySet`]: its numbers, its other short keys, its big numbers and the
+/// rest, apart.
+pub(super) struct Part {
+    /// The numbers of the set's dense span that fall in this partition's range (none where
+    /// numbers are not dense), and the numbers outside it.
+    pub(super) bits: Bits,
+    pub(super) numbers: Words<u32>,
+    pub(super) words: Words<u64>,
+    pub(super) big: Words<u64>,
+    others: Others,
+}
+
+impl Part {
+    pub(super) fn with_capacity(bits: (u32, u32), numbers: usize, short: usize, big: usize, others: usize) -> Part {
+        Part {
+            bits: Bits::new(bits),
+            numbers: Words::with_capacity(numbers),
+            words: Words::with_capacity(short),
+            big: Words::with_capacity(big),
+            others: Others::with_capacity(others),
+        }
+    }
+
+    pub(super) fn keys(&self) -> usize {
+        self.bits.keys + self.numbers.keys + self.words.keys + self.big.keys + self.others.keys
+    }
+
+    /// Inserts a key, but for a number of the set's dense span: the builder sets those bits
+    /// itself, without a hash (see [`PartitionBuilder::build`]).
+    #[inline(always)]
+    pub(super) fn insert(&mut self, k: Hashed) {
+        debug_assert!(self.bits.bit(k.number).is_none(), "a dense number goes straight to its bit");
+        if k.number != 0 {
+            self.numbers.insert(k.hash, k.number);
+        } else if k.word != 0 {
+            self.words.insert(k.hash, k.word);
+        } else if k.big != 0 {
+            self.big.insert(k.hash, k.big);
+        } else {
+            self.others.insert(k.hash, k.key);
+        }
+    }
+
+    /// Hints the cache to load the first slot a key would look at.
+    #[inline(always)]
+    pub(super) fn prefetch(&self, k: Hashed) {
+        if let Some(bit) = self.bits.bit(k.number) {
+            prefetch(&self.bits.words[bit / 64]);
+        } else if k.number != 0 {
+            prefetch(&self.numbers.slots[self.numbers.first(k.hash)]);
+        } else if k.word != 0 {
+            prefetch(&self.words.slots[self.words.first(k.hash)]);
+        } else if k.big != 0 {
+            prefetch(&self.big.slots[self.big.first(k.hash)]);
+        } else {
+            prefetch(&self.others.slots[slot_and_tag(k.hash, self.others.slots.len()).0]);
+        }
+    }
+
+    /// Inserts a group of keys (whose slots were prefetched), prefetching the slots of the next
+    /// group's keys as it goes.
+    pub(super) fn insert_group_prefetching(&mut self, group: &[Hashed], next: &[Hashed]) {
+        for i in 0..group.len().max(next.len()) {
+            if let Some(&k) = next.get(i) {
+                self.prefetch(k);
+            }
+            if let Some(&k) = group.get(i) {
+                self.insert(k);
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub(super) fn probe(&self, k: Hashed) -> bool {
+        if let Some(bit) = self.bits.bit(k.number) {
+            self.bits.get(bit)
+        } else if k.number != 0 {
+            self.numbers.probe(k.hash, k.number)
+        } else if k.word != 0 {
+            self.words.probe(k.hash, k.word)
+        } else if k.big != 0 {
+            self.big.probe(k.hash, k.big)
+        } else {
+            self.others.probe(k.hash, k.key)
+        }
+    }
+}
+
+/// The key a slot holds: in the slot, or in the arena.
+fn stored_key<'a>(arena: &'a [u8], slot: &'a Slot) -> &'a [u8] {
+    let len = slot.len as usize;
+    if len <= INLINE {
+        &slot.data[..len]
+    } else {
+        let at = u64::from_le_bytes(slot.data) as usize;
+        &arena[at..at + len]
+    }
+}
+
+/// A key's first slot among `slots`, and its tag. The slot is a multiply-shift of the hash with
+/// its halves swapped, so that it comes mostly from the low half and does not correlate with the
+/// tag, which is the high half (with the lowest bit set: 0 marks an empty slot).
+#[inline(always)]
+fn slot_and_tag(hash: u64, slots: usize) -> (usize, u32) {
+    (slot_of(hash, slots), ((hash >> 32) as u32) | 1)
+}
+
+/// A key's first slot among `slots` (see [`slot_and_tag`]).
+#[inline(always)]
+fn slot_of(hash: u64, slots: usize) -> usize {
+    crate::hashing::mulshift(hash.rotate_left(32), slots as u64) as usize
+}
+
