@@ -44,13 +44,13 @@ impl NumberBits {
 
     /// The words from the lowest the bits cover, or `word`, to the highest.
     #[inline(always)]
-    pub(super) fn span_with(&self, word: u32) -> u64 {
+    fn span_with(&self, word: u32) -> u64 {
         let (low, high) = self.bounds_with(word);
         (high - low + 1) as u64
     }
 
     #[inline(always)]
-    pub(super) fn bounds_with(&self, word: u32) -> (u32, u32) {
+    fn bounds_with(&self, word: u32) -> (u32, u32) {
         match (self.bytes.len() / 8) as u32 {
             0 => (word, word),
             words => (self.at.min(word), (self.at + words - 1).max(word)),

@@ -88,7 +88,7 @@ impl<W: Word> Words<W> {
 
     /// Stores `word` in the first empty slot from its hash's (linear probing).
     #[inline(always)]
-    pub(super) fn place(&mut self, hash: u64, word: W) {
+    fn place(&mut self, hash: u64, word: W) {
         let mut i = self.first(hash);
         while self.slots[i] != W::default() {
             i = next(i, self.slots.len());
@@ -194,7 +194,7 @@ impl Bits {
 
     /// The bit of `word`, if it is one of these.
     #[inline(always)]
-    pub(super) fn bit(&self, word: u32) -> Option<usize> {
+    fn bit(&self, word: u32) -> Option<usize> {
         let offset = word.wrapping_sub(self.first);
         (offset < self.len).then_some(offset as usize)
     }
@@ -254,7 +254,7 @@ impl Others {
 
     /// The first empty slot from `i` on.
     #[inline(always)]
-    pub(super) fn free_from(&self, mut i: usize) -> usize {
+    fn free_from(&self, mut i: usize) -> usize {
         while self.slots[i].tag != 0 {
             i = next(i, self.slots.len());
         }
