@@ -136,29 +136,9 @@ pub(crate) mod tests {
             eprintln!("skipped: this CPU has no AVX-512F/BW/VL");
             return;
         }
+        // SAFETY: the CPU has what the function needs (checked above).
+        let checked = against_the_scalar((0..=LANES).chain([31, 47, MAX_KEYS]), |keys, seed, out| unsafe { hashlittle2_wide(keys, seed, out) });
         let bytes = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D).bytes(800);
-        let mut checked = 0;
-        for seed in [0, 7, 0x9e37_79b9] {
-            for start in 0..41 {
-                for group in (0..=LANES).chain([31, 47, MAX_KEYS]) {
-                    // Lane i gets length (start + 3i) % 41 at offset 17i + (start % 13).
-                    let keys: Vec<&[u8]> = (0..group)
-                        .map(|i| {
-                            let len = (start + 3 * i) % 41;
-                            let at = 5 * i + start % 13;
-                            &bytes[at..at + len]
-                        })
-                        .collect();
-                    let mut out = Pairs::default();
-                    // SAFETY: the CPU has what the function needs (checked above).
-                    unsafe { hashlittle2_wide(&keys, seed, &mut out) };
-                    for (i, key) in keys.iter().enumerate() {
-                        assert_eq!((out.c[i], out.b[i]), hashlittle2(key, seed, 0), "lane {i} of {group}, length {}, seed {seed}", key.len());
-                        checked += 1;
-                    }
-                }
-            }
-        }
         // Keys that end at the buffer's last byte.
         let tail: Vec<&[u8]> = (0..LANES).map(|i| &bytes[bytes.len() - i..]).collect();
         let mut out = Pairs::default();
@@ -168,6 +148,35 @@ pub(crate) mod tests {
             assert_eq!((out.c[i], out.b[i]), hashlittle2(key, 1, 0), "tail key of length {i}");
         }
         assert!(checked > 15_000, "{checked} lanes checked");
+    }
+
+    /// Checks a wide hash against the scalar one for groups of the sizes in `groups`, three
+    /// seeds and 41 starts: in a group of a start, key i is (start + 3i) % 41 bytes long (every
+    /// length 0..=40 in every lane, both sides of the lanes' 24) at offset 5i + start % 13.
+    /// Returns the keys checked.
+    pub(crate) fn against_the_scalar(groups: impl Iterator<Item = usize> + Clone, wide: impl Fn(&[&[u8]], u32, &mut Pairs)) -> usize {
+        let bytes = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D).bytes(800);
+        let mut checked = 0;
+        for seed in [0, 7, 0x9e37_79b9] {
+            for start in 0..41 {
+                for group in groups.clone() {
+                    let keys: Vec<&[u8]> = (0..group)
+                        .map(|i| {
+                            let len = (start + 3 * i) % 41;
+                            let at = 5 * i + start % 13;
+                            &bytes[at..at + len]
+                        })
+                        .collect();
+                    let mut out = Pairs::default();
+                    wide(&keys, seed, &mut out);
+                    for (i, key) in keys.iter().enumerate() {
+                        assert_eq!((out.c[i], out.b[i]), hashlittle2(key, seed, 0), "lane {i} of {group}, length {}, seed {seed}", key.len());
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        checked
     }
 
     /// Keys that end at the last byte before an unreadable page, which a read past the key
