@@ -4,7 +4,9 @@ Each tool runs RUNS times as its own process (so its peak RSS is its own), 2 thr
 the writes of every run are flushed (untimed) before the next starts; the medians of wall time
 and the peak RSS are printed with ratios against bloomflow. Output content is
 compared: bloomflow --exact and the peers must write the same rows; bloomflow's Bloom-only output
-must contain them all. Called by bench-semijoin.sh, which sets up the virtual environment.
+must contain them all. Also printed, as a reference for the scaling target: the host's own
+two-core scaling of reading the probe from the page cache. Called by bench-semijoin.sh, which
+sets up the virtual environment.
 
 With SHUFFLE=1 in the environment, `--exact --exact-strategy shuffle` is timed too (its rows must
 be the broadcast join's, and its peak RSS is printed for both probes). With ANTI=1 in the
@@ -91,6 +93,20 @@ def run_once(cmd):
         sys.exit(f"failed: {' '.join(cmd)}\n{err}")
     return wall, usage.ru_maxrss / 1024  # KiB -> MiB
 
+def read_seconds(halves):
+    """Wall seconds of reading the probe from the page cache with one dd, or with two at once,
+    each reading a half: the host's own two-core scaling of that copy, a large part of every
+    job's time, as a reference for target 3 (not a target; bench-common.sh's read_whole and
+    read_halves for the build script)."""
+    dd = ["dd", f"if={probe}", "of=/dev/null", "bs=256K", "status=none"]
+    half = probe.stat().st_size // 2
+    cmds = [dd + [f"count={half}", "iflag=count_bytes"], dd + [f"skip={half}", "iflag=skip_bytes"]] if halves else [dd]
+    start = time.perf_counter()
+    procs = [subprocess.Popen(cmd) for cmd in cmds]
+    if any(p.wait() != 0 for p in procs):
+        sys.exit(f"failed: {cmds}")
+    return time.perf_counter() - start
+
 def rows(paths):
     """The data rows (headers dropped) of CSV files, as a sorted list."""
     lines = []
@@ -127,7 +143,10 @@ env_cluster = dict(os.environ, BLOOMFLOW=bloomflow)
 # tools alike instead of on whichever ran during a slow spell.
 walls = {name: [] for name, _ in TOOLS}
 rss = {name: [] for name, _ in TOOLS}
+reads = {False: [], True: []}
 for round_ in range(runs):
+    for halves in reads:
+        reads[halves].append(read_seconds(halves))
     for name, cmd in TOOLS:
         w, r = run_once(cmd)
         walls[name].append(w)
@@ -175,6 +194,9 @@ target(f"-w 2 at least 1.7x faster than -w 1: {w1 / exact_t:.2f}x", w1 / exact_t
 target(f"2 processes x 1 within 15% of 1 process x 2: {p2 / exact_t:.2f}x the time", p2 / exact_t <= 1.15)
 target(f"peak RSS on the 20M-row probe within 10% of the 2M-row probe's: {exact_rss:.0f} vs {small_rss:.0f} MiB",
        exact_rss <= 1.10 * small_rss)
+read1, read2 = statistics.median(reads[False]), statistics.median(reads[True])
+print(f"\nhost reference for target 3 (not a target): reading the probe from the page cache, two readers of\n"
+      f"its halves {read1 / read2:.2f}x faster than one reader of all of it (dd, {read2:.3f} against {read1:.3f} s)")
 if SHUFFLE:
     shuffle_t, shuffle_rss = results["bloomflow semijoin -w 2 --exact --exact-strategy shuffle"]
     same = same and digest(rows(parts("shuffle"))) == digest(exact)
