@@ -467,12 +467,14 @@ pub type Bzip2SplitReader = crate::splits::SplitReader<Bzip2Split>;
 impl Bzip2SplitReader {
     /// A reader of the records of `split` of bzip2 file `path`, reading into `buffer`; the
     /// split's compressed bytes read so far; and whether the reader begins at the file's first
-    /// line (no text comes before the split's first block).
-    pub fn open_bzip2(path: &Path, split: &crate::splits::Split, max_record: usize, buffer: Vec<u8>) -> Result<(Self, Arc<AtomicU64>, bool)> {
+    /// line (no text comes before the split's first block). Its lines end in `line_ends`.
+    pub fn open_bzip2(path: &Path, split: &crate::splits::Split, max_record: usize, buffer: Vec<u8>, line_ends: crate::splits::LineEnds) -> Result<(Self, Arc<AtomicU64>, bool)> {
         let source = Bzip2Split::open(path, split.start, split.end)?;
         let (records_end, progress, text_before) = (source.records_end(), source.progress(), source.text_before());
         let name = path.display().to_string();
-        let mut reader = crate::splits::SplitReader::with_buffer(source, 0, u64::MAX, max_record, name, buffer, crate::splits::READ_SIZE).ending_at(records_end);
+        let mut reader = crate::splits::SplitReader::with_buffer(source, 0, u64::MAX, max_record, name, buffer, crate::splits::READ_SIZE)
+            .ending_at(records_end)
+            .with_line_ends(line_ends);
         if text_before {
             // The split's first line ends a record of an earlier split.
             reader.skip_line()?;
@@ -525,7 +527,7 @@ mod tests {
         let mut records = Vec::new();
         for (index, start) in (0..len).step_by(size as usize).enumerate() {
             let split = crate::splits::Split { index, input: 0, start, end: (start + size).min(len) };
-            let (mut reader, _, _) = Bzip2SplitReader::open_bzip2(path, &split, 1 << 20, Vec::new()).unwrap();
+            let (mut reader, _, _) = Bzip2SplitReader::open_bzip2(path, &split, 1 << 20, Vec::new(), crate::splits::LineEnds::Lf).unwrap();
             while let Some((_, record)) = reader.next_record().unwrap() {
                 records.push(record.to_vec());
             }
@@ -597,7 +599,7 @@ mod tests {
                     .enumerate()
                     .flat_map(|(index, range)| {
                         let split = crate::splits::Split { index, input: 0, start: range.start, end: range.end };
-                        let (mut reader, _, _) = Bzip2SplitReader::open_bzip2(&path, &split, 1 << 20, Vec::new()).unwrap();
+                        let (mut reader, _, _) = Bzip2SplitReader::open_bzip2(&path, &split, 1 << 20, Vec::new(), crate::splits::LineEnds::Lf).unwrap();
                         let mut records = Vec::new();
                         while let Some((_, record)) = reader.next_record().unwrap() {
                             records.push(record.to_vec());

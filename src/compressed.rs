@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::hadoop_blocks::{self, BlockCodec, HadoopBlockReader};
-use crate::splits::{SplitReader, READ_SIZE};
+use crate::splits::{LineEnds, SplitReader, READ_SIZE};
 use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -354,6 +354,15 @@ impl CompressedSplitReader {
         let reader = SplitReader::with_buffer(source, 0, end, max_record, path.display().to_string(), buffer, READ_SIZE);
         Ok((reader, count))
     }
+}
+
+/// How the lines of file `path` end, from the first bytes of its text (decompressed).
+pub fn line_ends_of(path: &Path, compression: Compression) -> Result<LineEnds> {
+    let ends = match compression {
+        Compression::None => LineEnds::of_text(File::open(path).map_err(|e| Error::io(path, e))?),
+        codec => LineEnds::of_text(open_decoder(path, codec)?.0),
+    };
+    ends.map_err(|e| Error::io(path, e))
 }
 
 /// How many times larger the first `sample` decompressed bytes of compressed file `path` are

@@ -2,7 +2,8 @@
 //!
 //! RFC 4180 quoting: a field that starts with `"` runs to the matching closing quote, `""` inside it
 //! stands for one `"`, and the key is the field's unquoted content, so `"42"` and `42` are the same
-//! key. Lines end with LF or CRLF. The hot path (a line without quotes) is a few `memchr` calls and
+//! key. Lines end with LF or CRLF (a file whose lines end in CR alone is read with each CR made an
+//! LF: [`crate::splits::LineEnds`]). The hot path (a line without quotes) is a few `memchr` calls and
 //! never allocates; a quoted key is unescaped into a buffer the caller reuses.
 
 use crate::error::{Error, Result};

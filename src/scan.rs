@@ -9,7 +9,7 @@ use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
 use crate::bzip2_blocks::Bzip2SplitReader;
 use crate::bytemask::ByteIter;
-use crate::splits::{self, line_number, Input, Split, SplitReader};
+use crate::splits::{self, line_number, Input, LineEnds, Split, SplitReader};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::PathBuf;
@@ -48,6 +48,8 @@ pub struct Source {
     /// The key's 0-based field indexes per input (`None` for standard input with a named key,
     /// resolved from its header when it is read).
     key_index: Vec<Option<Vec<usize>>>,
+    /// How each input's lines end, from its first bytes (standard input's: LF or CRLF).
+    line_ends: Vec<LineEnds>,
     /// The first header line found among the file inputs.
     pub header: Option<Header>,
     /// The first file input whose header names other columns than
@@ -130,14 +132,20 @@ impl Source {
         let bzip2_split_size = split_size.max(options.split_size.min(splits::MIN_BALANCED_BZIP2_SPLIT));
         let splits = splits::plan_splits(&inputs, split_size, bzip2_split_size)?;
         let mut key_index = Vec::with_capacity(inputs.len());
+        let mut line_ends = Vec::with_capacity(inputs.len());
         let (mut header, mut other_header) = (None::<Header>, None);
         for input in &inputs {
+            let ends = match input {
+                Input::File { path, len, compression } if *len > 0 => crate::compressed::line_ends_of(path, *compression)?,
+                _ => LineEnds::Lf,
+            };
+            line_ends.push(ends);
             let index = match input {
                 Input::Stdin => options.key.indexes(),
                 Input::File { path, len, compression } => {
                     // (A compressed file can hold nothing: then it has no header line either.)
                     let first = if options.format.has_header && *len > 0 {
-                        Some(first_line(path, *compression, options.max_record)?).filter(|line| !line.is_empty())
+                        Some(first_line(path, *compression, options.max_record, ends)?).filter(|line| !line.is_empty())
                     } else {
                         None
                     };
@@ -156,7 +164,7 @@ impl Source {
             };
             key_index.push(index);
         }
-        Ok(Source { inputs, splits, key_index, header, other_header, options })
+        Ok(Source { inputs, splits, key_index, line_ends, header, other_header, options })
     }
 
     /// The splits global worker `me` of `peers` reads.
@@ -171,6 +179,11 @@ impl Source {
             .filter(|s| workers.contains(&s.worker(peers)))
             .map(|s| if s.is_stdin() { 0 } else { s.end - s.start })
             .sum()
+    }
+
+    /// How the lines of input `input` (an index into [`inputs`](Self::inputs)) end.
+    pub fn line_ends(&self, input: usize) -> LineEnds {
+        self.line_ends[input]
     }
 
     /// Total bytes of the file inputs.
@@ -208,19 +221,21 @@ impl Source {
             let Some(index) = feed.next_split() else { break };
             let split = &self.splits[index];
             let mut tick = FeedTick { every: feed.tick_every(), tick: || feed.tick() };
+            let ends = self.line_ends[split.input];
             match &self.inputs[split.input] {
                 Input::File { path, compression: Compression::None, .. } => {
-                    let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
+                    let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer), ends)?;
                     self.scan_split(&mut reader, split, split.start == 0, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
                 Input::File { path, compression: Compression::Bzip2, .. } => {
-                    let (mut reader, read, from_text_start) = Bzip2SplitReader::open_bzip2(path, split, self.options.max_record, std::mem::take(&mut buffer))?;
+                    let (mut reader, read, from_text_start) = Bzip2SplitReader::open_bzip2(path, split, self.options.max_record, std::mem::take(&mut buffer), ends)?;
                     self.scan_split(&mut reader, split, from_text_start, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
                 &Input::File { ref path, compression, .. } => {
-                    let (mut reader, read) = CompressedSplitReader::open_compressed(path, compression, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
+                    let (reader, read) = CompressedSplitReader::open_compressed(path, compression, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
+                    let mut reader = reader.with_line_ends(ends);
                     self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
@@ -257,6 +272,7 @@ impl Source {
         let mut lines = SplitLines {
             source: self,
             input: &self.inputs[split.input],
+            line_ends: self.line_ends[split.input],
             fields: KeyFields::new(key_index),
             skip_header: self.options.format.has_header && from_text_start,
             from_text_start,
@@ -428,6 +444,7 @@ struct SetAside {
 struct SplitLines<'s> {
     source: &'s Source,
     input: &'s Input,
+    line_ends: LineEnds,
     fields: KeyFields,
     skip_header: bool,
     /// Exact line numbers are known only for a split read from the start of its input.
@@ -570,7 +587,7 @@ impl SplitLines<'_> {
     fn line_number(&self, place: LinePlace) -> u64 {
         match self.input {
             _ if self.from_text_start => place.line,
-            Input::File { path, compression: Compression::None, .. } => line_number(path, place.offset).unwrap_or(0),
+            Input::File { path, compression: Compression::None, .. } => line_number(path, place.offset, self.line_ends).unwrap_or(0),
             _ => 0,
         }
     }
@@ -774,15 +791,19 @@ fn locate_key(buf: &[u8], key: &[u8], arena: &mut Vec<u8>) -> KeyAt {
     }
 }
 
-/// The first line of a file, with its terminator, read without reading the rest.
-fn first_line(path: &std::path::Path, compression: Compression, max_record: usize) -> Result<Vec<u8>> {
+/// The first line of a file whose lines end in `ends`, with its terminator (an LF), read
+/// without reading the rest.
+fn first_line(path: &std::path::Path, compression: Compression, max_record: usize, ends: LineEnds) -> Result<Vec<u8>> {
     let line = |r: Option<(u64, &[u8])>| r.map(|(_, l)| l[bom_len(l)..].to_vec()).unwrap_or_default();
     match compression {
         Compression::None => {
             let split = Split { index: 0, input: 0, start: 0, end: 1 };
-            Ok(line(SplitReader::open(path, &split, max_record)?.next_record()?))
+            Ok(line(SplitReader::open_with(path, &split, max_record, Vec::new(), ends)?.next_record()?))
         }
-        compressed => Ok(line(CompressedSplitReader::open_compressed(path, compressed, 1, max_record, Vec::new())?.0.next_record()?)),
+        compressed => {
+            let reader = CompressedSplitReader::open_compressed(path, compressed, 1, max_record, Vec::new())?.0;
+            Ok(line(reader.with_line_ends(ends).next_record()?))
+        }
     }
 }
 

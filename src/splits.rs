@@ -196,6 +196,53 @@ pub fn plan_splits(inputs: &[Input], split_size: u64, bzip2_split_size: u64) -> 
     Ok(splits)
 }
 
+/// How a file's lines end. Hadoop's `LineReader` ends a line at LF, CRLF or a CR alone;
+/// bloomflow's scan looks for LF only (a CR before it is dropped), so a file whose lines end in
+/// CR alone (as classic Mac OS and some exports write them) is read with each CR as an LF.
+/// Without that, its whole text would be one record: a small file would give a filter of one
+/// key, or none, and no error.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LineEnds {
+    /// LF or CRLF; a CR anywhere else is data.
+    #[default]
+    Lf,
+    /// CR alone: every CR read ends a line (an LF, should one come later, ends one too, so a
+    /// CRLF reads as a line and an empty one, which is skipped, as Hadoop's reader takes it).
+    Cr,
+}
+
+impl LineEnds {
+    /// Bytes of a file's text that [`detect`](Self::detect) looks at: enough for many lines.
+    pub const SAMPLE: usize = 16 << 10;
+
+    /// The line ends of a text whose first bytes are `sample` (`whole`: the text is no longer):
+    /// CR alone if they hold no LF and a CR that ends a line, one with a byte after it in the
+    /// sample or at the text's very end (a CR that ends the sample might be a CRLF's first half).
+    pub fn detect(sample: &[u8], whole: bool) -> LineEnds {
+        if memchr::memchr(b'\n', sample).is_some() {
+            return LineEnds::Lf;
+        }
+        let ending = if whole { sample } else { &sample[..sample.len().saturating_sub(1)] };
+        if memchr::memchr(b'\r', ending).is_some() { LineEnds::Cr } else { LineEnds::Lf }
+    }
+
+    /// The line ends of the text at the start of `source`: [`detect`](Self::detect) of its
+    /// first [`SAMPLE`](Self::SAMPLE) bytes.
+    pub fn of_text(mut source: impl Read) -> std::io::Result<LineEnds> {
+        let mut sample = vec![0u8; Self::SAMPLE];
+        let mut filled = 0;
+        while filled < sample.len() {
+            match source.read(&mut sample[filled..]) {
+                Ok(0) => return Ok(Self::detect(&sample[..filled], true)),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(Self::detect(&sample, false))
+    }
+}
+
 /// Reads the records (lines) of one split with large reads and no per-line allocation.
 pub struct SplitReader<R> {
     source: R,
@@ -216,6 +263,9 @@ pub struct SplitReader<R> {
     /// numbers are known without counting).
     records: u64,
     from_start: bool,
+    /// With [`LineEnds::Cr`], each CR read is turned into an LF as it arrives, so that every
+    /// step after the read, which looks for LF, sees the lines.
+    line_ends: LineEnds,
 }
 
 /// Bytes asked of each `read`. The kernel copies them into the buffer and the scan reads them
@@ -227,20 +277,22 @@ pub(crate) const READ_SIZE: usize = 256 << 10;
 impl SplitReader<File> {
     /// Opens `split` of a file input, positioned at the first record that starts in it.
     pub fn open(path: &Path, split: &Split, max_record: usize) -> Result<Self> {
-        Self::open_with(path, split, max_record, Vec::new())
+        Self::open_with(path, split, max_record, Vec::new(), LineEnds::Lf)
     }
 
     /// [`open`](Self::open), reading into `buffer` (the one a reader of an earlier split gave
     /// back with [`into_buffer`](SplitReader::into_buffer)): a worker reading one split after
-    /// another allocates and zeroes its buffer once, not once per split.
-    pub fn open_with(path: &Path, split: &Split, max_record: usize, buffer: Vec<u8>) -> Result<Self> {
+    /// another allocates and zeroes its buffer once, not once per split. Its lines end in
+    /// `line_ends`.
+    pub fn open_with(path: &Path, split: &Split, max_record: usize, buffer: Vec<u8>, line_ends: LineEnds) -> Result<Self> {
         let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
         let seek_to = split.start.saturating_sub(1);
         file.seek(SeekFrom::Start(seek_to)).map_err(|e| Error::io(path, e))?;
         // A small split needs no full-size buffer (it grows if a record runs past the split); a
         // reused one is kept as it is.
         let capacity = (split.end - seek_to).saturating_add(4096).min(READ_SIZE as u64) as usize;
-        let mut reader = SplitReader::with_buffer(file, seek_to, split.end, max_record, path.display().to_string(), buffer, capacity);
+        let mut reader =
+            SplitReader::with_buffer(file, seek_to, split.end, max_record, path.display().to_string(), buffer, capacity).with_line_ends(line_ends);
         if split.start > 0 {
             // The record holding byte start-1 belongs to an earlier split; skip through its
             // newline. If byte start-1 is itself a newline, this skips just that byte.
@@ -281,7 +333,15 @@ impl<R: Read> SplitReader<R> {
             name,
             records: 0,
             from_start: offset == 0,
+            line_ends: LineEnds::Lf,
         }
+    }
+
+    /// Makes the reader read lines that end in `line_ends` (before it reads anything).
+    pub(crate) fn with_line_ends(mut self, line_ends: LineEnds) -> Self {
+        debug_assert_eq!(self.filled, 0, "set before the first read");
+        self.line_ends = line_ends;
+        self
     }
 
     /// Makes the reader stop at the offset `end` holds, which its source sets once it knows it
@@ -316,6 +376,9 @@ impl<R: Read> SplitReader<R> {
                     return Ok(self.filled > self.pos);
                 }
                 Ok(n) => {
+                    if self.line_ends == LineEnds::Cr {
+                        cr_to_lf(&mut self.buf[self.filled..self.filled + n]);
+                    }
                     self.filled += n;
                     if let Some(end) = &self.ends_at {
                         self.end = end.load(Ordering::Relaxed);
@@ -344,8 +407,9 @@ impl<R: Read> SplitReader<R> {
         }
     }
 
-    /// The next record that starts in this split, with its terminator (LF or CRLF, absent on a
-    /// last line without one), and its file offset. `None` once past the split.
+    /// The next record that starts in this split, with its terminator (LF or CRLF, or the LF a
+    /// CR was made with [`LineEnds::Cr`]; absent on a last line without one), and its file
+    /// offset. `None` once past the split.
     #[inline]
     pub fn next_record(&mut self) -> Result<Option<(u64, &[u8])>> {
         if self.offset >= self.end {
@@ -386,7 +450,7 @@ impl<R: Read> SplitReader<R> {
         let line = if self.from_start {
             self.records + 1
         } else {
-            line_number(Path::new(&self.name), self.offset).unwrap_or(0)
+            line_number(Path::new(&self.name), self.offset, self.line_ends).unwrap_or(0)
         };
         Error::Malformed {
             path: self.name.clone(),
@@ -505,9 +569,20 @@ impl<'a> Iterator for RunLines<'a> {
     }
 }
 
-/// The 1-based line number of the record at `offset` in `path`, for error messages (counts the
-/// newlines before it; only ever called for the few records that are reported).
-pub fn line_number(path: &Path, offset: u64) -> Option<u64> {
+/// Every CR in `bytes` made an LF (a loop the compiler vectorizes: about as fast as the copy
+/// that read the bytes).
+fn cr_to_lf(bytes: &mut [u8]) {
+    for b in bytes {
+        if *b == b'\r' {
+            *b = b'\n';
+        }
+    }
+}
+
+/// The 1-based line number of the record at `offset` in `path`, whose lines end in
+/// `line_ends`, for error messages (counts the line ends before it; only ever called for the
+/// few records that are reported).
+pub fn line_number(path: &Path, offset: u64, line_ends: LineEnds) -> Option<u64> {
     let mut file = File::open(path).ok()?;
     let mut left = offset;
     let mut buf = vec![0u8; READ_SIZE];
@@ -519,6 +594,9 @@ pub fn line_number(path: &Path, offset: u64) -> Option<u64> {
             break;
         }
         lines += memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        if line_ends == LineEnds::Cr {
+            lines += memchr::memchr_iter(b'\r', &buf[..n]).count() as u64;
+        }
         left -= n as u64;
     }
     Some(lines)
@@ -547,6 +625,55 @@ mod tests {
 
     fn whole(data: &[u8]) -> Vec<(u64, Vec<u8>)> {
         read_all(data, u64::MAX)
+    }
+
+    /// CR alone is told only where no LF comes first and a CR surely ends a line.
+    #[test]
+    fn line_ends_are_told_from_the_first_bytes() {
+        use LineEnds::{Cr, Lf};
+        for (text, whole, ends) in [
+            (&b"id,k\r1,a\r2,b\r"[..], true, Cr),
+            (b"id,k\r1,a", true, Cr),
+            (b"id,k\r1,a", false, Cr),
+            (b"id,k\r", true, Cr),
+            // A sample that ends in a CR may be cut inside a CRLF.
+            (b"id,k\r", false, Lf),
+            (b"id,k\r\n1,a\r\n", true, Lf),
+            (b"id,k\n1,a\r2,b\r", true, Lf),
+            (b"id,k\n", true, Lf),
+            (b"no line end at all", false, Lf),
+            (b"", true, Lf),
+        ] {
+            assert_eq!(LineEnds::detect(text, whole), ends, "{:?}, whole: {whole}", String::from_utf8_lossy(text));
+        }
+        // From a reader: the sample's cut is known by the reader's end.
+        let long_first_line = [vec![b'x'; LineEnds::SAMPLE - 1], b"\r\n".to_vec()].concat();
+        assert_eq!(LineEnds::of_text(&long_first_line[..]).unwrap(), Lf);
+        assert_eq!(LineEnds::of_text(&b"a\rb"[..]).unwrap(), Cr);
+    }
+
+    /// A reader of CR-terminated lines gives the records of the text with each CR an LF, from
+    /// any split, and counts lines by CRs (and LFs) where it must count them from the file.
+    #[test]
+    fn a_reader_of_cr_line_ends_reads_each_cr_as_an_lf() {
+        let data = b"a,1\rbb,22\r\rccc,333\rlast-no-line-end";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        std::fs::write(&path, data).unwrap();
+        let inputs = resolve_inputs(std::slice::from_ref(&path)).unwrap();
+        let expected: Vec<Vec<u8>> = [&b"a,1\n"[..], b"bb,22\n", b"\n", b"ccc,333\n", b"last-no-line-end"].map(|r| r.to_vec()).to_vec();
+        for size in 1..=data.len() as u64 + 1 {
+            let mut got = Vec::new();
+            for split in plan_splits(&inputs, size, size).unwrap() {
+                let mut r = SplitReader::open_with(&path, &split, 1 << 20, Vec::new(), LineEnds::Cr).unwrap();
+                while let Some((_, rec)) = r.next_record().unwrap() {
+                    got.push(rec.to_vec());
+                }
+            }
+            assert_eq!(got, expected, "split size {size}");
+        }
+        assert_eq!(line_number(&path, 14, LineEnds::Cr), Some(4));
+        assert_eq!(line_number(&path, 14, LineEnds::Lf), Some(1));
     }
 
     #[test]
@@ -653,7 +780,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("in");
         std::fs::write(&path, b"a\nb\nc\n").unwrap();
-        assert_eq!(line_number(&path, 0), Some(1));
-        assert_eq!(line_number(&path, 4), Some(3));
+        assert_eq!(line_number(&path, 0, LineEnds::Lf), Some(1));
+        assert_eq!(line_number(&path, 4, LineEnds::Lf), Some(3));
     }
 }

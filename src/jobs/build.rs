@@ -133,27 +133,30 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
         Input::File { compression, .. } => *compression,
         Input::Stdin => Compression::None,
     };
-    let mut sample: Vec<&Input> = source.inputs.iter().take(SAMPLE_FILES).collect();
+    // Indexes of the inputs sampled.
+    let mut sample: Vec<usize> = (0..source.inputs.len().min(SAMPLE_FILES)).collect();
     for codec in Compression::CODECS {
-        if !sample.iter().any(|i| compression(i) == codec) {
-            sample.extend(source.inputs.iter().find(|i| compression(i) == codec));
+        if !sample.iter().any(|&i| compression(&source.inputs[i]) == codec) {
+            sample.extend(source.inputs.iter().position(|i| compression(i) == codec));
         }
     }
     let (mut records, mut bytes) = (0u64, 0u64);
     let mut expansions: Vec<(Compression, f64)> = Vec::new();
-    for input in sample {
-        let Input::File { path, len, compression } = input else { continue };
+    for index in sample {
+        let Input::File { path, len, compression } = &source.inputs[index] else { continue };
+        let ends = source.line_ends(index);
         let has_header = source.options.format.has_header;
         let (r, b) = match compression {
             Compression::None => {
                 let split = Split { index: 0, input: 0, start: 0, end: SAMPLE_BYTES.min(*len) };
-                sample_records(&mut SplitReader::open(path, &split, source.options.max_record)?, has_header)?
+                sample_records(&mut SplitReader::open_with(path, &split, source.options.max_record, Vec::new(), ends)?, has_header)?
             }
             &codec => {
                 if !expansions.iter().any(|(c, _)| *c == codec) {
                     expansions.push((codec, expansion(path, codec, SAMPLE_BYTES)?));
                 }
-                sample_records(&mut CompressedSplitReader::open_compressed(path, codec, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0, has_header)?
+                let reader = CompressedSplitReader::open_compressed(path, codec, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0;
+                sample_records(&mut reader.with_line_ends(ends), has_header)?
             }
         };
         records += r;

@@ -92,6 +92,83 @@ fn every_record_is_read_once_whatever_the_split_size_and_worker_count() {
     }
 }
 
+/// A text's lines ended in CR alone, as classic Mac OS wrote them: its LFs and CRLFs made CRs.
+fn with_cr_line_ends(text: &str) -> String {
+    text.replace("\r\n", "\r").replace('\n', "\r")
+}
+
+/// A file whose lines end in CR alone is read as Hadoop's `LineReader` reads it: the same
+/// records as its LF copy, whatever the split size and worker count (splits start after a CR).
+#[test]
+fn lines_ending_in_cr_alone_are_read_as_their_lf_copy() {
+    let dir = tempdir();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    for case in 0..30 {
+        let (text, mut expected) = random_csv(&mut rng);
+        let path = dir.path().join(format!("cr{case}.csv"));
+        std::fs::write(&path, with_cr_line_ends(&text)).unwrap();
+        expected.sort();
+        for split in [1, 2, 7, 64, 1 << 20] {
+            for peers in [1, 2, 3] {
+                let mut got = scanned_keys(std::slice::from_ref(&path), options(split, true, KeyField::Name("key".into())), peers);
+                got.sort();
+                assert_eq!(got, expected, "case {case}, split size {split}, {peers} workers");
+            }
+        }
+    }
+}
+
+/// The jobs read CR-terminated files, plain or compressed, into the filter of their LF copy:
+/// before, a small one gave a filter of no key and no error (its text was one header line).
+/// Line numbers in messages count CRs.
+#[test]
+fn a_build_over_cr_line_ends_is_the_build_over_lf() {
+    let dir = tempdir();
+    let lf = write_csv(dir.path(), "lf.csv", 3000);
+    let text = with_cr_line_ends(&std::fs::read_to_string(&lf).unwrap());
+    let cr = path_str(dir.path(), "cr.csv");
+    std::fs::write(&cr, &text).unwrap();
+    let gz = path_str(dir.path(), "cr.csv.gz");
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut encoder, text.as_bytes()).unwrap();
+    std::fs::write(&gz, encoder.finish().unwrap()).unwrap();
+    let sizing = ["-k", "key", "--expected-items", "3000"];
+    let (reference, o) = build(dir.path(), &lf, &sizing);
+    ok(&o);
+    for (input, extra) in [(&cr, ["-w", "1", "--split-size", "1000000"]), (&cr, ["-w", "2", "--split-size", "997"]), (&gz, ["-w", "2", "--split-size", "997"])] {
+        let out = path_str(dir.path(), "out.bloom");
+        let _ = std::fs::remove_file(&out);
+        let mut args = vec!["build", input.as_str(), "-o", &out, "--no-progress"];
+        args.extend_from_slice(&sizing);
+        args.extend_from_slice(&extra);
+        let summary = ok(&run(&args));
+        assert!(summary.contains("records            3000"), "{input} {extra:?}: {summary}");
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "{input} {extra:?}");
+    }
+    // bzip2, split at its blocks (100 kB of text each at level 1): a split after the first
+    // skips the line its first block ends, through a CR.
+    let lf = write_csv(dir.path(), "lf-big.csv", 12_000);
+    let text_big = with_cr_line_ends(&std::fs::read_to_string(&lf).unwrap());
+    let bz2 = path_str(dir.path(), "cr-big.csv.bz2");
+    let mut encoder = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+    std::io::Write::write_all(&mut encoder, text_big.as_bytes()).unwrap();
+    std::fs::write(&bz2, encoder.finish().unwrap()).unwrap();
+    let sizing = ["-k", "key", "--expected-items", "12000", "--split-size", "1000"];
+    let (reference, o) = build(dir.path(), &lf, &sizing);
+    ok(&o);
+    let (out, o) = build(dir.path(), &bz2, &[&sizing[..], &["-w", "2"]].concat());
+    assert!(ok(&o).contains("records            12000"), "{}", ok(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "bzip2");
+    // Without --expected-items, the size is estimated from a sample of its records.
+    let (_, o) = build(dir.path(), &cr, &["-k", "key"]);
+    assert!(ok(&o).contains("estimated at most 3751 keys from 57759 input bytes at a sampled mean of 19.2 bytes per record"), "{}", ok(&o));
+    // A broken record in a later split of a CR file is named by its line.
+    let broken = format!("{text}broken\r{}", "1,k1,p\r".repeat(200));
+    std::fs::write(&cr, broken).unwrap();
+    let (_, o) = build(dir.path(), &cr, &["-k", "key", "--expected-items", "10", "--split-size", "1000", "-w", "2", "--strict"]);
+    fails_with(&o, &["cr.csv:3002", "the key is field 2"]);
+}
+
 #[test]
 fn key_by_index_without_header_and_tsv() {
     let dir = tempdir();

@@ -198,6 +198,37 @@ fn a_probe_from_standard_input_keeps_its_header() {
     assert!(!std::fs::read_to_string(Path::new(&out).join("part-00000")).unwrap().contains("event,key"));
 }
 
+/// Inputs whose lines end in CR alone join as their LF copies do, on both sides, for every
+/// strategy: the probe's header is its first line (not its whole text), and its records are
+/// written with LF line ends.
+#[test]
+fn inputs_with_cr_line_ends_join_as_their_lf_copies() {
+    let dir = tempdir();
+    let (d, build, probe) = dataset_files(dir.path(), 9);
+    let cr = |name: &str, text: &str| {
+        let path = path_str(dir.path(), name);
+        std::fs::write(&path, text.replace("\r\n", "\r").replace('\n', "\r")).unwrap();
+        path
+    };
+    let (build_cr, probe_cr) = (cr("build-cr.csv", &d.build), cr("probe-cr.csv", &d.probe));
+    // (Splits of 700 bytes: several to a file.)
+    let cases = [&["-w", "1"][..], &["-w", "2"], &["-w", "2", "--exact"], &["-w", "3", "--exact", "--exact-strategy", "shuffle"]];
+    for (case, extra) in cases.into_iter().enumerate() {
+        let (lf_out, cr_out) = (path_str(dir.path(), &format!("lf-{case}")), path_str(dir.path(), &format!("cr-{case}")));
+        ok(&run(&semijoin_args(&build, &probe, &lf_out, extra)));
+        ok(&run(&semijoin_args(&build_cr, &probe_cr, &cr_out, extra)));
+        // The LF copy's rows as the CR file's are written: each ending in an LF alone.
+        let lf_rows: BTreeMap<Vec<u8>, usize> = read_output(Path::new(&lf_out), "event,key,note\n")
+            .into_iter()
+            .map(|(row, n)| (String::from_utf8(row).unwrap().replace("\r\n", "\n").into_bytes(), n))
+            .collect();
+        assert!(!lf_rows.is_empty(), "{extra:?}");
+        assert_eq!(read_output(Path::new(&cr_out), "event,key,note\n"), lf_rows, "{extra:?}");
+        let part = std::fs::read_to_string(Path::new(&cr_out).join("part-00000")).unwrap();
+        assert!(part.starts_with("event,key,note\n") && !part.contains('\r'), "{extra:?}: {part:?}");
+    }
+}
+
 /// The shuffle anti-join keeps every record until the join has answered for its round, from
 /// files and from standard input alike. Both give the true anti-join, in input order, for
 /// several worker counts, with repeated build keys and a tiny filter (so that many records
