@@ -48,7 +48,8 @@ pub struct Source {
     /// The key's 0-based field indexes per input (`None` for standard input with a named key,
     /// resolved from its header when it is read).
     key_index: Vec<Option<Vec<usize>>>,
-    /// How each input's lines end, from its first bytes (standard input's: LF or CRLF).
+    /// How each input's lines end, from its first bytes (standard input's are told as it is
+    /// read).
     line_ends: Vec<LineEnds>,
     /// The first header line found among the file inputs.
     pub header: Option<Header>,
@@ -137,7 +138,8 @@ impl Source {
         for input in &inputs {
             let ends = match input {
                 Input::File { path, len, compression } if *len > 0 => crate::compressed::line_ends_of(path, *compression)?,
-                _ => LineEnds::Lf,
+                Input::File { .. } => LineEnds::Lf,
+                Input::Stdin => LineEnds::Detect,
             };
             line_ends.push(ends);
             let index = match input {
@@ -241,7 +243,7 @@ impl Source {
                 }
                 Input::Stdin => {
                     let stdin = crate::compressed::stdin(self.options.stdin_compression).map_err(|e| Error::io("<stdin>", e))?;
-                    let mut reader = SplitReader::new(stdin, 0, u64::MAX, self.options.max_record, "<stdin>".into());
+                    let mut reader = SplitReader::new(stdin, 0, u64::MAX, self.options.max_record, "<stdin>".into()).with_line_ends(ends);
                     self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                 }
             }

@@ -209,6 +209,9 @@ pub enum LineEnds {
     /// CR alone: every CR read ends a line (an LF, should one come later, ends one too, so a
     /// CRLF reads as a line and an empty one, which is skipped, as Hadoop's reader takes it).
     Cr,
+    /// Not known before reading: the reader tells them from the first [`SAMPLE`](Self::SAMPLE)
+    /// bytes it reads (standard input, which cannot be looked at first).
+    Detect,
 }
 
 impl LineEnds {
@@ -338,7 +341,7 @@ impl<R: Read> SplitReader<R> {
     }
 
     /// Makes the reader read lines that end in `line_ends` (before it reads anything).
-    pub(crate) fn with_line_ends(mut self, line_ends: LineEnds) -> Self {
+    pub fn with_line_ends(mut self, line_ends: LineEnds) -> Self {
         debug_assert_eq!(self.filled, 0, "set before the first read");
         self.line_ends = line_ends;
         self
@@ -356,6 +359,9 @@ impl<R: Read> SplitReader<R> {
     fn refill(&mut self) -> Result<bool> {
         if self.eof {
             return Ok(false);
+        }
+        if self.line_ends == LineEnds::Detect {
+            return self.read_sample();
         }
         if self.pos > 0 {
             self.buf.copy_within(self.pos..self.filled, 0);
@@ -460,6 +466,31 @@ impl<R: Read> SplitReader<R> {
                 self.max_record
             ),
         }
+    }
+
+    /// The first read of a reader told [`LineEnds::Detect`]: reads until it has a sample of
+    /// [`LineEnds::SAMPLE`] bytes (or the whole text), tells its line ends from it and reads on
+    /// with them (the sample's CRs made LFs where they end lines).
+    #[cold]
+    fn read_sample(&mut self) -> Result<bool> {
+        debug_assert_eq!((self.pos, self.filled), (0, 0), "the first read");
+        let want = LineEnds::SAMPLE.min(self.buf.len());
+        while self.filled < want {
+            match self.source.read(&mut self.buf[self.filled..want]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(n) => self.filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(&self.name, e)),
+            }
+        }
+        self.line_ends = LineEnds::detect(&self.buf[..self.filled], self.eof);
+        if self.line_ends == LineEnds::Cr {
+            cr_to_lf(&mut self.buf[..self.filled]);
+        }
+        Ok(self.filled > 0)
     }
 
     /// Every complete record in the buffer that starts in this split, as one range of
@@ -674,6 +705,38 @@ mod tests {
         }
         assert_eq!(line_number(&path, 14, LineEnds::Cr), Some(4));
         assert_eq!(line_number(&path, 14, LineEnds::Lf), Some(1));
+    }
+
+    /// A reader told to detect (standard input's) takes its first bytes as the sample, however
+    /// few each read gives, and reads the rest with the line ends they show.
+    #[test]
+    fn a_reader_tells_line_ends_from_its_first_bytes() {
+        /// Gives at most 7 bytes a read, as a slow pipe might.
+        struct Trickle<'a>(&'a [u8]);
+        impl Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = buf.len().min(self.0.len()).min(7);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let records = |data: &[u8]| {
+            let mut r = SplitReader::new(Trickle(data), 0, u64::MAX, 1 << 20, "in".into()).with_line_ends(LineEnds::Detect);
+            let mut got = Vec::new();
+            while let Some((_, rec)) = r.next_record().unwrap() {
+                got.push(String::from_utf8(rec.to_vec()).unwrap());
+            }
+            got
+        };
+        // Past the sample, so that reads after it are made LFs too.
+        let cr: String = (0..10_000).map(|i| format!("k{i}\r")).collect();
+        assert!(cr.len() > 2 * LineEnds::SAMPLE);
+        let want: Vec<String> = (0..10_000).map(|i| format!("k{i}\n")).collect();
+        assert_eq!(records(cr.as_bytes()), want);
+        assert_eq!(records(b"a\rb\nc\r\n"), ["a\rb\n", "c\r\n"]);
+        assert_eq!(records(b"a\rb"), ["a\n", "b"]);
+        assert_eq!(records(b""), Vec::<String>::new());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use bloomflow::format;
 use super::args::KeyTypeArg;
 use bloomflow::records::{bom_len, composite_key_of_every_field, trim_line_end, KeyForm, KeyRules, KeyType};
-use bloomflow::splits::{run_lines, SplitReader, DEFAULT_MAX_RECORD};
+use bloomflow::splits::{run_lines, LineEnds, SplitReader, DEFAULT_MAX_RECORD};
 use bloomflow::BloomFilter;
 use std::io::Write;
 use std::path::PathBuf;
@@ -72,7 +72,7 @@ fn answer_all(args: &Args, answerer: &mut Answerer, out: &mut impl Write) -> any
         // Lines come in batches straight from a large read buffer, as the jobs read their splits.
         // (Decompressed first if it is compressed, as the jobs' standard input is.)
         let stdin = bloomflow::compressed::stdin(args.stdin_compression).map_err(|e| anyhow::anyhow!("<stdin>: {e}"))?;
-        let mut reader = SplitReader::new(stdin, 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into());
+        let mut reader = SplitReader::new(stdin, 0, u64::MAX, DEFAULT_MAX_RECORD, "<stdin>".into()).with_line_ends(LineEnds::Detect);
         let mut keys = Vec::with_capacity(BATCH);
         let mut first_line = 1;
         loop {

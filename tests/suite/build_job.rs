@@ -145,6 +145,10 @@ fn a_build_over_cr_line_ends_is_the_build_over_lf() {
         assert!(summary.contains("records            3000"), "{input} {extra:?}: {summary}");
         assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "{input} {extra:?}");
     }
+    // Standard input, whose line ends are told from its first bytes as it is read.
+    let out = path_str(dir.path(), "stdin.bloom");
+    ok(&run_with_stdin(&[&["build", "-", "-o", &out, "--no-progress"][..], &sizing].concat(), text.as_bytes()));
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "standard input");
     // bzip2, split at its blocks (100 kB of text each at level 1): a split after the first
     // skips the line its first block ends, through a CR.
     let lf = write_csv(dir.path(), "lf-big.csv", 12_000);

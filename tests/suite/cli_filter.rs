@@ -38,6 +38,8 @@ fn query_reads_stdin_lines_with_lf_or_crlf() {
     let f = write_filter(dir.path(), "a.bloom", FilterSpec::native(10_000, 7, 0).unwrap(), &["apple", "pear", ""]);
     let out = ok(&run_with_stdin(&["query", &f], b"apple\r\nnope\n\npear"));
     assert_eq!(out, "apple\tmaybe\nnope\tno\n\tmaybe\npear\tmaybe\n");
+    // Lines ended by CR alone, told from standard input's first bytes.
+    assert_eq!(ok(&run_with_stdin(&["query", &f], b"apple\rnope\r\rpear")), out);
 }
 
 /// Standard input is answered a batch at a time: every line's answer must stay with its key,
