@@ -71,6 +71,14 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
                 return Err(Error::invalid("input", format!("{}: directory holds no input files", arg.display())));
             }
             inputs.extend(files);
+        } else if !meta.is_file() {
+            // A pipe (`<(zcat …)`, a FIFO) or a device has no length to plan splits by: it read
+            // as an empty file, and its data was lost without a word. (Not opened: opening a
+            // FIFO waits for its writer.)
+            return Err(Error::invalid(
+                "input",
+                format!("{}: not a regular file (a pipe or a device): give its data as standard input, `-`", arg.display()),
+            ));
         } else {
             // Checked now so that a missing permission fails before the job starts.
             File::open(arg).map_err(|e| Error::io(arg, e))?;

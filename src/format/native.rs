@@ -176,6 +176,10 @@ pub(crate) fn open_regular(path: &Path) -> Result<(File, u64)> {
     if meta.is_dir() {
         return Err(Error::bad_file(path, "is a directory, expected a filter file"));
     }
+    if !meta.is_file() {
+        // (Not opened: opening a FIFO waits for its writer.)
+        return Err(Error::bad_file(path, "is not a regular file (a pipe or a device): a filter file is read by its length, so save it to a file first"));
+    }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     Ok((file, meta.len()))
 }

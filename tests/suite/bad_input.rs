@@ -109,6 +109,29 @@ fn unreadable_input() {
     assert!(!Path::new(&out).exists());
 }
 
+/// A pipe given by its path (a FIFO, `<(zcat …)`) or a device is refused, naming it and what to
+/// do instead: it has no length, and read as an empty file, its data was lost without a word
+/// (beside another input, the job succeeded). The FIFO has no writer: the job must not wait for one.
+#[test]
+fn a_pipe_or_device_given_by_its_path_is_refused() {
+    let dir = tempdir();
+    let fifo = path_str(dir.path(), "pipe");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let (build, probe) = inputs(dir.path());
+    let needles = ["not a regular file (a pipe or a device)", "give its data as standard input, `-`"];
+    for input in [&fifo, "/dev/null"] {
+        build_fails(dir.path(), input, "id", &[], &[&[input][..], &needles].concat());
+        let out = path_str(dir.path(), "both.bloom");
+        fails_with(&run(&["build", &build, input, "-k", "id", "-o", &out, "--expected-items", "10"]), &needles);
+        assert!(!Path::new(&out).exists());
+        semijoin_fails(dir.path(), &["--build", &build, "--build-key", "id", "--probe", &probe, input, "--probe-key", "id"], &needles);
+        // A filter read from one, whose length is not its size.
+        let filter = ["not a regular file (a pipe or a device)", "save it to a file first"];
+        semijoin_fails(dir.path(), &["--filter", input, "--probe", &probe, "--probe-key", "id"], &filter);
+        fails_with_any_code(&run(&["query", input, "1"]), &[&[input][..], &filter].concat());
+    }
+}
+
 #[test]
 fn empty_input() {
     let dir = tempdir();
