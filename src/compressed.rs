@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::hadoop_blocks::{self, BlockCodec, HadoopBlockReader};
-use crate::splits::{LineEnds, SplitReader, READ_SIZE};
+use crate::splits::{SplitReader, TextStart, READ_SIZE};
 use flate2::bufread::{MultiGzDecoder, ZlibDecoder};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -356,13 +356,14 @@ impl CompressedSplitReader {
     }
 }
 
-/// How the lines of file `path` end, from the first bytes of its text (decompressed).
-pub fn line_ends_of(path: &Path, compression: Compression) -> Result<LineEnds> {
-    let ends = match compression {
-        Compression::None => LineEnds::of_text(File::open(path).map_err(|e| Error::io(path, e))?),
-        codec => LineEnds::of_text(open_decoder(path, codec)?.0),
+/// The start of file `path`'s text (decompressed), which its line ends and header are told
+/// from; no longer than `limit` bytes past the sample.
+pub fn text_start(path: &Path, compression: Compression, limit: usize) -> Result<TextStart> {
+    let start = match compression {
+        Compression::None => TextStart::read(File::open(path).map_err(|e| Error::io(path, e))?, limit),
+        codec => TextStart::read(open_decoder(path, codec)?.0, limit),
     };
-    ends.map_err(|e| Error::io(path, e))
+    start.map_err(|e| Error::io(path, e))
 }
 
 /// How many times larger the first `sample` decompressed bytes of compressed file `path` are

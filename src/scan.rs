@@ -9,7 +9,7 @@ use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
 use crate::bzip2_blocks::Bzip2SplitReader;
 use crate::bytemask::ByteIter;
-use crate::splits::{self, line_number, Input, LineEnds, Split, SplitReader};
+use crate::splits::{self, line_number, Input, LineEnds, Split, SplitReader, TextStart};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::PathBuf;
@@ -136,20 +136,26 @@ impl Source {
         let mut line_ends = Vec::with_capacity(inputs.len());
         let (mut header, mut other_header) = (None::<Header>, None);
         for input in &inputs {
-            let ends = match input {
-                Input::File { path, len, compression } if *len > 0 => crate::compressed::line_ends_of(path, *compression)?,
-                Input::File { .. } => LineEnds::Lf,
-                Input::Stdin => LineEnds::Detect,
+            // One read of each file's first bytes tells its line ends and, mostly, its header.
+            let start = match input {
+                Input::File { path, len, compression } if *len > 0 => Some(crate::compressed::text_start(path, *compression, options.max_record)?),
+                _ => None,
+            };
+            let ends = match (input, &start) {
+                (Input::Stdin, _) => LineEnds::Detect,
+                (_, Some(start)) => LineEnds::of(start),
+                (_, None) => LineEnds::Lf,
             };
             line_ends.push(ends);
             let index = match input {
                 Input::Stdin => options.key.indexes(),
-                Input::File { path, len, compression } => {
+                Input::File { path, compression, .. } => {
                     // (A compressed file can hold nothing: then it has no header line either.)
-                    let first = if options.format.has_header && *len > 0 {
-                        Some(first_line(path, *compression, options.max_record, ends)?).filter(|line| !line.is_empty())
-                    } else {
-                        None
+                    let first = match &start {
+                        Some(start) if options.format.has_header => {
+                            Some(first_line(path, *compression, options.max_record, ends, start)?).filter(|line| !line.is_empty())
+                        }
+                        _ => None,
                     };
                     match (&header, &first) {
                         (None, Some(line)) => header = Some(Header { line: line.clone(), input: input.name() }),
@@ -793,9 +799,13 @@ fn locate_key(buf: &[u8], key: &[u8], arena: &mut Vec<u8>) -> KeyAt {
     }
 }
 
-/// The first line of a file whose lines end in `ends`, with its terminator (an LF), read
-/// without reading the rest.
-fn first_line(path: &std::path::Path, compression: Compression, max_record: usize, ends: LineEnds) -> Result<Vec<u8>> {
+/// The first line of a file whose lines end in `ends` and whose text starts with `start`, with
+/// its terminator (a CR made an LF), read without reading the rest: from `start` when it holds
+/// the line, else (a line longer than the sample, or than the limit) from the file.
+fn first_line(path: &std::path::Path, compression: Compression, max_record: usize, ends: LineEnds, start: &TextStart) -> Result<Vec<u8>> {
+    if let Some(line) = start.first_line(ends).filter(|line| line.len() <= max_record) {
+        return Ok(line[bom_len(&line)..].to_vec());
+    }
     let line = |r: Option<(u64, &[u8])>| r.map(|(_, l)| l[bom_len(l)..].to_vec()).unwrap_or_default();
     match compression {
         Compression::None => {

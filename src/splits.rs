@@ -224,7 +224,7 @@ pub enum LineEnds {
 
 impl LineEnds {
     /// Bytes of a file's text that [`detect`](Self::detect) looks at: enough for many lines.
-    pub const SAMPLE: usize = 16 << 10;
+    pub const SAMPLE: usize = 64 << 10;
 
     /// The line ends of a text whose first bytes are `sample` (`whole`: the text is no longer):
     /// CR alone if they hold no LF and a CR that ends a line, one with a byte after it in the
@@ -237,20 +237,62 @@ impl LineEnds {
         if memchr::memchr(b'\r', ending).is_some() { LineEnds::Cr } else { LineEnds::Lf }
     }
 
-    /// The line ends of the text at the start of `source`: [`detect`](Self::detect) of its
-    /// first [`SAMPLE`](Self::SAMPLE) bytes.
-    pub fn of_text(mut source: impl Read) -> std::io::Result<LineEnds> {
-        let mut sample = vec![0u8; Self::SAMPLE];
-        let mut filled = 0;
-        while filled < sample.len() {
-            match source.read(&mut sample[filled..]) {
-                Ok(0) => return Ok(Self::detect(&sample[..filled], true)),
-                Ok(n) => filled += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+    /// [`detect`](Self::detect) of a [`TextStart`].
+    pub fn of(start: &TextStart) -> LineEnds {
+        Self::detect(&start.bytes, start.whole)
+    }
+}
+
+/// The first bytes of a text: what its line ends and its first line are told from, with one
+/// read of its file. At least [`LineEnds::SAMPLE`] bytes, and on to a line end that is not the
+/// last byte (a header longer than the sample, whose CR would otherwise go unseen), up to a
+/// limit.
+#[derive(Clone, Debug, Default)]
+pub struct TextStart {
+    pub bytes: Vec<u8>,
+    /// The bytes are the whole text.
+    pub whole: bool,
+}
+
+impl TextStart {
+    /// The start of the text `source` reads, no longer than `limit` bytes past the sample.
+    pub fn read(mut source: impl Read, limit: usize) -> std::io::Result<TextStart> {
+        let mut bytes = Vec::new();
+        let mut want = LineEnds::SAMPLE;
+        loop {
+            let from = bytes.len();
+            bytes.resize(want, 0);
+            let mut filled = from;
+            while filled < bytes.len() {
+                match source.read(&mut bytes[filled..]) {
+                    Ok(0) => {
+                        bytes.truncate(filled);
+                        return Ok(TextStart { bytes, whole: true });
+                    }
+                    Ok(n) => filled += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
             }
+            // A line end in what was read (its last byte aside: a CR there may be a CRLF's).
+            let searched = &bytes[from.saturating_sub(1)..bytes.len() - 1];
+            if memchr::memchr2(b'\n', b'\r', searched).is_some() || bytes.len() > limit {
+                return Ok(TextStart { bytes, whole: false });
+            }
+            want = 2 * bytes.len();
         }
-        Ok(Self::detect(&sample, false))
+    }
+
+    /// The text's first line, as a reader of lines ending in `ends` gives it (with its
+    /// terminator, a CR made an LF), if the sample holds all of it.
+    pub fn first_line(&self, ends: LineEnds) -> Option<Vec<u8>> {
+        let end = if ends == LineEnds::Cr { memchr::memchr2(b'\n', b'\r', &self.bytes) } else { memchr::memchr(b'\n', &self.bytes) };
+        match end {
+            Some(i) if ends == LineEnds::Cr => Some([&self.bytes[..i], b"\n"].concat()),
+            Some(i) => Some(self.bytes[..=i].to_vec()),
+            None if self.whole => Some(self.bytes.clone()),
+            None => None,
+        }
     }
 }
 
@@ -476,15 +518,16 @@ impl<R: Read> SplitReader<R> {
         }
     }
 
-    /// The first read of a reader told [`LineEnds::Detect`]: reads until it has a sample of
-    /// [`LineEnds::SAMPLE`] bytes (or the whole text), tells its line ends from it and reads on
-    /// with them (the sample's CRs made LFs where they end lines).
+    /// The first read of a reader told [`LineEnds::Detect`]: reads until it has a sample as a
+    /// [`TextStart`] is (at least [`LineEnds::SAMPLE`] bytes and a line end, or the whole text,
+    /// or a full buffer), tells its line ends from it and reads on with them (the sample's CRs
+    /// made LFs where they end lines).
     #[cold]
     fn read_sample(&mut self) -> Result<bool> {
         debug_assert_eq!((self.pos, self.filled), (0, 0), "the first read");
         let want = LineEnds::SAMPLE.min(self.buf.len());
-        while self.filled < want {
-            match self.source.read(&mut self.buf[self.filled..want]) {
+        while self.filled < self.buf.len() {
+            match self.source.read(&mut self.buf[self.filled..]) {
                 Ok(0) => {
                     self.eof = true;
                     break;
@@ -492,6 +535,9 @@ impl<R: Read> SplitReader<R> {
                 Ok(n) => self.filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(Error::io(&self.name, e)),
+            }
+            if self.filled >= want && memchr::memchr2(b'\n', b'\r', &self.buf[..self.filled - 1]).is_some() {
+                break;
             }
         }
         self.line_ends = LineEnds::detect(&self.buf[..self.filled], self.eof);
@@ -687,8 +733,22 @@ mod tests {
         }
         // From a reader: the sample's cut is known by the reader's end.
         let long_first_line = [vec![b'x'; LineEnds::SAMPLE - 1], b"\r\n".to_vec()].concat();
-        assert_eq!(LineEnds::of_text(&long_first_line[..]).unwrap(), Lf);
-        assert_eq!(LineEnds::of_text(&b"a\rb"[..]).unwrap(), Cr);
+        let start = TextStart::read(&long_first_line[..], 1 << 20).unwrap();
+        assert_eq!((LineEnds::of(&start), start.first_line(Lf)), (Lf, Some(long_first_line.clone())));
+        let start = TextStart::read(&b"a\rb"[..], 1 << 20).unwrap();
+        assert_eq!((LineEnds::of(&start), start.first_line(Cr)), (Cr, Some(b"a\n".to_vec())));
+        for (text, ends, line) in [(&b"id\r\n1\r\n"[..], Lf, &b"id\r\n"[..]), (b"id\n", Lf, b"id\n"), (b"id", Lf, b"id"), (b"id\r1\r", Cr, b"id\n")] {
+            assert_eq!(TextStart::read(text, 1 << 20).unwrap().first_line(ends), Some(line.to_vec()));
+        }
+        // A first line longer than the sample is read on to its end, a CR at any place.
+        for at in [LineEnds::SAMPLE - 2, LineEnds::SAMPLE - 1, LineEnds::SAMPLE, 3 * LineEnds::SAMPLE] {
+            let text = [vec![b'x'; at], b"\rnext\r".to_vec(), vec![b'y'; 2 * LineEnds::SAMPLE]].concat();
+            let start = TextStart::read(&text[..], 1 << 20).unwrap();
+            assert_eq!(LineEnds::of(&start), Cr, "CR at {at}");
+            assert_eq!(start.first_line(Cr), Some([vec![b'x'; at], b"\n".to_vec()].concat()), "CR at {at}");
+            // Past the limit, it is not looked for.
+            assert_eq!(LineEnds::of(&TextStart::read(&text[..], LineEnds::SAMPLE / 2).unwrap()), if at < LineEnds::SAMPLE - 1 { Cr } else { Lf });
+        }
     }
 
     /// A reader of CR-terminated lines gives the records of the text with each CR an LF, from
@@ -738,13 +798,16 @@ mod tests {
             got
         };
         // Past the sample, so that reads after it are made LFs too.
-        let cr: String = (0..10_000).map(|i| format!("k{i}\r")).collect();
-        assert!(cr.len() > 2 * LineEnds::SAMPLE);
-        let want: Vec<String> = (0..10_000).map(|i| format!("k{i}\n")).collect();
+        let cr: String = (0..40_000).map(|i| format!("k{i}\r")).collect();
+        assert!(cr.len() > READ_SIZE);
+        let want: Vec<String> = (0..40_000).map(|i| format!("k{i}\n")).collect();
         assert_eq!(records(cr.as_bytes()), want);
         assert_eq!(records(b"a\rb\nc\r\n"), ["a\rb\n", "c\r\n"]);
         assert_eq!(records(b"a\rb"), ["a\n", "b"]);
         assert_eq!(records(b""), Vec::<String>::new());
+        // A first line longer than the sample.
+        let long = format!("{}\rk\r", "x".repeat(LineEnds::SAMPLE + 10));
+        assert_eq!(records(long.as_bytes()), [format!("{}\n", "x".repeat(LineEnds::SAMPLE + 10)), "k\n".into()]);
     }
 
     #[test]

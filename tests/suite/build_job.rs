@@ -173,6 +173,25 @@ fn a_build_over_cr_line_ends_is_the_build_over_lf() {
     fails_with(&o, &["cr.csv:3002", "the key is field 2"]);
 }
 
+/// A header longer than the first bytes read to tell a file's line ends (read again, from the
+/// file) names its key as a short one does, for LF and CR line ends.
+#[test]
+fn a_header_longer_than_the_sample_is_read_whole() {
+    let dir = tempdir();
+    let columns: String = (0..12_000).map(|i| format!("column{i},")).collect();
+    assert!(columns.len() > 2 * bloomflow::splits::LineEnds::SAMPLE);
+    let lf_text = format!("{columns}key\n{}", (0..100).map(|i| format!("{}k{i}\n", ",".repeat(12_000))).collect::<String>());
+    let lf = path_str(dir.path(), "wide.csv");
+    std::fs::write(&lf, &lf_text).unwrap();
+    let (reference, o) = build(dir.path(), &lf, &["-k", "key", "--expected-items", "100"]);
+    assert!(ok(&o).contains("keys inserted      100"), "{}", ok(&o));
+    let cr = path_str(dir.path(), "wide-cr.csv");
+    std::fs::write(&cr, lf_text.replace('\n', "\r")).unwrap();
+    let (out, o) = build(dir.path(), &cr, &["-k", "key", "--expected-items", "100", "-w", "2"]);
+    assert!(ok(&o).contains("keys inserted      100"), "{}", ok(&o));
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap());
+}
+
 #[test]
 fn key_by_index_without_header_and_tsv() {
     let dir = tempdir();
