@@ -800,8 +800,8 @@ fn locate_key(buf: &[u8], key: &[u8], arena: &mut Vec<u8>) -> KeyAt {
 }
 
 /// The first line of a file whose lines end in `ends` and whose text starts with `start`, with
-/// its terminator (a CR made an LF), read without reading the rest: from `start` when it holds
-/// the line, else (a line longer than the sample, or than the limit) from the file.
+/// its terminator (a CR made an LF), read without reading the rest: from `start`, which holds
+/// it unless it is longer than `max_record` (then the file's reader refuses it).
 fn first_line(path: &std::path::Path, compression: Compression, max_record: usize, ends: LineEnds, start: &TextStart) -> Result<Vec<u8>> {
     if let Some(line) = start.first_line(ends).filter(|line| line.len() <= max_record) {
         return Ok(line[bom_len(&line)..].to_vec());

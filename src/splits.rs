@@ -217,8 +217,8 @@ pub enum LineEnds {
     /// CR alone: every CR read ends a line (an LF, should one come later, ends one too, so a
     /// CRLF reads as a line and an empty one, which is skipped, as Hadoop's reader takes it).
     Cr,
-    /// Not known before reading: the reader tells them from the first [`SAMPLE`](Self::SAMPLE)
-    /// bytes it reads (standard input, which cannot be looked at first).
+    /// Not known before reading: the reader tells them from its first bytes, as from a
+    /// [`TextStart`] (standard input, which cannot be looked at first).
     Detect,
 }
 
@@ -255,7 +255,8 @@ pub struct TextStart {
 }
 
 impl TextStart {
-    /// The start of the text `source` reads, no longer than `limit` bytes past the sample.
+    /// The start of the text `source` reads, which stops looking for a line end once past
+    /// `limit` bytes.
     pub fn read(mut source: impl Read, limit: usize) -> std::io::Result<TextStart> {
         let mut bytes = Vec::new();
         let mut want = LineEnds::SAMPLE;
@@ -519,6 +520,9 @@ impl<R: Read> SplitReader<R> {
     fn read_sample(&mut self) -> Result<bool> {
         debug_assert_eq!((self.pos, self.filled), (0, 0), "the first read");
         let want = LineEnds::SAMPLE.min(self.buf.len());
+        // The bytes before this hold no line end (each byte is looked at once, however few
+        // each read gives).
+        let mut looked = 0;
         while self.filled < self.buf.len() {
             match self.source.read(&mut self.buf[self.filled..]) {
                 Ok(0) => {
@@ -529,8 +533,12 @@ impl<R: Read> SplitReader<R> {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(Error::io(&self.name, e)),
             }
-            if self.filled >= want && memchr::memchr2(b'\n', b'\r', &self.buf[..self.filled - 1]).is_some() {
-                break;
+            if self.filled >= want {
+                // (A CR in the last byte read may be a CRLF's.)
+                if memchr::memchr2(b'\n', b'\r', &self.buf[looked..self.filled - 1]).is_some() {
+                    break;
+                }
+                looked = self.filled - 1;
             }
         }
         self.line_ends = LineEnds::detect(&self.buf[..self.filled], self.eof);
