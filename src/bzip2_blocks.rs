@@ -477,6 +477,7 @@ impl Bzip2SplitReader {
             .with_line_ends(line_ends);
         if text_before {
             // The split's first line ends a record of an earlier split.
+            reader = reader.uncounted();
             reader.skip_line()?;
         }
         Ok((reader, progress, !text_before))

@@ -36,8 +36,9 @@ pub enum Error {
     #[error("key is not a member of the counting filter and cannot be removed")]
     NotAMember,
 
-    /// A record that cannot be parsed, with where it is.
-    #[error("{path}:{line}: {reason}")]
+    /// A record that cannot be parsed, with where it is (`line` 0 where its number is not
+    /// known, see [`UNCOUNTED_LINE`]).
+    #[error("{}", located(path, *line, reason))]
     Malformed {
         path: String,
         line: u64,
@@ -81,5 +82,31 @@ impl Error {
     }
 }
 
+/// The line number of a record whose number is not known: one in a bzip2 split after its
+/// file's first, whose lines before it are never read (each split decodes its own blocks).
+pub const UNCOUNTED_LINE: u64 = 0;
+
+/// `path:line: reason`, or, where the line is [`UNCOUNTED_LINE`], the path and a word on why
+/// it has no number (it once printed as line 0, which no line is).
+pub(crate) fn located(path: &str, line: u64, reason: &str) -> String {
+    if line == UNCOUNTED_LINE {
+        format!("{path}: {reason} (in a part of the file whose lines are not counted: a bzip2 block after its first)")
+    } else {
+        format!("{path}:{line}: {reason}")
+    }
+}
+
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_record_names_its_line_when_it_is_known() {
+        let at = |line| Error::Malformed { path: "in.csv.bz2".into(), line, reason: "bad".into() }.to_string();
+        assert_eq!(at(7), "in.csv.bz2:7: bad");
+        assert_eq!(at(UNCOUNTED_LINE), "in.csv.bz2: bad (in a part of the file whose lines are not counted: a bzip2 block after its first)");
+    }
+}

@@ -3,7 +3,7 @@
 //! record's key and raw bytes to the job. This is the per-record hot path of both jobs: one
 //! buffer per split, no allocation per record.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UNCOUNTED_LINE};
 use crate::records::{bom_len, composite_key, key_or_null, trim_line_end, unquoted_field, Key, KeyError, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
@@ -335,7 +335,7 @@ impl Source {
         }
         stats.malformed += 1;
         if stats.malformed_examples.len() < MALFORMED_EXAMPLES {
-            stats.malformed_examples.push(format!("{}:{line}: {reason}", input.name()));
+            stats.malformed_examples.push(crate::error::located(&input.name(), line, &reason));
         }
         Ok(())
     }
@@ -590,13 +590,13 @@ impl SplitLines<'_> {
     }
 
     /// The number of the line at `place`: counted by the scan where the split was read from its
-    /// input's start, else from the file (0 for a bzip2 split after the first, whose lines
-    /// before it are not counted).
+    /// input's start, else from the file ([`UNCOUNTED_LINE`] for a bzip2 split after the
+    /// first, whose lines before it are not counted).
     fn line_number(&self, place: LinePlace) -> u64 {
         match self.input {
             _ if self.from_text_start => place.line,
-            Input::File { path, compression: Compression::None, .. } => line_number(path, place.offset, self.line_ends).unwrap_or(0),
-            _ => 0,
+            Input::File { path, compression: Compression::None, .. } => line_number(path, place.offset, self.line_ends).unwrap_or(UNCOUNTED_LINE),
+            _ => UNCOUNTED_LINE,
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::bytemask::ByteIter;
 use crate::compressed::Compression;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UNCOUNTED_LINE};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -290,6 +290,17 @@ impl TextStart {
     }
 }
 
+/// How a reader knows the number of a line, for its messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Numbering {
+    /// It began at its text's first line: its records are the lines.
+    FromReaderStart,
+    /// It began inside a plain file, whose lines before it can be counted.
+    CountedInFile,
+    /// It began inside a text whose lines before it are not read.
+    Unknown,
+}
+
 /// Reads the records (lines) of one split with large reads and no per-line allocation.
 pub struct SplitReader<R> {
     source: R,
@@ -306,10 +317,10 @@ pub struct SplitReader<R> {
     eof: bool,
     max_record: usize,
     name: String,
-    /// Records returned so far, and whether reading began at the file's start (then line
-    /// numbers are known without counting).
+    /// Records returned so far, and how the number of a line is known: counted from the
+    /// reader's start, or from the file's start, or not at all.
     records: u64,
-    from_start: bool,
+    numbering: Numbering,
     /// With [`LineEnds::Cr`], each CR read is turned into an LF as it arrives, so that every
     /// step after the read, which looks for LF, sees the lines.
     line_ends: LineEnds,
@@ -379,7 +390,7 @@ impl<R: Read> SplitReader<R> {
             max_record,
             name,
             records: 0,
-            from_start: offset == 0,
+            numbering: if offset == 0 { Numbering::FromReaderStart } else { Numbering::CountedInFile },
             line_ends: LineEnds::Lf,
         }
     }
@@ -496,11 +507,18 @@ impl<R: Read> SplitReader<R> {
         Ok((offset, &self.buf[start..start + len]))
     }
 
+    /// Makes the reader give no line numbers: it starts inside a text whose lines before it
+    /// are never read (a bzip2 split after the first).
+    pub(crate) fn uncounted(mut self) -> Self {
+        self.numbering = Numbering::Unknown;
+        self
+    }
+
     fn too_long(&self) -> Error {
-        let line = if self.from_start {
-            self.records + 1
-        } else {
-            line_number(Path::new(&self.name), self.offset, self.line_ends).unwrap_or(0)
+        let line = match self.numbering {
+            Numbering::FromReaderStart => self.records + 1,
+            Numbering::CountedInFile => line_number(Path::new(&self.name), self.offset, self.line_ends).unwrap_or(UNCOUNTED_LINE),
+            Numbering::Unknown => UNCOUNTED_LINE,
         };
         Error::Malformed {
             path: self.name.clone(),

@@ -46,6 +46,35 @@ fn bzip2(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().unwrap()
 }
 
+/// A record past a bzip2 file's first block, read by a split that starts there, has no known
+/// line number (the lines before it are in blocks that split never decodes): its messages say
+/// so, where they printed line 0, or, for a record over the limit, its number within the split.
+#[test]
+fn records_in_later_bzip2_blocks_are_reported_without_a_line_number() {
+    let dir = tempdir();
+    let text = |bad: &str| {
+        // 300 kB of text: three blocks at level 1 (100 kB each); the bad record in the third.
+        let mut text = String::from("id,key\n");
+        for i in 0..15_000 {
+            text.push_str(&if i == 14_000 { format!("{bad}\n") } else { format!("{i},key-{i}\n") });
+        }
+        bzip2(text.as_bytes())
+    };
+    let path = dir.path().join("late.csv.bz2");
+    let input = path.to_string_lossy().into_owned();
+    let out = path_str(dir.path(), "late.bloom");
+    let uncounted = "(in a part of the file whose lines are not counted: a bzip2 block after its first)";
+    let args = ["build", &input, "-k", "key", "--expected-items", "15000", "-o", &out, "--no-progress", "-w", "2", "--split-size", "1000"];
+    std::fs::write(&path, text("broken")).unwrap();
+    let summary = ok(&run(&args));
+    assert!(summary.contains(&format!("late.csv.bz2: record has 1 field(s), but the key is field 2 {uncounted}")), "{summary}");
+    let err = fails_with(&run(&[&args[..], &["--strict"]].concat()), &[uncounted]);
+    assert!(!err.contains(":0:"), "{err}");
+    std::fs::write(&path, text(&format!("1,{}", "x".repeat(300)))).unwrap();
+    let err = fails_with(&run(&[&args[..], &["--max-record-bytes", "200"]].concat()), &["longer than the limit of 200 bytes", uncounted]);
+    assert!(err.contains("late.csv.bz2: record is longer"), "no line number: {err}");
+}
+
 /// Hadoop's block framing (`BlockCompressorStream`), written here apart from bloomflow's writer
 /// and unlike it: blocks of 100 kB of text, each cut into chunks of at most 40 kB (as Hadoop cuts
 /// a write larger than its buffer), and an empty text as one empty block (as Hadoop writes an
