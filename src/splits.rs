@@ -49,6 +49,7 @@ impl Input {
 /// beneath them, subdirectories included (a partitioned table's `date=…/` directories, as Spark
 /// reads them), in sorted path order, `-` as standard input. Hidden and `_`-prefixed entries
 /// (`_SUCCESS`, `_temporary/`, `.part-00000.crc`) are skipped at every level, as Hadoop skips them.
+/// A pipe, socket or device, given or found, is an error.
 pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
     if args.is_empty() {
         return Err(Error::invalid("input", "no input given"));
@@ -72,13 +73,7 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
             }
             inputs.extend(files);
         } else if !meta.is_file() {
-            // A pipe (`<(zcat …)`, a FIFO) or a device has no length to plan splits by: it read
-            // as an empty file, and its data was lost without a word. (Not opened: opening a
-            // FIFO waits for its writer.)
-            return Err(Error::invalid(
-                "input",
-                format!("{}: not a regular file (a pipe or a device): give its data as standard input, `-`", arg.display()),
-            ));
+            return Err(not_a_regular_file(arg));
         } else {
             // Checked now so that a missing permission fails before the job starts.
             File::open(arg).map_err(|e| Error::io(arg, e))?;
@@ -86,6 +81,17 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
         }
     }
     Ok(inputs)
+}
+
+/// The error for an input that is neither a directory nor a regular file: a pipe (`<(zcat …)`,
+/// a FIFO), a socket or a device has no length to plan splits by. Such an input read as an empty
+/// file, and its data was lost without a word; inside an input directory it was skipped, as
+/// silently. (Never opened: opening a FIFO waits for its writer.)
+fn not_a_regular_file(path: &Path) -> Error {
+    Error::invalid(
+        "input",
+        format!("{}: not a regular file (a pipe, socket or device): give its data as standard input, `-`", path.display()),
+    )
 }
 
 /// Whether a file name is hidden from jobs, as Hadoop's `FileInputFormat` hides it: a name
@@ -118,6 +124,8 @@ fn files_beneath(dir: &Path, open: &mut Vec<PathBuf>, files: &mut Vec<Input>) ->
         } else if meta.is_file() {
             let compression = Compression::of(&path)?;
             files.push(Input::File { path, len: meta.len(), compression });
+        } else {
+            return Err(not_a_regular_file(&path));
         }
     }
     open.pop();

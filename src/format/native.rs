@@ -178,7 +178,7 @@ pub(crate) fn open_regular(path: &Path) -> Result<(File, u64)> {
     }
     if !meta.is_file() {
         // (Not opened: opening a FIFO waits for its writer.)
-        return Err(Error::bad_file(path, "is not a regular file (a pipe or a device): a filter file is read by its length, so save it to a file first"));
+        return Err(Error::bad_file(path, "is not a regular file (a pipe, socket or device): a filter file is read by its length, so save it to a file first"));
     }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     Ok((file, meta.len()))

@@ -118,7 +118,7 @@ fn a_pipe_or_device_given_by_its_path_is_refused() {
     let fifo = path_str(dir.path(), "pipe");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let (build, probe) = inputs(dir.path());
-    let needles = ["not a regular file (a pipe or a device)", "give its data as standard input, `-`"];
+    let needles = ["not a regular file (a pipe, socket or device)", "give its data as standard input, `-`"];
     for input in [&fifo, "/dev/null"] {
         build_fails(dir.path(), input, "id", &[], &[&[input][..], &needles].concat());
         let out = path_str(dir.path(), "both.bloom");
@@ -126,10 +126,19 @@ fn a_pipe_or_device_given_by_its_path_is_refused() {
         assert!(!Path::new(&out).exists());
         semijoin_fails(dir.path(), &["--build", &build, "--build-key", "id", "--probe", &probe, input, "--probe-key", "id"], &needles);
         // A filter read from one, whose length is not its size.
-        let filter = ["not a regular file (a pipe or a device)", "save it to a file first"];
+        let filter = ["not a regular file (a pipe, socket or device)", "save it to a file first"];
         semijoin_fails(dir.path(), &["--filter", input, "--probe", &probe, "--probe-key", "id"], &filter);
         fails_with_any_code(&run(&["query", input, "1"]), &[&[input][..], &filter].concat());
     }
+    // Found inside an input directory, beside a part file, it was skipped: the job succeeded
+    // on the part's keys alone.
+    let table = dir.path().join("table");
+    std::fs::create_dir(&table).unwrap();
+    std::fs::copy(&build, table.join("part-00000")).unwrap();
+    std::fs::rename(&fifo, table.join("part-00001")).unwrap();
+    let found = path_str(&table, "part-00001");
+    build_fails(dir.path(), &table.to_string_lossy(), "id", &[], &[&[&found[..]][..], &needles].concat());
+    semijoin_fails(dir.path(), &["--build", &build, "--build-key", "id", "--probe", &table.to_string_lossy(), "--probe-key", "id"], &needles);
 }
 
 #[test]
