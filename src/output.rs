@@ -68,8 +68,9 @@ pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> 
     if dir.exists() || dir.is_symlink() {
         if !overwrite {
             return Err(Error::Job(format!(
-                "output directory {} already exists (use --overwrite to replace it)",
-                dir.display()
+                "output directory {} already exists{} (use --overwrite to replace it)",
+                dir.display(),
+                if is_unfinished(dir) { ", the output of a job that did not finish (_temporary/, no _SUCCESS)" } else { "" }
             )));
         }
         if let Some(foreign) = not_job_output(dir)? {
@@ -99,6 +100,12 @@ pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> 
         return Err(Error::io(dir, std::io::Error::other(format!("parent directory {} is read-only", parent.display()))));
     }
     Ok(replaced)
+}
+
+/// Whether `dir` is what a killed job leaves: its `_temporary/` and no `_SUCCESS` (a job that
+/// fails removes its `_temporary/`; one killed by SIGKILL or a lost machine cannot).
+fn is_unfinished(dir: &Path) -> bool {
+    dir.join(TEMPORARY).is_dir() && !dir.join(SUCCESS).exists()
 }
 
 /// The first entry of the existing output `dir` that no Hadoop-style job writes, if any: a job

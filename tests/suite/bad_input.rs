@@ -298,6 +298,14 @@ fn output_directory_exists_and_output_not_writable() {
     let existing = path_str(dir.path(), "joined");
     std::fs::create_dir(&existing).unwrap();
     semijoin_fails(dir.path(), &["--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "id"], &["joined", "already exists", "--overwrite"]);
+    // What a job killed by SIGKILL leaves is told apart, since its parts may look complete.
+    let unfinished = ["joined", "already exists, the output of a job that did not finish (_temporary/, no _SUCCESS)", "--overwrite"];
+    std::fs::create_dir(Path::new(&existing).join("_temporary")).unwrap();
+    let rerun = ["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "id", "-o", &existing];
+    fails_with_any_code(&run(&rerun), &unfinished);
+    std::fs::write(Path::new(&existing).join("_SUCCESS"), "").unwrap();
+    fails_with_any_code(&run(&rerun), &["joined already exists (use --overwrite"]);
+    assert_eq!(names_in(&existing), ["_SUCCESS", "_temporary"]);
     // /proc refuses new files even to root.
     let o = run(&["build", &build, "-k", "id", "-o", "/proc/bloomflow-test.bloom"]);
     fails_with_any_code(&o, &["/proc/bloomflow-test.bloom"]);
