@@ -50,7 +50,7 @@ impl KeyField {
                 if *i > fields.len() {
                     return Err(Error::invalid(
                         "key",
-                        format!("{file}: field {i} is past the last field of the header, which has {}", fields.len()),
+                        format!("{file}: field {i} is past the last field of the header, which has {}{}", fields.len(), delimiter_hint(fields)),
                     ));
                 }
                 Ok(i - 1)
@@ -64,7 +64,13 @@ impl KeyField {
                     [i] => Ok(i - 1),
                     [] => {
                         let names: Vec<String> = fields.iter().map(|f| String::from_utf8_lossy(f).into_owned()).collect();
-                        Err(Error::invalid("key", format!("{file}: no column named {name:?} in the header (columns: {})", names.join(", "))))
+                        let case = fields.iter().find(|f| f.eq_ignore_ascii_case(name.as_bytes())).map_or(String::new(), |f| {
+                            format!("; {:?} differs only in case (names are matched exactly)", String::from_utf8_lossy(f))
+                        });
+                        Err(Error::invalid(
+                            "key",
+                            format!("{file}: no column named {name:?} in the header (columns: {}){case}{}", names.join(", "), delimiter_hint(fields)),
+                        ))
                     }
                     _ => {
                         let at: Vec<String> = at.iter().map(usize::to_string).collect();
@@ -151,6 +157,17 @@ impl Key {
     /// Whether any field is given by name.
     pub fn has_names(&self) -> bool {
         self.fields.iter().any(|f| matches!(f, KeyField::Name(_)))
+    }
+}
+
+/// A hint for a key that the header does not have, when the header is one field holding a
+/// common delimiter: the file's delimiter is not the one given (a TSV read with the default
+/// `,`, say), which is the usual cause.
+fn delimiter_hint(fields: &[Vec<u8>]) -> String {
+    let [only] = fields else { return String::new() };
+    match [b',', b'\t', b';', b'|'].into_iter().find(|d| only.contains(d)) {
+        Some(d) => format!("; the header is one field that holds {:?}: is the delimiter right?", d as char),
+        None => String::new(),
     }
 }
 
@@ -711,6 +728,14 @@ mod tests {
         assert_eq!(KeyField::parse("3", true).unwrap().resolve(Some(header), b',', "f").unwrap(), 2);
         let err = KeyField::parse("nope", true).unwrap().resolve(Some(header), b',', "f").unwrap_err();
         assert!(err.to_string().contains("no column named \"nope\""), "{err}");
+        assert!(!err.to_string().contains(';'), "no hint where none fits: {err}");
+        // The usual causes are named: a name in another case, a file of another delimiter.
+        let err = KeyField::parse("Name", true).unwrap().resolve(Some(header), b',', "f").unwrap_err();
+        assert!(err.to_string().contains("no column named \"Name\" in the header (columns: id, name, segment); \"name\" differs only in case"), "{err}");
+        for key in ["name", "2"] {
+            let err = KeyField::parse(key, true).unwrap().resolve(Some(header), b'\t', "f.tsv").unwrap_err();
+            assert!(err.to_string().contains("; the header is one field that holds ',': is the delimiter right?"), "{err}");
+        }
         assert!(KeyField::parse("0", true).is_err());
         assert!(KeyField::parse("name", false).is_err());
     }
