@@ -484,6 +484,32 @@ fn numbers_are_held_as_bits_within_their_bound() {
     assert!(plain.take_bits().is_none() && plain.as_bytes() == b"\x017");
 }
 
+/// Bits grown to a span far wider than their numbers have in memory only the pages their
+/// numbers are on: the room past them (where a doubling leaves it, or between two numbers far
+/// apart) is never written, so it takes no memory (`mincore` tells which pages are in memory).
+#[cfg(target_os = "linux")]
+#[test]
+fn bits_take_memory_only_where_their_numbers_are() {
+    const PAGE: usize = 4096;
+    // Numbers 0 and 2^28: a span of 2^22 words, 32 MiB (past 32 MiB, always fresh pages
+    // from the system, whatever the allocator has freed before).
+    let mut bits = NumberBits::default();
+    for v in [0, 1 << 28, 3] {
+        assert!(bits.insert(v, u64::MAX));
+    }
+    assert_eq!((bits.at, bits.bytes.len()), (0, (1 << 25) + 8));
+    let start = (bits.bytes.as_ptr() as usize).next_multiple_of(PAGE);
+    let end = (bits.bytes.as_ptr() as usize + bits.bytes.len()) / PAGE * PAGE;
+    let mut resident = vec![0u8; (end - start) / PAGE];
+    // SAFETY: the range is whole pages inside the bits' allocation, and `resident` has a byte
+    // for each; mincore only reports on them.
+    let status = unsafe { libc::mincore(start as *mut libc::c_void, end - start, resident.as_mut_ptr()) };
+    assert_eq!(status, 0, "mincore: {}", std::io::Error::last_os_error());
+    let in_memory = resident.iter().filter(|&&r| r & 1 == 1).count();
+    assert!(in_memory <= 2, "{in_memory} of {} pages in memory for 3 numbers", resident.len());
+    assert_eq!(bits.bytes[0], 0b1001);
+}
+
 /// The partitions' ranges of a dense span cover it once, each starts on a word of its
 /// bitmap, and a word's partition is the one whose range holds it.
 #[test]
