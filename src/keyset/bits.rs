@@ -69,8 +69,10 @@ impl NumberBits {
         // Numbers are below 10^9: words below 2^24.
         let room = needed.max(2 * words as u64).min(bound / 8).min(1 << 24) as u32;
         let low = if word < self.at { (high + 1).saturating_sub(room) } else { low };
-        // Fresh zeroed pages, left untouched: only the pages the copy and the numbers to come
-        // write are ever in memory, and the room doubling gave past the last number never is.
+        // A zeroed allocation, left untouched: where the allocator maps fresh pages for it (a
+        // large block, unless it has one freed to reuse), only the pages the copy and the
+        // numbers to come write are ever in memory, and the room a doubling gave past the last
+        // number never is.
         // Written whole (`limits::zeroed_written`, which spares the zero page's replacement at
         // each page's first write), the benchmark's bits took 4 MB a worker for 2.5 MB of
         // numbers, and the exact semi-join's peak RSS swung from 19.4 to 23.7 MiB with the
