@@ -72,12 +72,11 @@ impl NumberBits {
         // A zeroed allocation, left untouched: where the allocator maps fresh pages for it (a
         // large block, unless it has one freed to reuse), only the pages the copy and the
         // numbers to come write are ever in memory, and the room a doubling gave past the last
-        // number never is.
-        // Written whole (`limits::zeroed_written`, which spares the zero page's replacement at
-        // each page's first write), the benchmark's bits took 4 MB a worker for 2.5 MB of
-        // numbers, and the exact semi-join's peak RSS swung from 19.4 to 23.7 MiB with the
-        // timing of the two workers' doublings; untouched, 17.0 to 18.1 MiB, in the same time
-        // (medians of 10 interleaved runs: 0.537 and 0.541 s).
+        // number never is. Written whole (`limits::zeroed_written`, which spares the zero
+        // page's replacement at each page's first write), the benchmark's bits took 4 MB a
+        // worker for 2.5 MB of numbers, and the exact semi-join's peak RSS swung from 19.4 to
+        // 23.7 MiB with the timing of the two workers' doublings; untouched, 16.8 to 18.9 MiB,
+        // in the same time (medians of 10 interleaved runs: 0.537 and 0.541 s).
         let mut bytes: Vec<u8> = vec![0u8; room as usize * 8];
         if words > 0 {
             let from = 8 * (self.at - low) as usize;

@@ -507,8 +507,8 @@ fn bits_take_memory_only_where_their_numbers_are() {
         return;
     }
     const PAGE: usize = 4096;
-    // Numbers 0 and 2^28: a span of 2^22 words, 32 MiB (past 32 MiB, always fresh pages
-    // from the system, whatever the allocator has freed before).
+    // Numbers 0 and 2^28: a span of 2^22 words, 32 MiB, which glibc maps afresh (a block past
+    // its largest mmap threshold) where it has no freed block to reuse.
     let mut bits = NumberBits::default();
     for v in [0, 1 << 28, 3] {
         assert!(bits.insert(v, u64::MAX));
