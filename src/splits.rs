@@ -276,9 +276,7 @@ impl TextStart {
             if bytes.len() < want {
                 return Ok(TextStart { bytes, whole: true });
             }
-            // A line end in what was read (its last byte aside: a CR there may be a CRLF's).
-            let searched = &bytes[from.saturating_sub(1)..bytes.len() - 1];
-            if memchr::memchr2(b'\n', b'\r', searched).is_some() || bytes.len() > limit {
+            if ends_a_line(&bytes, from.saturating_sub(1)) || bytes.len() > limit {
                 return Ok(TextStart { bytes, whole: false });
             }
             want = 2 * bytes.len();
@@ -296,6 +294,13 @@ impl TextStart {
             None => None,
         }
     }
+}
+
+/// Whether `bytes` from `from` on hold a line end, LF or CR, that is surely one: not in the last
+/// byte, where a CR may be the first half of a CRLF not read yet. How a sample of a text's first
+/// bytes (a [`TextStart`], or standard input's first read) knows it has read enough.
+fn ends_a_line(bytes: &[u8], from: usize) -> bool {
+    memchr::memchr2(b'\n', b'\r', &bytes[from..bytes.len() - 1]).is_some()
 }
 
 /// How a reader knows the number of a line, for its messages.
@@ -560,8 +565,7 @@ impl<R: Read> SplitReader<R> {
                 Err(e) => return Err(Error::io(&self.name, e)),
             }
             if self.filled >= want {
-                // (A CR in the last byte read may be a CRLF's.)
-                if memchr::memchr2(b'\n', b'\r', &self.buf[looked..self.filled - 1]).is_some() {
+                if ends_a_line(&self.buf[..self.filled], looked) {
                     break;
                 }
                 looked = self.filled - 1;
