@@ -8,6 +8,7 @@
 #![no_main]
 use bloomflow::records::{bom_len, key_or_null, trim_line_end, Key, KeyField, KeyRules, KeyType, RecordFormat};
 use bloomflow::scan::{ScanOptions, Source, MALFORMED_EXAMPLES};
+use bloomflow::splits::{LineEnds, TextStart};
 use libfuzzer_sys::fuzz_target;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
@@ -81,13 +82,23 @@ fuzz_target!(|data: &[u8]| {
 });
 
 /// The file read as the scan must read it: lines ending at each newline (the last may lack
-/// one), a byte order mark dropped at the start, the first line skipped as the header (even
-/// blank) where there is one, blank lines skipped, and each key taken by the record parser and
-/// encoded by the key rules, unless the parser finds it NULL: then counted, and kept with no
-/// key where `keep_nulls`.
+/// one), or at each CR in a file whose lines end in CR alone (each read as an LF), a byte order
+/// mark dropped at the start, the first line skipped as the header (even blank) where there is
+/// one, blank lines skipped, and each key taken by the record parser and encoded by the key
+/// rules, unless the parser finds it NULL: then counted, and kept with no key where
+/// `keep_nulls`.
 fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rules: &KeyRules, null: Option<&[u8]>, keep_nulls: bool) -> Option<Scanned> {
     let mut want = Scanned { pairs: Vec::new(), records: 0, malformed: 0, null_keys: 0, described_lines: Vec::new() };
+    // Its line ends told from its first bytes, as every reader tells them.
+    let ends = LineEnds::of(&TextStart::read(text, 1 << 20).unwrap());
     let text = &text[bom_len(text)..];
+    let as_lf: Vec<u8>;
+    let text = if ends == LineEnds::Cr {
+        as_lf = text.iter().map(|&b| if b == b'\r' { b'\n' } else { b }).collect();
+        &as_lf[..]
+    } else {
+        text
+    };
     let (mut scratch, mut long_buf) = (Vec::new(), [0u8; 8]);
     for (number, record) in text.split_inclusive(|&b| b == b'\n').enumerate().skip(has_header as usize) {
         let line = trim_line_end(record);
