@@ -8,6 +8,7 @@ use crate::params;
 use crate::hashing::{block_avx2, block_avx512};
 #[cfg(target_arch = "x86_64")]
 use crate::hashing::block_kernel::test_runs;
+use crate::hashing::native::NativePositions;
 use crate::hashing::{BlockKernel, BlockProbe, Lookup2Pair, Lookup3Pair, PairHash, Pairs, Scheme};
 use crate::records::KeyForm;
 use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
@@ -195,13 +196,14 @@ impl BloomFilter {
         probe.for_each_bit(k, |bit| line[(bit >> 6) as usize] |= 1u64 << (bit & 63));
     }
 
-    /// Inserts many keys; for the blocked layout, probes are computed and cache lines
-    /// prefetched for a group of keys before any bit is set, so the loads overlap.
+    /// Inserts many keys: their positions (for the blocked layout, probes) are computed and
+    /// their cache lines prefetched a group of keys at a time before any bit is set, so the
+    /// loads overlap.
     pub fn insert_batch(&mut self, keys: &[&[u8]]) {
         if self.spec.layout != Layout::Blocked {
-            for key in keys {
-                self.insert(key);
-            }
+            let words = self.bits.words().as_ptr();
+            standard_batch(self.spec, words, keys, |positions| positions.iter().for_each(|&pos| self.bits.set(pos)));
+            self.items_inserted += keys.len() as u64;
             return;
         }
         match self.spec.scheme {
@@ -258,7 +260,8 @@ impl BloomFilter {
 
     /// Answers many keys at once: computes every key's probe and prefetches its cache line
     /// before testing any, so that the memory loads overlap instead of waiting one by one.
-    /// Standard-layout filters answer key by key.
+    /// Standard-layout native filters do the same with a group of keys' words; Hadoop's and
+    /// Spark's answer key by key.
     pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         self.contains_batch_by_kernel(self.kernel, keys, answers);
     }
@@ -273,7 +276,19 @@ impl BloomFilter {
     fn contains_batch_by_kernel(&self, kernel: BlockKernel, keys: &[&[u8]], answers: &mut Vec<bool>) {
         answers.clear();
         if self.spec.layout != Layout::Blocked {
-            answers.extend(keys.iter().map(|k| self.contains(k)));
+            if self.spec.scheme.is_native() {
+                // Branch-free over a key's positions, as the blocked test is.
+                standard_batch(self.spec, self.bits.words().as_ptr(), keys, |positions| {
+                    answers.push(positions.iter().fold(true, |all, &pos| all & self.bits.get(pos)));
+                });
+            } else {
+                // Hadoop's and Spark's filters are asked key by key, which stops at a key's
+                // first clear bit: for a key that is absent, as most of a semi-join's probe
+                // keys are, that saves computing most of its positions (for Hadoop's, each a
+                // hash of the key). Batched, a semi-join through a 1.7 MB Hadoop filter took
+                // 1.45-1.63 s against 1.13-1.21, through a Spark one 1.19-1.26 s against 0.99-1.14.
+                answers.extend(keys.iter().map(|key| self.contains(key)));
+            }
             return;
         }
         match self.spec.scheme {
@@ -487,6 +502,54 @@ fn pipelined(keys: &[&[u8]], lines: *const u8, mut probe: impl FnMut(&[&[u8]], &
         // The last group, whose probes are in the buffer of its index's parity.
         let last = (keys.len() - 1) / BATCH;
         then(&buffers[last % 2][..waiting], &[]);
+    }
+}
+
+/// Keys whose positions a standard-layout batch computes, and whose words it prefetches, before
+/// testing or setting any of them: at the usual k of 7, 56 words in flight.
+const STANDARD_GROUP: usize = 8;
+
+/// The standard layout's batched insert or query: [`standard_groups`] with the positions of the
+/// filter's scheme, the native ones computed straight from the hash pair (through the
+/// [`Positions`](crate::hashing::Positions) of every scheme, a position took 24 instructions).
+fn standard_batch(spec: FilterSpec, words: *const u64, keys: &[&[u8]], each: impl FnMut(&[u64])) {
+    fn native<H: PairHash>(spec: FilterSpec) -> impl Fn(&[u8], &mut [u64]) {
+        move |key, out| {
+            let (a, b) = H::pair(key, spec.seed);
+            out.iter_mut().zip(NativePositions::from_hashes(a, b, spec.bits, spec.hashes)).for_each(|(slot, pos)| *slot = pos);
+        }
+    }
+    match spec.scheme {
+        Scheme::Native => standard_groups(spec, words, keys, native::<Lookup2Pair>(spec), each),
+        Scheme::NativeLookup3 => standard_groups(spec, words, keys, native::<Lookup3Pair>(spec), each),
+        _ => standard_groups(spec, words, keys, |key, out| out.iter_mut().zip(spec.positions(key)).for_each(|(slot, pos)| *slot = pos), each),
+    }
+}
+
+/// The k positions of each group of [`STANDARD_GROUP`] keys written by `positions` and their
+/// words prefetched, then `each` called with the positions of every key of the group before, in
+/// order: a group's loads overlap the group before's tests, as in the blocked layout's
+/// [`pipelined`]. One key at a time, a key's k words each waited for their loads with little
+/// overlap. `words` is the filter's first word.
+fn standard_groups(spec: FilterSpec, words: *const u64, keys: &[&[u8]], positions: impl Fn(&[u8], &mut [u64]), mut each: impl FnMut(&[u64])) {
+    let k = spec.hashes as usize;
+    let mut buffers = [vec![0u64; STANDARD_GROUP * k], vec![0u64; STANDARD_GROUP * k]];
+    // The number of keys whose positions each buffer holds, not yet passed to `each`.
+    let mut held = [0usize; 2];
+    for (i, group) in keys.chunks(STANDARD_GROUP).enumerate() {
+        let [even, odd] = &mut buffers;
+        let (next, before) = if i % 2 == 0 { (even, odd) } else { (odd, even) };
+        for (key, out) in group.iter().zip(next.chunks_exact_mut(k)) {
+            positions(key, out);
+            // A prefetch reads nothing: wrapping arithmetic, no bounds.
+            out.iter().for_each(|&pos| prefetch(words.wrapping_add((pos / 64) as usize) as *const u8));
+        }
+        before[..held[1 - i % 2] * k].chunks_exact(k).for_each(&mut each);
+        held = if i % 2 == 0 { [group.len(), 0] } else { [0, group.len()] };
+    }
+    // The last group's.
+    for (buffer, &keys) in buffers.iter().zip(&held) {
+        buffer[..keys * k].chunks_exact(k).for_each(&mut each);
     }
 }
 
