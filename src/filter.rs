@@ -261,7 +261,7 @@ impl BloomFilter {
     /// Answers many keys at once: computes every key's probe and prefetches its cache line
     /// before testing any, so that the memory loads overlap instead of waiting one by one.
     /// Standard-layout native filters do the same with a group of keys' words; Hadoop's and
-    /// Spark's answer key by key.
+    /// Spark's prefetch each key's first word only, and test each key to its first clear bit.
     pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         self.contains_batch_by_kernel(self.kernel, keys, answers);
     }
@@ -282,12 +282,7 @@ impl BloomFilter {
                     answers.push(positions.iter().fold(true, |all, &pos| all & self.bits.get(pos)));
                 });
             } else {
-                // Hadoop's and Spark's filters are asked key by key, which stops at a key's
-                // first clear bit: for a key that is absent, as most of a semi-join's probe
-                // keys are, that saves computing most of its positions (for Hadoop's, each a
-                // hash of the key). Batched, a semi-join through a 1.7 MB Hadoop filter took
-                // 1.45-1.63 s against 1.13-1.21, through a Spark one 1.19-1.26 s against 0.99-1.14.
-                answers.extend(keys.iter().map(|key| self.contains(key)));
+                first_words_ahead(self, keys, answers);
             }
             return;
         }
@@ -524,6 +519,30 @@ fn standard_batch(spec: FilterSpec, words: *const u64, keys: &[&[u8]], each: imp
         Scheme::NativeLookup3 => standard_groups(spec, words, keys, native::<Lookup3Pair>(spec), each),
         _ => standard_groups(spec, words, keys, |key, out| out.iter_mut().zip(spec.positions(key)).for_each(|(slot, pos)| *slot = pos), each),
     }
+}
+
+/// The batched query of Hadoop's and Spark's filters: a group of keys' first positions computed
+/// and their words prefetched before the group before is tested, each key's test stopping at
+/// its first clear bit. Stopping matters here: most of a semi-join's probe keys are absent,
+/// and each position of a Hadoop filter is a hash of the key. With every position of a group
+/// computed and prefetched ([`standard_groups`]), a semi-join through a 1.7 MB Hadoop filter
+/// took 1.45-1.63 s against 1.13-1.21 key by key, through a Spark one 1.19-1.26 s against
+/// 0.99-1.14.
+fn first_words_ahead(filter: &BloomFilter, keys: &[&[u8]], answers: &mut Vec<bool>) {
+    let words = filter.bits.words().as_ptr();
+    let (mut before, mut next) = (Vec::with_capacity(STANDARD_GROUP), Vec::with_capacity(STANDARD_GROUP));
+    let test = |(first, mut rest): (u64, crate::hashing::Positions<'_>)| filter.bits.get(first) && rest.all(|pos| filter.bits.get(pos));
+    for group in keys.chunks(STANDARD_GROUP) {
+        for key in group {
+            let mut positions = filter.spec.positions(key);
+            let first = positions.next().expect("k is at least 1");
+            prefetch(words.wrapping_add((first / 64) as usize) as *const u8);
+            next.push((first, positions));
+        }
+        answers.extend(before.drain(..).map(test));
+        std::mem::swap(&mut before, &mut next);
+    }
+    answers.extend(before.drain(..).map(test));
 }
 
 /// The k positions of each group of [`STANDARD_GROUP`] keys written by `positions` and their
