@@ -248,7 +248,7 @@ fn run(n: usize) {
         contenders.push(Contender { name, bits, insert_ns: Some(*insert_ns), pass: pass(present, absent, |k| filter.contains(k)) });
         if filter.spec().layout != Layout::Blocked {
             // The standard layout's batched queries (positions computed and words prefetched a
-            // group of keys at a time), as the jobs and Hadoop's and Spark's filters use them.
+            // group of keys at a time), as the jobs use them with native standard filters.
             let batched = if filter.spec().scheme == Scheme::Native { "bloomflow standard, lookup2 (native), batched queries" } else { "bloomflow standard, lookup3, batched queries" };
             contenders.push(Contender { name: batched, bits, insert_ns: None, pass: batched_pass(present, absent, filter, BlockKernel::detect()) });
             continue;
