@@ -201,8 +201,8 @@ impl BloomFilter {
     /// loads overlap.
     pub fn insert_batch(&mut self, keys: &[&[u8]]) {
         if self.spec.layout != Layout::Blocked {
-            let words = self.bits.words().as_ptr();
-            standard_batch(self.spec, words, keys, |positions| positions.iter().for_each(|&pos| self.bits.set(pos)));
+            let lines = self.bits.line_ptr(0);
+            standard_batch(self.spec, lines, keys, |positions| positions.iter().for_each(|&pos| self.bits.set(pos)));
             self.items_inserted += keys.len() as u64;
             return;
         }
@@ -278,7 +278,7 @@ impl BloomFilter {
         if self.spec.layout != Layout::Blocked {
             if self.spec.scheme.is_native() {
                 // Branch-free over a key's positions, as the blocked test is.
-                standard_batch(self.spec, self.bits.words().as_ptr(), keys, |positions| {
+                standard_batch(self.spec, self.bits.line_ptr(0), keys, |positions| {
                     answers.push(positions.iter().fold(true, |all, &pos| all & self.bits.get(pos)));
                 });
             } else {
@@ -507,7 +507,7 @@ const STANDARD_GROUP: usize = 8;
 /// The standard layout's batched insert or query: [`standard_groups`] with the positions of the
 /// filter's scheme, the native ones computed straight from the hash pair (through the
 /// [`Positions`](crate::hashing::Positions) of every scheme, a position took 24 instructions).
-fn standard_batch(spec: FilterSpec, words: *const u64, keys: &[&[u8]], each: impl FnMut(&[u64])) {
+fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl FnMut(&[u64])) {
     fn native<H: PairHash>(spec: FilterSpec) -> impl Fn(&[u8], &mut [u64]) {
         move |key, out| {
             let (a, b) = H::pair(key, spec.seed);
@@ -515,9 +515,9 @@ fn standard_batch(spec: FilterSpec, words: *const u64, keys: &[&[u8]], each: imp
         }
     }
     match spec.scheme {
-        Scheme::Native => standard_groups(spec, words, keys, native::<Lookup2Pair>(spec), each),
-        Scheme::NativeLookup3 => standard_groups(spec, words, keys, native::<Lookup3Pair>(spec), each),
-        _ => standard_groups(spec, words, keys, |key, out| out.iter_mut().zip(spec.positions(key)).for_each(|(slot, pos)| *slot = pos), each),
+        Scheme::Native => standard_groups(spec, lines, keys, native::<Lookup2Pair>(spec), each),
+        Scheme::NativeLookup3 => standard_groups(spec, lines, keys, native::<Lookup3Pair>(spec), each),
+        _ => standard_groups(spec, lines, keys, |key, out| out.iter_mut().zip(spec.positions(key)).for_each(|(slot, pos)| *slot = pos), each),
     }
 }
 
@@ -529,14 +529,14 @@ fn standard_batch(spec: FilterSpec, words: *const u64, keys: &[&[u8]], each: imp
 /// took 1.45-1.63 s against 1.13-1.21 key by key, through a Spark one 1.19-1.26 s against
 /// 0.99-1.14.
 fn first_words_ahead(filter: &BloomFilter, keys: &[&[u8]], answers: &mut Vec<bool>) {
-    let words = filter.bits.words().as_ptr();
+    let lines = filter.bits.line_ptr(0);
     let (mut before, mut next) = (Vec::with_capacity(STANDARD_GROUP), Vec::with_capacity(STANDARD_GROUP));
     let test = |(first, mut rest): (u64, crate::hashing::Positions<'_>)| filter.bits.get(first) && rest.all(|pos| filter.bits.get(pos));
     for group in keys.chunks(STANDARD_GROUP) {
         for key in group {
             let mut positions = filter.spec.positions(key);
             let first = positions.next().expect("k is at least 1");
-            prefetch(words.wrapping_add((first / 64) as usize) as *const u8);
+            prefetch(word_of(lines, first));
             next.push((first, positions));
         }
         answers.extend(before.drain(..).map(test));
@@ -549,8 +549,8 @@ fn first_words_ahead(filter: &BloomFilter, keys: &[&[u8]], answers: &mut Vec<boo
 /// words prefetched, then `each` called with the positions of every key of the group before, in
 /// order: a group's loads overlap the group before's tests, as in the blocked layout's
 /// [`pipelined`]. One key at a time, a key's k words each waited for their loads with little
-/// overlap. `words` is the filter's first word.
-fn standard_groups(spec: FilterSpec, words: *const u64, keys: &[&[u8]], positions: impl Fn(&[u8], &mut [u64]), mut each: impl FnMut(&[u64])) {
+/// overlap. `lines` is the filter's first line.
+fn standard_groups(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], positions: impl Fn(&[u8], &mut [u64]), mut each: impl FnMut(&[u64])) {
     let k = spec.hashes as usize;
     let mut buffers = [vec![0u64; STANDARD_GROUP * k], vec![0u64; STANDARD_GROUP * k]];
     // The number of keys whose positions each buffer holds, not yet passed to `each`.
@@ -560,8 +560,7 @@ fn standard_groups(spec: FilterSpec, words: *const u64, keys: &[&[u8]], position
         let (next, before) = if i % 2 == 0 { (even, odd) } else { (odd, even) };
         for (key, out) in group.iter().zip(next.chunks_exact_mut(k)) {
             positions(key, out);
-            // A prefetch reads nothing: wrapping arithmetic, no bounds.
-            out.iter().for_each(|&pos| prefetch(words.wrapping_add((pos / 64) as usize) as *const u8));
+            out.iter().for_each(|&pos| prefetch(word_of(lines, pos)));
         }
         before[..held[1 - i % 2] * k].chunks_exact(k).for_each(&mut each);
         held = if i % 2 == 0 { [group.len(), 0] } else { [0, group.len()] };
@@ -586,6 +585,13 @@ fn standard_groups(spec: FilterSpec, words: *const u64, keys: &[&[u8]], position
 fn beside_next<'a>(probes: &'a [BlockProbe], next: &'a [BlockProbe]) -> (std::iter::Zip<std::slice::Iter<'a, BlockProbe>, std::slice::Iter<'a, BlockProbe>>, &'a [BlockProbe]) {
     let (paired, rest) = probes.split_at(probes.len().min(next.len()));
     (paired.iter().zip(next), rest)
+}
+
+/// Where the word holding bit `pos` is, `lines` being the first line of the filter's bits: for
+/// a prefetch only, as [`line_of`].
+#[inline(always)]
+fn word_of(lines: *const u8, pos: u64) -> *const u8 {
+    lines.wrapping_add((pos / 64 * 8) as usize)
 }
 
 /// Where the line of `probe` starts, `lines` being the first line of the filter's bits: for a
