@@ -1,9 +1,9 @@
 //! The batched paths of the blocked layout: for any group of keys (slices of the input, so that
 //! some end at its last byte) and any k, every kernel the CPU runs must set the bits that
 //! inserting one key at a time sets, answer as single-key queries do, and its wide hashes must
-//! equal the scalar lookup3.
+//! equal the scalar lookup3. The standard layout's batches likewise, for every scheme.
 #![no_main]
-use bloomflow::hashing::{lookup3, BlockKernel, Pairs, Scheme, GROUP};
+use bloomflow::hashing::{lookup3, BlockKernel, HadoopHash, Pairs, Scheme, GROUP};
 use bloomflow::{BloomFilter, FilterSpec, Layout};
 use libfuzzer_sys::fuzz_target;
 
@@ -46,5 +46,24 @@ fuzz_target!(|data: &[u8]| {
     for kernel in BlockKernel::ALL {
         batched.contains_batch_with(kernel, &others, &mut answers);
         assert_eq!(answers, expected, "contains_batch_with {kernel:?}");
+    }
+
+    // The standard layout, in a filter small enough that some keys are false positives.
+    let schemes = [Scheme::Native, Scheme::NativeLookup3, Scheme::Hadoop(HadoopHash::Jenkins), Scheme::Hadoop(HadoopHash::Murmur), Scheme::SparkV1, Scheme::SparkV2];
+    for scheme in schemes {
+        // Hadoop refuses empty keys before they reach a filter.
+        let usable = |key: &&[u8]| !(key.is_empty() && scheme.refuses_empty_keys());
+        let keys: Vec<&[u8]> = keys.iter().copied().filter(usable).collect();
+        let others: Vec<&[u8]> = others.iter().copied().filter(usable).collect();
+        let spec = FilterSpec::new(scheme, 0, 64 * 8, k).unwrap();
+        let mut one_by_one = BloomFilter::new(spec);
+        keys.iter().for_each(|key| one_by_one.insert(key));
+        let mut batched = BloomFilter::new(spec);
+        batched.insert_batch(&keys);
+        assert_eq!(one_by_one.bits(), batched.bits(), "insert_batch {scheme:?}");
+        let asked: Vec<&[u8]> = others.iter().chain(&keys).copied().collect();
+        let expected: Vec<bool> = asked.iter().map(|key| one_by_one.contains(key)).collect();
+        batched.contains_batch(&asked, &mut answers);
+        assert_eq!(answers, expected, "contains_batch {scheme:?}");
     }
 });
