@@ -507,7 +507,8 @@ const STANDARD_GROUP: usize = 8;
 
 /// The standard layout's batched insert or query: [`standard_groups`] with the positions of the
 /// filter's scheme, the native ones computed straight from the hash pair (through the
-/// [`Positions`](crate::hashing::Positions) of every scheme, a position took 24 instructions).
+/// [`Positions`](crate::hashing::Positions) iterator of every scheme, a position took 24
+/// instructions), Hadoop's and Spark's by [`Positions::fill`](crate::hashing::Positions::fill).
 fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl FnMut(&[u64])) {
     fn native<H: PairHash>(spec: FilterSpec) -> impl Fn(&[u8], &mut [u64]) {
         move |key, out| {
@@ -518,7 +519,7 @@ fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl
     match spec.scheme {
         Scheme::Native => standard_groups(spec, lines, keys, native::<Lookup2Pair>(spec), each),
         Scheme::NativeLookup3 => standard_groups(spec, lines, keys, native::<Lookup3Pair>(spec), each),
-        _ => standard_groups(spec, lines, keys, |key, out| out.iter_mut().zip(spec.positions(key)).for_each(|(slot, pos)| *slot = pos), each),
+        _ => standard_groups(spec, lines, keys, |key, out| spec.positions(key).fill(out), each),
     }
 }
 

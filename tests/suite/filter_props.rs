@@ -156,3 +156,32 @@ proptest! {
         prop_assert_eq!(answers, want);
     }
 }
+
+proptest! {
+    /// `Positions::fill`, which the batches use, writes the positions the iterator gives, for
+    /// every scheme and layout: after any number taken one by one, as many as the slots hold
+    /// or as are left, leaving any further slots as they were.
+    #[test]
+    fn filled_positions_are_the_iterators(
+        scheme in 0usize..7, words in 1u64..80, k in 1u32..=40, seed in any::<u32>(),
+        key in prop::collection::vec(any::<u8>(), 1..40), taken in 0usize..45, slots in 0usize..45,
+    ) {
+        use bloomflow::hashing::{HadoopHash, Scheme};
+        use bloomflow::Layout;
+        let (scheme, layout) = match scheme {
+            6 => (Scheme::NativeLookup3, Layout::Blocked),
+            s => ([Scheme::Native, Scheme::NativeLookup3, Scheme::Hadoop(HadoopHash::Jenkins), Scheme::Hadoop(HadoopHash::Murmur), Scheme::SparkV1, Scheme::SparkV2][s], Layout::Standard),
+        };
+        let k = if matches!(scheme, Scheme::Native | Scheme::NativeLookup3) { k.min(32) } else { k };
+        let seed = if matches!(scheme, Scheme::SparkV1 | Scheme::Hadoop(_)) { 0 } else { seed };
+        let spec = FilterSpec::with_layout(scheme, layout, seed, 512 * words, k).unwrap();
+        let all: Vec<u64> = spec.positions(&key).collect();
+        prop_assert_eq!(all.len(), k as usize);
+        let mut positions = spec.positions(&key);
+        positions.by_ref().take(taken).for_each(drop);
+        let mut out = vec![u64::MAX; slots];
+        positions.fill(&mut out);
+        let want: Vec<u64> = all.iter().copied().skip(taken).chain(std::iter::repeat(u64::MAX)).take(slots).collect();
+        prop_assert_eq!(out, want);
+    }
+}
