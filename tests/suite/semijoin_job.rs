@@ -1325,3 +1325,36 @@ fn parts_lines(dir: &str) -> Vec<String> {
     parts.sort();
     parts.iter().flat_map(|p| std::fs::read_to_string(Path::new(dir).join(p)).unwrap().lines().map(String::from).collect::<Vec<_>>()).collect()
 }
+
+/// Through a Hadoop or a Spark filter (whose batched queries run as a chain of keys in flight,
+/// each tested to its first clear bit), the semi-join keeps exactly the probe records whose key
+/// the filter, asked one key at a time, may hold: every build key's records and the filter's
+/// false positives, over many batches and both workers.
+#[test]
+fn hadoop_and_spark_filters_prune_as_their_single_key_answers() {
+    let dir = tempdir();
+    let build_keys: Vec<String> = (0..3000).map(|i| format!("k{i}")).collect();
+    let probe_keys: Vec<String> = (0..6000).map(|i| if i % 2 == 0 { format!("k{}", i / 2) } else { format!("x{i}") }).collect();
+    let (build, probe, expected) = join_files(dir.path(), build_keys, probe_keys.clone());
+    for format in ["hadoop", "spark"] {
+        let filter = path_str(dir.path(), &format!("{format}.bin"));
+        ok(&run(&["build", &build, "-k", "id", "--format", format, "--expected-items", "3000", "-o", &filter, "--no-progress"]));
+        let out = path_str(dir.path(), &format!("out-{format}"));
+        ok(&run(&["semijoin", "--filter", &filter, "--probe", &probe, "--probe-key", "key", "-o", &out, "-w", "2", "--split-size", "20000", "--no-progress"]));
+        let got = read_output(Path::new(&out), "event,key,note\n");
+        let stored = bloomflow::format::load(Path::new(&filter)).unwrap().into_plain();
+        let mut want = BTreeMap::new();
+        for (i, key) in probe_keys.iter().enumerate() {
+            if stored.contains(key.as_bytes()) {
+                *want.entry(format!("{i},{key},n\n").into_bytes()).or_insert(0) += 1;
+            }
+        }
+        assert!(contains_multiset(&want, &expected), "{format}: the filter lost a build key");
+        let false_positives = want.len() - expected.len();
+        assert!((1..300).contains(&false_positives), "{format}: {false_positives} false positives of 3000 absent keys at 1%");
+        let missing: Vec<String> = want.keys().filter(|row| !got.contains_key(*row)).map(|row| String::from_utf8_lossy(row).into_owned()).collect();
+        let extra: Vec<String> = got.keys().filter(|row| !want.contains_key(*row)).map(|row| String::from_utf8_lossy(row).into_owned()).collect();
+        assert!(missing.is_empty() && extra.is_empty(), "{format}: {} rows missing, e.g. {:?}; {} extra, e.g. {:?}", missing.len(), &missing[..missing.len().min(3)], extra.len(), &extra[..extra.len().min(3)]);
+        assert_eq!(got, want, "{format}: the same rows, each once");
+    }
+}
