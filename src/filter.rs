@@ -535,8 +535,8 @@ const CHAIN: usize = 16;
 /// time does (most of a semi-join's probe keys are absent, and each position of a Hadoop filter
 /// is a hash of the key), yet every word, not only the first, is loaded while other keys are
 /// tested. Keys keep their places in the chain: a queue, which moved a key's state at each of
-/// its turns, took 108 more instructions a key than the query before (1M keys through a Spark
-/// filter, callgrind); this takes 13 more.
+/// its turns, took 107 more instructions a key than the query before (1M keys through a Spark
+/// filter, callgrind); this takes 12 more.
 ///
 /// With every position of a group computed and prefetched ([`standard_groups`]), a semi-join
 /// through a 1.7 MB Hadoop filter took 1.45-1.63 s against 1.13-1.21 key by key. With only the
