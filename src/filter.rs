@@ -540,7 +540,8 @@ const CHAIN: usize = 16;
 ///
 /// With every position of a group computed and prefetched ([`standard_groups`]), a semi-join
 /// through a 1.7 MB Hadoop filter took 1.45-1.63 s against 1.13-1.21 key by key. With only the
-/// first words prefetched, 20M keys through a 24 MB Hadoop filter of every key took 13.3 s.
+/// first words prefetched, 20M keys through a 24 MB Hadoop filter of every key took 12.0-13.8 s
+/// (6 runs), against 4.5-5.5 s chained.
 fn chained_queries<'k>(filter: &BloomFilter, keys: &[&'k [u8]], answers: &mut Vec<bool>) {
     let lines = filter.bits.line_ptr(0);
     let spec = filter.spec;

@@ -343,7 +343,7 @@ impl Positions<'_> {
         match self {
             Positions::Native(p) => out.iter_mut().zip(p).for_each(|(slot, pos)| *slot = pos),
             Positions::Hadoop { key, hash, mut h, i, k, m } => {
-                let out = left(out, k - i);
+                let out = first_slots(out, k - i);
                 match hash {
                     HadoopHash::Jenkins => out.iter_mut().for_each(|slot| *slot = hadoop_next(lookup3::hash, key, &mut h, m)),
                     HadoopHash::Murmur => out.iter_mut().for_each(|slot| *slot = hadoop_next(hadoop_murmur::hash, key, &mut h, m)),
@@ -351,14 +351,14 @@ impl Positions<'_> {
             }
             Positions::SparkV1 { h1, h2, i, k, m } => out.iter_mut().zip(i..=k).for_each(|(slot, i)| *slot = spark_v1_position(h1, h2, i, m)),
             Positions::Blocked { base, bits } => out.iter_mut().zip(bits).for_each(|(slot, bit)| *slot = base + bit as u64),
-            Positions::SparkV2 { mut c, h2, i, k, m } => left(out, k - i).iter_mut().for_each(|slot| *slot = spark_v2_next(&mut c, h2, m)),
+            Positions::SparkV2 { mut c, h2, i, k, m } => first_slots(out, k - i).iter_mut().for_each(|slot| *slot = spark_v2_next(&mut c, h2, m)),
         }
     }
 }
 
 /// The first `n` slots of `out`, or all of them if it has fewer.
 #[inline(always)]
-fn left(out: &mut [u64], n: u32) -> &mut [u64] {
+fn first_slots(out: &mut [u64], n: u32) -> &mut [u64] {
     let n = out.len().min(n as usize);
     &mut out[..n]
 }
@@ -406,8 +406,9 @@ impl Iterator for Positions<'_> {
                 if *i > *k {
                     return None;
                 }
+                let position = spark_v1_position(*h1, *h2, *i, *m);
                 *i += 1;
-                Some(spark_v1_position(*h1, *h2, *i - 1, *m))
+                Some(position)
             }
             Positions::Blocked { base, bits } => bits.next().map(|bit| *base + bit as u64),
             Positions::SparkV2 { c, h2, i, k, m } => {
