@@ -363,12 +363,27 @@ fn first_slots(out: &mut [u64], n: u32) -> &mut [u64] {
     &mut out[..n]
 }
 
-/// A Hadoop filter's next position: `h = hash(key, h)`, then `Math.abs(h % m)` in Java's int
-/// arithmetic (the remainder takes the sign of `h`).
+impl<'a> Positions<'a> {
+    /// A Hadoop filter's positions of `key` when its first hash (`hash` of the key seeded with
+    /// 0) is known already, computed for many keys at once by a vector hash: the first
+    /// position, and the iterator of those after it.
+    pub fn hadoop_from_first(key: &'a [u8], hash: HadoopHash, first: u32, k: u32, m: u64) -> (u64, Positions<'a>) {
+        (hadoop_position(first, m), Positions::Hadoop { key, hash, h: first, i: 1, k, m })
+    }
+}
+
+/// A Hadoop filter's next position: `h = hash(key, h)`, then its [`hadoop_position`].
 #[inline(always)]
 fn hadoop_next(hash: impl Fn(&[u8], u32) -> u32, key: &[u8], h: &mut u32, m: u64) -> u64 {
     *h = hash(key, *h);
-    ((*h as i32) % (m as i32)).unsigned_abs() as u64
+    hadoop_position(*h, m)
+}
+
+/// The position of Hadoop hash `h` in `m` bits: `Math.abs(h % m)` in Java's int arithmetic (the
+/// remainder takes the sign of `h`).
+#[inline(always)]
+fn hadoop_position(h: u32, m: u64) -> u64 {
+    ((h as i32) % (m as i32)).unsigned_abs() as u64
 }
 
 /// Spark V1's `i`-th position (from 1): `c = h1 + i·h2` in int arithmetic, `~c` if negative,
