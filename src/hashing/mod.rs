@@ -334,7 +334,14 @@ pub enum Positions<'a> {
     Blocked { base: u64, bits: BlockBits },
 }
 
-impl Positions<'_> {
+impl<'a> Positions<'a> {
+    /// A Hadoop filter's positions of `key` when its first hash (`hash` of the key seeded with
+    /// 0) is known already, computed for many keys at once by a vector hash: the first
+    /// position, and the iterator of those after it.
+    pub fn hadoop_from_first(key: &'a [u8], hash: HadoopHash, first: u32, k: u32, m: u64) -> (u64, Positions<'a>) {
+        (hadoop_position(first, m), Positions::Hadoop { key, hash, h: first, i: 1, k, m })
+    }
+
     /// Writes the positions to come into `out`, as many as it holds (fewer if fewer are left),
     /// for the batches that need all of a key's positions at once. The scheme is matched once
     /// for them all, where the iterator matches at every position: through it, a Hadoop
@@ -361,15 +368,6 @@ impl Positions<'_> {
 fn first_slots(out: &mut [u64], n: u32) -> &mut [u64] {
     let n = out.len().min(n as usize);
     &mut out[..n]
-}
-
-impl<'a> Positions<'a> {
-    /// A Hadoop filter's positions of `key` when its first hash (`hash` of the key seeded with
-    /// 0) is known already, computed for many keys at once by a vector hash: the first
-    /// position, and the iterator of those after it.
-    pub fn hadoop_from_first(key: &'a [u8], hash: HadoopHash, first: u32, k: u32, m: u64) -> (u64, Positions<'a>) {
-        (hadoop_position(first, m), Positions::Hadoop { key, hash, h: first, i: 1, k, m })
-    }
 }
 
 /// A Hadoop filter's next position: `h = hash(key, h)`, then its [`hadoop_position`].
