@@ -9,7 +9,9 @@ use crate::hashing::{block_avx2, block_avx512};
 #[cfg(target_arch = "x86_64")]
 use crate::hashing::block_kernel::test_runs;
 use crate::hashing::native::NativePositions;
-use crate::hashing::{BlockKernel, BlockProbe, Lookup2Pair, Lookup3Pair, PairHash, Pairs, Positions, Scheme};
+#[cfg(target_arch = "x86_64")]
+use crate::hashing::hadoop_rows::HadoopRows;
+use crate::hashing::{BlockKernel, BlockProbe, HadoopHash, Lookup2Pair, Lookup3Pair, PairHash, Pairs, Positions, Scheme, GROUP};
 use crate::records::KeyForm;
 use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 
@@ -508,10 +510,12 @@ const STANDARD_GROUP: usize = 8;
 /// The standard layout's batched insert or query: [`standard_groups`] with the positions of the
 /// filter's scheme, the native ones computed straight from the hash pair (through the
 /// [`Positions`](crate::hashing::Positions) iterator of every scheme, a position took 24
-/// instructions), Hadoop's and Spark's by [`Positions::fill`](crate::hashing::Positions::fill).
+/// instructions), a Hadoop Jenkins filter's from its hashes computed a group of keys at a time
+/// ([`HadoopRows`](crate::hashing::hadoop_rows::HadoopRows)), the others' by
+/// [`Positions::fill`](crate::hashing::Positions::fill).
 fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl FnMut(&[u64])) {
-    fn native<H: PairHash>(spec: FilterSpec) -> impl Fn(&[u8], &mut [u64]) {
-        move |key, out| {
+    fn native<H: PairHash>(spec: FilterSpec) -> impl Fn(usize, &[u8], &mut [u64]) {
+        move |_, key, out| {
             let (a, b) = H::pair(key, spec.seed);
             out.iter_mut().zip(NativePositions::from_hashes(a, b, spec.bits, spec.hashes)).for_each(|(slot, pos)| *slot = pos);
         }
@@ -519,7 +523,18 @@ fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl
     match spec.scheme {
         Scheme::Native => standard_groups(spec, lines, keys, native::<Lookup2Pair>(spec), each),
         Scheme::NativeLookup3 => standard_groups(spec, lines, keys, native::<Lookup3Pair>(spec), each),
-        _ => standard_groups(spec, lines, keys, |key, out| spec.positions(key).fill(out), each),
+        #[cfg(target_arch = "x86_64")]
+        Scheme::Hadoop(HadoopHash::Jenkins) if let Some(mut rows) = HadoopRows::new(spec.hashes, spec.bits, 1) => {
+            // Each group's hashes when its first key's positions are asked for.
+            let positions = |i: usize, _: &[u8], out: &mut [u64]| {
+                if i.is_multiple_of(GROUP) {
+                    rows.hash(0, &keys[i..keys.len().min(i + GROUP)]);
+                }
+                rows.positions(0, i % GROUP, out);
+            };
+            standard_groups(spec, lines, keys, positions, each)
+        }
+        _ => standard_groups(spec, lines, keys, |_, key, out| spec.positions(key).fill(out), each),
     }
 }
 
@@ -531,56 +546,140 @@ const CHAIN: usize = 16;
 /// having asked for the word of its next position, tested in turn. A key whose bit is clear is
 /// answered absent; one whose bit is set asks for its next position's word and waits its next
 /// turn; one with no positions left is present. A key answered gives its place to the next key.
-/// So a key's positions are computed one at a time up to its first clear bit, as one key at a
-/// time does (most of a semi-join's probe keys are absent, and each position of a Hadoop filter
-/// is a hash of the key), yet every word, not only the first, is loaded while other keys are
-/// tested. Keys keep their places in the chain: a queue, which moved a key's state at each of
-/// its turns, took 107 more instructions a key than the query before (1M keys through a Spark
-/// filter, callgrind); this takes 12 more.
+/// So a key's positions are taken one at a time up to its first clear bit, as one key at a
+/// time does (most of a semi-join's probe keys are absent), yet every word, not only the first,
+/// is loaded while other keys are tested. Keys keep their places in the chain: a queue, which
+/// moved a key's state at each of its turns, took 107 more instructions a key than the query
+/// before (1M keys through a Spark filter, callgrind); this takes 12 more.
 ///
-/// A Hadoop Jenkins filter's first hashes are computed 64 keys at a time by the avx2 lookup3,
-/// where the CPU has it: `query` of 1M keys through the build side's Hadoop filter took 474
-/// instructions a key with each hash one by one, 366 so.
+/// Each position of a Hadoop filter is a hash of the key. A Hadoop Jenkins filter's are
+/// computed a group of keys at a time by the avx2 lookup3, all k of them, where the CPU has it
+/// ([`HadoopRing`]); the other schemes' positions are computed as the chain asks for them
+/// ([`Lazily`]).
 ///
 /// With every position of a group computed and prefetched ([`standard_groups`]), a semi-join
 /// through a 1.7 MB Hadoop filter took 1.45-1.63 s against 1.13-1.21 key by key. With only the
 /// first words prefetched, 20M keys through a 24 MB Hadoop filter of every key took 12.0-13.8 s
 /// (6 runs), against 4.5-5.5 s chained.
-fn chained_queries<'k>(filter: &BloomFilter, keys: &[&'k [u8]], answers: &mut Vec<bool>) {
-    let lines = filter.bits.line_ptr(0);
+fn chained_queries(filter: &BloomFilter, keys: &[&[u8]], answers: &mut Vec<bool>) {
     let spec = filter.spec;
-    // A key put in flight: its index, the position whose word it asked for, its positions after.
-    let ask = move |(i, (first, rest)): (usize, (u64, Positions<'k>))| {
-        prefetch(word_of(lines, first));
-        (i, first, rest)
-    };
     #[cfg(target_arch = "x86_64")]
-    if spec.scheme == Scheme::Hadoop(crate::hashing::HadoopHash::Jenkins) && crate::hashing::lookup3_x8::available() {
-        use crate::hashing::HadoopHash;
-        // The first hash of a Hadoop Jenkins filter is lookup3 seeded with 0, which the vector
-        // hash computes for a group of keys at once.
-        let firsts = keys.chunks(crate::hashing::GROUP).flat_map(|group| {
-            let mut pairs = Pairs::default();
-            // SAFETY: the CPU has AVX2 (checked above).
-            unsafe { crate::hashing::lookup3_x8::hashlittle2_wide(group, 0, &mut pairs) };
-            group.iter().zip(pairs.c).map(|(key, first)| Positions::hadoop_from_first(key, HadoopHash::Jenkins, first, spec.hashes, spec.bits))
-        });
-        return chain(filter, keys.len(), firsts.enumerate().map(ask), answers);
+    if spec.scheme == Scheme::Hadoop(HadoopHash::Jenkins) {
+        if let Some(ring) = HadoopRing::new(spec, keys) {
+            return chain(filter, keys.len(), ring, answers);
+        }
     }
     let positions = keys.iter().map(|key| {
         let mut positions = spec.positions(key);
         (positions.next().expect("k is at least 1"), positions)
     });
-    chain(filter, keys.len(), positions.enumerate().map(ask), answers);
+    chain(filter, keys.len(), Lazily(positions.enumerate()), answers);
 }
 
-/// The chain of [`chained_queries`] over `n` keys, each put in flight by `unasked` (its index,
-/// the position whose word it asked for, its positions after).
-fn chain<'k>(filter: &BloomFilter, n: usize, mut unasked: impl Iterator<Item = (usize, u64, Positions<'k>)>, answers: &mut Vec<bool>) {
+/// Where a [`chain`] takes its keys from, and how a key in flight finds its next position.
+trait Flights {
+    /// What a key in flight keeps to find its positions after the one it asked for.
+    type Rest;
+    /// The next key to put in flight, in order: its index, its first position and its rest.
+    fn admit(&mut self) -> Option<(usize, u64, Self::Rest)>;
+    /// The position after the one the key asked for last, if it has one.
+    fn next(&self, rest: &mut Self::Rest) -> Option<u64>;
+}
+
+/// Keys whose positions are computed one at a time, as the chain asks for them: an iterator of
+/// each key's index, first position and [`Positions`] after it.
+struct Lazily<I>(I);
+
+impl<'k, I: Iterator<Item = (usize, (u64, Positions<'k>))>> Flights for Lazily<I> {
+    type Rest = Positions<'k>;
+
+    #[inline(always)]
+    fn admit(&mut self) -> Option<(usize, u64, Positions<'k>)> {
+        self.0.next().map(|(i, (first, rest))| (i, first, rest))
+    }
+
+    #[inline(always)]
+    fn next(&self, rest: &mut Positions<'k>) -> Option<u64> {
+        rest.next()
+    }
+}
+
+/// A Hadoop Jenkins filter's keys, their k hashes computed a group of keys at a time as the
+/// group's first key is put in flight, into a ring of slots ([`HadoopRows`]) that outlasts every
+/// key in flight. A key in flight is turned at least once every [`CHAIN`] turns and answered by
+/// its k-th, and each turn puts at most one key in flight: so at most k · CHAIN keys are put in
+/// flight while one is, and a ring of that many keys and a group more is never overwritten
+/// under a key still in flight.
+///
+/// All k hashes, though most keys are answered at their first or second position: in lanes
+/// they cost about what the few computed one by one did. `query` of 1M keys through the build
+/// side's Hadoop filter (most keys absent), with the first hash a group at a time and the rest
+/// one by one as the chain asked for them: 366 instructions a key (callgrind), 353 so, the
+/// same answers. Through a 24 MB filter of every key, whose keys need all k positions, 20M keys
+/// took 4.25-4.43 s, 3.37-4.08 so.
+#[cfg(target_arch = "x86_64")]
+struct HadoopRing<'a, 'k> {
+    keys: &'a [&'k [u8]],
+    rows: HadoopRows,
+    slots: usize,
+    k: usize,
+    /// The keys put in flight so far.
+    admitted: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<'a, 'k> HadoopRing<'a, 'k> {
+    /// None where the CPU has no AVX2.
+    fn new(spec: FilterSpec, keys: &'a [&'k [u8]]) -> Option<Self> {
+        let k = spec.hashes as usize;
+        let slots = (k * CHAIN).div_ceil(GROUP) + 1;
+        let rows = HadoopRows::new(spec.hashes, spec.bits, slots)?;
+        Some(HadoopRing { keys, rows, slots, k, admitted: 0 })
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Flights for HadoopRing<'_, '_> {
+    /// The key's index, and how many of its positions it has asked for.
+    type Rest = (usize, usize);
+
+    #[inline(always)]
+    fn admit(&mut self) -> Option<(usize, u64, (usize, usize))> {
+        let i = self.admitted;
+        if i == self.keys.len() {
+            return None;
+        }
+        let slot = i / GROUP % self.slots;
+        if i.is_multiple_of(GROUP) {
+            self.rows.hash(slot, &self.keys[i..self.keys.len().min(i + GROUP)]);
+        }
+        self.admitted += 1;
+        Some((i, self.rows.position(slot, i % GROUP, 0), (i, 1)))
+    }
+
+    #[inline(always)]
+    fn next(&self, (i, asked): &mut (usize, usize)) -> Option<u64> {
+        if *asked == self.k {
+            return None;
+        }
+        *asked += 1;
+        Some(self.rows.position(*i / GROUP % self.slots, *i % GROUP, *asked - 1))
+    }
+}
+
+/// The chain of [`chained_queries`] over `n` keys, put in flight by `flights`.
+fn chain<F: Flights>(filter: &BloomFilter, n: usize, mut flights: F, answers: &mut Vec<bool>) {
     let lines = filter.bits.line_ptr(0);
     // Absent until the chain finds a key present.
     answers.resize(n, false);
-    let mut chain: Vec<(usize, u64, Positions<'k>)> = unasked.by_ref().take(CHAIN).collect();
+    // A key put in flight: its index, the position whose word it asked for, its rest.
+    let ask = |flights: &mut F| {
+        flights.admit().map(|(i, first, rest)| {
+            prefetch(word_of(lines, first));
+            (i, first, rest)
+        })
+    };
+    let mut chain: Vec<(usize, u64, F::Rest)> = std::iter::from_fn(|| ask(&mut flights)).take(CHAIN).collect();
     let mut turn = 0;
     while !chain.is_empty() {
         if turn >= chain.len() {
@@ -588,7 +687,7 @@ fn chain<'k>(filter: &BloomFilter, n: usize, mut unasked: impl Iterator<Item = (
         }
         let (i, pos, rest) = &mut chain[turn];
         let set = filter.bits.get(*pos);
-        let next = if set { rest.next() } else { None };
+        let next = if set { flights.next(rest) } else { None };
         if set && next.is_none() {
             answers[*i] = true;
         }
@@ -596,7 +695,7 @@ fn chain<'k>(filter: &BloomFilter, n: usize, mut unasked: impl Iterator<Item = (
             prefetch(word_of(lines, next));
             *pos = next;
             turn += 1;
-        } else if let Some(key) = unasked.next() {
+        } else if let Some(key) = ask(&mut flights) {
             chain[turn] = key;
             turn += 1;
         } else {
@@ -605,12 +704,13 @@ fn chain<'k>(filter: &BloomFilter, n: usize, mut unasked: impl Iterator<Item = (
     }
 }
 
-/// The k positions of each group of [`STANDARD_GROUP`] keys written by `positions` and their
+/// The k positions of each group of [`STANDARD_GROUP`] keys written by `positions` (given each
+/// key's index in `keys`, in order) and their
 /// words prefetched, then `each` called with the positions of every key of the group before, in
 /// order: a group's loads overlap the group before's tests, as in the blocked layout's
 /// [`pipelined`]. One key at a time, a key's k words each waited for their loads with little
 /// overlap. `lines` is the filter's first line.
-fn standard_groups(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], positions: impl Fn(&[u8], &mut [u64]), mut each: impl FnMut(&[u64])) {
+fn standard_groups(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], mut positions: impl FnMut(usize, &[u8], &mut [u64]), mut each: impl FnMut(&[u64])) {
     let k = spec.hashes as usize;
     let mut buffers = [vec![0u64; STANDARD_GROUP * k], vec![0u64; STANDARD_GROUP * k]];
     // The number of keys whose positions each buffer holds, not yet passed to `each`.
@@ -618,8 +718,8 @@ fn standard_groups(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], positions
     for (i, group) in keys.chunks(STANDARD_GROUP).enumerate() {
         let [even, odd] = &mut buffers;
         let (next, before) = if i % 2 == 0 { (even, odd) } else { (odd, even) };
-        for (key, out) in group.iter().zip(next.chunks_exact_mut(k)) {
-            positions(key, out);
+        for (j, (key, out)) in group.iter().zip(next.chunks_exact_mut(k)).enumerate() {
+            positions(i * STANDARD_GROUP + j, key, out);
             out.iter().for_each(|&pos| prefetch(word_of(lines, pos)));
         }
         before[..held[1 - i % 2] * k].chunks_exact(k).for_each(&mut each);

@@ -4,7 +4,7 @@
 //! bytes into words (the AVX-512 one joins two of its halves); the rounds, the choice between
 //! one and two blocks, the empty key and the keys too long for the lanes are here.
 
-use super::Pairs;
+use super::{Pairs, GROUP};
 
 /// The longest key the lanes hash (lookup3's at most one mixed block and one finished tail,
 /// which covers ids, dates, names and short strings); longer ones are hashed one by one.
@@ -52,14 +52,14 @@ fn finish<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
     *c = c.xor(*b).sub(b.rot::<24>());
 }
 
-/// `hashlittle2(key, pc, 0)` of `V::KEYS` keys, into `out.c[at..]` and `out.b[at..]`.
+/// `hashlittle2(key, pc, 0)` of `V::KEYS` keys, lane by lane: (c, b), `pc` a seed per lane.
 /// `words` are the keys' first 24 bytes as six zero-padded little-endian words, word w of key
 /// i in lane i of `words[w]`; `len` their lengths in lanes (each exact up to 24 bytes: a longer
-/// key gets a wrong answer here, which [`rehash_long_keys`] replaces); `any_over_12` whether
-/// any key is over 12 bytes.
+/// key gets a wrong answer here, which the caller replaces by the scalar hash's); `any_over_12`
+/// whether any key is over 12 bytes.
 #[inline(always)]
-pub(crate) fn hash_lanes<V: LaneOps>(len: V, words: [V; 6], any_over_12: bool, pc: u32, out: &mut Pairs, at: usize) {
-    let init = len.add(V::splat(0xdead_beef_u32.wrapping_add(pc)));
+pub(crate) fn hash_lanes<V: LaneOps>(len: V, words: &[V; 6], any_over_12: bool, pc: V) -> (V, V) {
+    let init = len.add(V::splat(0xdead_beef_u32).add(pc));
     // The first 12 bytes; then, for keys of 13..=24 bytes, mix and add the next 12 (words 3..5
     // are zero for shorter keys, but the mix is not, so it is kept only where the key is long).
     // A group with no key over 12 bytes (ids, codes) skips the mix: one predictable branch.
@@ -73,8 +73,44 @@ pub(crate) fn hash_lanes<V: LaneOps>(len: V, words: [V; 6], any_over_12: bool, p
     }
     finish(&mut a, &mut b, &mut c);
     // An empty key is not finished: its hashes are the initial values.
-    V::where_zero(len, init, c).store(&mut out.c[at..at + V::KEYS]);
-    V::where_zero(len, init, b).store(&mut out.b[at..at + V::KEYS]);
+    (V::where_zero(len, init, c), V::where_zero(len, init, b))
+}
+
+/// [`hash_lanes`] with one seed for every lane, into `out.c[at..]` and `out.b[at..]`.
+#[inline(always)]
+pub(crate) fn hash_lanes_into<V: LaneOps>(len: V, words: &[V; 6], any_over_12: bool, pc: u32, out: &mut Pairs, at: usize) {
+    let (c, b) = hash_lanes(len, words, any_over_12, V::splat(pc));
+    c.store(&mut out.c[at..at + V::KEYS]);
+    b.store(&mut out.b[at..at + V::KEYS]);
+}
+
+/// Hadoop's Jenkins hashes of `V::KEYS` keys (see [`hash_lanes`] for `len`, `words` and
+/// `any_over_12`): row j of `rows` gets each key's hash j, `hashlittle(key, hash j − 1)`, the
+/// first seeded with 0, key i's in column `at + i`. Each hash is seeded with the one before, a
+/// different seed in every lane, which is as cheap in lanes as one seed; the key's words are
+/// read and transposed once for all of them.
+#[inline(always)]
+pub(crate) fn hadoop_lanes<V: LaneOps>(len: V, words: &[V; 6], any_over_12: bool, rows: &mut [[u32; GROUP]], at: usize) {
+    let mut h = V::splat(0);
+    for row in rows {
+        h = hash_lanes(len, words, any_over_12, h).0;
+        h.store(&mut row[at..at + V::KEYS]);
+    }
+}
+
+/// Replaces the rows of [`hadoop_lanes`] for the keys over [`MAX_LANE_LEN`] bytes by the scalar
+/// hashes.
+#[inline(always)]
+pub(crate) fn rehash_long_hadoop_keys(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
+    for (i, key) in keys.iter().enumerate() {
+        if key.len() > MAX_LANE_LEN {
+            let mut h = 0;
+            for row in rows.iter_mut() {
+                h = super::lookup3::hash(key, h);
+                row[i] = h;
+            }
+        }
+    }
 }
 
 /// Replaces the lanes' answers for the keys over [`MAX_LANE_LEN`] bytes by the scalar hash's.

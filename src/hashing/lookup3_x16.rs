@@ -12,7 +12,7 @@
 //! keys at a time, and two such halves joined into each 512-bit vector: what AVX-512 adds is
 //! the rounds' one-instruction rotates and compares into mask registers, on 16 lanes at once.
 
-use super::lookup3_lanes::{hash_lanes, rehash_long_keys, LaneOps, MAX_LANE_LEN};
+use super::lookup3_lanes::{hash_lanes_into, rehash_long_keys, LaneOps, MAX_LANE_LEN};
 use super::lookup3_x8::{eight_keys, transposed_words};
 pub use super::Pairs;
 use std::arch::x86_64::*;
@@ -60,7 +60,7 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
         let (high, high_len) = eight_words(keys.get(8..).unwrap_or(&[]));
         let join = |low: __m256i, high: __m256i| _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high);
         let len = join(low_len, high_len);
-        hash_lanes::<__m512i>(len, std::array::from_fn(|w| join(low[w], high[w])), any_over(len, 12), pc, out, v * LANES);
+        hash_lanes_into::<__m512i>(len, &std::array::from_fn(|w| join(low[w], high[w])), any_over(len, 12), pc, out, v * LANES);
         long |= any_over(len, MAX_LANE_LEN as u32);
     }
     if long {
@@ -155,6 +155,11 @@ pub(crate) mod tests {
     /// length 0..=40 in every lane, both sides of the lanes' 24) at offset 5i + start % 13.
     /// Returns the keys checked.
     pub(crate) fn against_the_scalar(groups: impl Iterator<Item = usize> + Clone, wide: impl Fn(&[&[u8]], u32, &mut Pairs)) -> usize {
+        against(groups, wide, |key, seed| hashlittle2(key, seed, 0))
+    }
+
+    /// [`against_the_scalar`] of any wide hash, against `scalar`'s pair of a key and a seed.
+    pub(crate) fn against(groups: impl Iterator<Item = usize> + Clone, wide: impl Fn(&[&[u8]], u32, &mut Pairs), scalar: impl Fn(&[u8], u32) -> (u32, u32)) -> usize {
         let bytes = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D).bytes(800);
         let mut checked = 0;
         for seed in [0, 7, 0x9e37_79b9] {
@@ -170,7 +175,7 @@ pub(crate) mod tests {
                     let mut out = Pairs::default();
                     wide(&keys, seed, &mut out);
                     for (i, key) in keys.iter().enumerate() {
-                        assert_eq!((out.c[i], out.b[i]), hashlittle2(key, seed, 0), "lane {i} of {group}, length {}, seed {seed}", key.len());
+                        assert_eq!((out.c[i], out.b[i]), scalar(key, seed), "lane {i} of {group}, length {}, seed {seed}", key.len());
                         checked += 1;
                     }
                 }
@@ -194,6 +199,11 @@ pub(crate) mod tests {
     /// Checks a wide hash (`hash`, seed 3) on keys that end at the last byte before an
     /// unreadable page: every length 0..=30, from groups of 1, 16 and 31 keys.
     pub(crate) fn at_the_end_of_a_page(hash: impl Fn(&[&[u8]], &mut Pairs)) {
+        at_a_pages_end(hash, |key| hashlittle2(key, 3, 0))
+    }
+
+    /// [`at_the_end_of_a_page`] of any wide hash, against `scalar`'s pair of a key.
+    pub(crate) fn at_a_pages_end(hash: impl Fn(&[&[u8]], &mut Pairs), scalar: impl Fn(&[u8]) -> (u32, u32)) {
         const PAGE: usize = 4096;
         // SAFETY: a fresh anonymous mapping of two pages, the second made unreadable; it is
         // unmapped at the end and nothing else refers to it.
@@ -212,7 +222,7 @@ pub(crate) mod tests {
                     let mut out = Pairs::default();
                     hash(group, &mut out);
                     for (i, key) in group.iter().enumerate() {
-                        assert_eq!((out.c[i], out.b[i]), hashlittle2(key, 3, 0), "key of length {} at the page's end", key.len());
+                        assert_eq!((out.c[i], out.b[i]), scalar(key), "key of length {} at the page's end", key.len());
                     }
                 }
             }

@@ -7,9 +7,9 @@
 //! Keys of up to 24 bytes are hashed in the lanes, longer ones one by one; answers are bit for
 //! bit those of [`super::lookup3::hashlittle2`] (see the test below).
 
-use super::lookup3_lanes::{hash_lanes, rehash_long_keys, LaneOps, MAX_LANE_LEN};
+use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_keys, LaneOps, MAX_LANE_LEN};
 use super::lookup3_x16::MAX_KEYS;
-use super::Pairs;
+use super::{Pairs, GROUP};
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
@@ -96,6 +96,31 @@ impl LaneOps for Lanes {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
+    if in_rounds(keys, |len, words, any_over_12, at| hash_lanes_into::<Lanes>(len, words, any_over_12, pc, out, at)) {
+        rehash_long_keys(keys, pc, out);
+    }
+}
+
+/// Hadoop's Jenkins hashes of the (at most [`MAX_KEYS`]) keys: `rows[j][i]` is key i's hash j,
+/// lookup3 `hashlittle` of the key seeded with its hash j − 1, the first seeded with 0, as
+/// Hadoop's `HashFunction` computes a key's positions. Columns past the keys of the last round
+/// of vectors are left as they were.
+///
+/// # Safety
+/// The CPU must have AVX2 ([`available`]).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
+    if in_rounds(keys, |len, words, any_over_12, at| hadoop_lanes::<Lanes>(len, words, any_over_12, rows, at)) {
+        rehash_long_hadoop_keys(keys, rows);
+    }
+}
+
+/// Calls `hash` with the lengths and transposed words of each round of [`ROUND`] keys (empty
+/// keys past the last), whether any of them is over 12 bytes, and the round's first key's index;
+/// returns whether any key is over [`MAX_LANE_LEN`] bytes, for the caller to hash again.
+#[inline(always)]
+unsafe fn in_rounds(keys: &[&[u8]], mut hash: impl FnMut(Lanes, &[Lanes; 6], bool, usize)) -> bool {
     debug_assert!(keys.len() <= MAX_KEYS);
     let mut long = false;
     for (round, keys) in keys.chunks(ROUND).enumerate() {
@@ -103,16 +128,15 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
         // compiled for AVX2, the loads were once called instead of inlined.
         const _: () = assert!(VECTORS == 2);
         let mut spare = [&[][..]; LANES];
-        let (first, first_len) = transposed_words(eight_keys(keys, &mut spare));
-        let (second, second_len) = transposed_words(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare));
+        // SAFETY (both): the caller's promise that the CPU has AVX2.
+        let (first, first_len) = unsafe { transposed_words(eight_keys(keys, &mut spare)) };
+        let (second, second_len) = unsafe { transposed_words(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare)) };
         let len = [first_len, second_len];
         let words = std::array::from_fn(|w| [first[w], second[w]]);
-        hash_lanes::<Lanes>(len, words, any_over(len, 12), pc, out, round * ROUND);
+        hash(len, &words, any_over(len, 12), round * ROUND);
         long |= any_over(len, MAX_LANE_LEN as i32);
     }
-    if long {
-        rehash_long_keys(keys, pc, out);
-    }
+    long
 }
 
 /// The first 8 of `keys` in place, or, where there are fewer, all of them followed by empty

@@ -15,6 +15,8 @@ pub mod lookup3_x16;
 #[cfg(target_arch = "x86_64")]
 pub mod lookup3_x8;
 pub mod hadoop_murmur;
+#[cfg(target_arch = "x86_64")]
+pub mod hadoop_rows;
 pub mod native;
 pub mod spark_murmur3;
 
@@ -380,7 +382,7 @@ fn hadoop_next(hash: impl Fn(&[u8], u32) -> u32, key: &[u8], h: &mut u32, m: u64
 /// The position of Hadoop hash `h` in `m` bits: `Math.abs(h % m)` in Java's int arithmetic (the
 /// remainder takes the sign of `h`).
 #[inline(always)]
-fn hadoop_position(h: u32, m: u64) -> u64 {
+pub(crate) fn hadoop_position(h: u32, m: u64) -> u64 {
     ((h as i32) % (m as i32)).unsigned_abs() as u64
 }
 
