@@ -19,6 +19,8 @@ pub mod hadoop_murmur;
 pub mod hadoop_rows;
 pub mod native;
 pub mod spark_murmur3;
+#[cfg(target_arch = "x86_64")]
+pub mod spark_murmur3_x8;
 
 pub use block_kernel::BlockKernel;
 pub use native::{mulshift, native_hash, NativePositions};
@@ -128,17 +130,21 @@ impl Scheme {
                 Positions::Native(NativePositions::from_hashes(a, b, m, k))
             }
             Scheme::Hadoop(hash) => Positions::Hadoop { key, hash, h: 0, i: 0, k, m },
-            Scheme::SparkV1 => {
-                let h1 = spark_murmur3::hash_bytes(key, 0);
+            Scheme::SparkV1 | Scheme::SparkV2 => {
+                let h1 = spark_murmur3::hash_bytes(key, if self == Scheme::SparkV1 { 0 } else { seed });
                 let h2 = spark_murmur3::hash_bytes(key, h1);
-                Positions::SparkV1 { h1: h1 as i32, h2: h2 as i32, i: 1, k, m }
+                Positions::spark(self == Scheme::SparkV2, h1, h2, k, m)
             }
-            Scheme::SparkV2 => {
-                let h1 = spark_murmur3::hash_bytes(key, seed);
-                let h2 = spark_murmur3::hash_bytes(key, h1);
-                let c = (h1 as i32 as i64).wrapping_mul(i32::MAX as i64);
-                Positions::SparkV2 { c, h2: h2 as i32 as i64, i: 0, k, m }
-            }
+        }
+    }
+
+    /// The seed of a Spark filter's first hash (h1): V1 seeds it with 0, V2 with the filter's
+    /// seed. None for the other schemes.
+    pub fn spark_seed(self, seed: u32) -> Option<u32> {
+        match self {
+            Scheme::SparkV1 => Some(0),
+            Scheme::SparkV2 => Some(seed),
+            _ => None,
         }
     }
 }
@@ -342,6 +348,18 @@ impl<'a> Positions<'a> {
     /// position, and the iterator of those after it.
     pub fn hadoop_from_first(key: &'a [u8], hash: HadoopHash, first: u32, k: u32, m: u64) -> (u64, Positions<'a>) {
         (hadoop_position(first, m), Positions::Hadoop { key, hash, h: first, i: 1, k, m })
+    }
+
+    /// A Spark filter's positions of a key from its two hashes: h1 seeded with
+    /// [`Scheme::spark_seed`], h2 seeded with h1 (V2's if `v2`, else V1's).
+    #[inline(always)]
+    pub fn spark(v2: bool, h1: u32, h2: u32, k: u32, m: u64) -> Positions<'static> {
+        if v2 {
+            let c = (h1 as i32 as i64).wrapping_mul(i32::MAX as i64);
+            Positions::SparkV2 { c, h2: h2 as i32 as i64, i: 0, k, m }
+        } else {
+            Positions::SparkV1 { h1: h1 as i32, h2: h2 as i32, i: 1, k, m }
+        }
     }
 
     /// Writes the positions to come into `out`, as many as it holds (fewer if fewer are left),

@@ -1,0 +1,159 @@
+//! Spark's two Murmur3 hashes of a key ([`super::spark_murmur3`]), 8 keys to a vector with AVX2:
+//! h1 seeded with the filter's seed, h2 seeded with h1, as Spark's `BloomFilterImpl` computes a
+//! key's positions from them. One key at a time each hash is a loop of a round per 4-byte word
+//! and per trailing byte, and h2 waits for h1: about 105 instructions a key for both (the ids of
+//! the benchmark's probe, callgrind), 50 in lanes.
+//!
+//! In lanes, the keys' bytes are read and transposed by the avx2 lookup3's code
+//! ([`super::lookup3_x8`]), and round r of every lane runs at once: lanes whose key has more
+//! than r whole words take word r, lanes in their trailing bytes take their next byte
+//! (sign-extended, as Spark's `hashUnsafeBytes` does), and lanes whose key is done keep their
+//! hash. Keys of up to 24 bytes are hashed in the lanes, longer ones one by one; answers are
+//! bit for bit the scalar hash's (see the tests below).
+
+use super::lookup3_x8::{eight_keys, transposed_words};
+use super::spark_murmur3::hash_bytes;
+use super::{Pairs, GROUP};
+use std::arch::x86_64::*;
+
+/// Keys per vector: one 32-bit lane each.
+const LANES: usize = 8;
+
+/// The longest key the lanes hash: the six words [`transposed_words`] gives.
+const MAX_LANE_LEN: i32 = 24;
+
+/// `(h1, h2)` of each of the (at most [`GROUP`]) keys into (`out.c[i]`, `out.b[i]`): h1 the
+/// Murmur3 of the key seeded with `seed`, h2 that seeded with h1. The other lanes of the last
+/// vector hash empty keys, and those past it are left as they were.
+///
+/// # Safety
+/// The CPU must have AVX2 ([`super::lookup3_x8::available`]).
+#[target_feature(enable = "avx2")]
+pub unsafe fn pairs_wide(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
+    debug_assert!(keys.len() <= GROUP);
+    let mut long = false;
+    for (v, eight) in keys.chunks(LANES).enumerate() {
+        let mut spare = [&[][..]; LANES];
+        let (words, len) = transposed_words(eight_keys(eight, &mut spare));
+        let h1 = hash_lanes(&words, len, _mm256_set1_epi32(seed as i32));
+        let h2 = hash_lanes(&words, len, h1);
+        // SAFETY (both): `out`'s arrays hold GROUP values and v < GROUP / LANES.
+        unsafe {
+            _mm256_storeu_si256(out.c.as_mut_ptr().add(v * LANES) as *mut __m256i, h1);
+            _mm256_storeu_si256(out.b.as_mut_ptr().add(v * LANES) as *mut __m256i, h2);
+        }
+        long |= _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN))) != 0;
+    }
+    if long {
+        for (i, key) in keys.iter().enumerate().filter(|(_, key)| key.len() > MAX_LANE_LEN as usize) {
+            out.c[i] = hash_bytes(key, seed);
+            out.b[i] = hash_bytes(key, out.c[i]);
+        }
+    }
+}
+
+/// Spark's Murmur3 of 8 keys, each lane with its own `seed`: `words` the keys' first 24 bytes as
+/// zero-padded little-endian words transposed (word w of key i in lane i of `words[w]`), `len`
+/// their lengths (a key over 24 bytes gets a wrong answer, which the caller replaces).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hash_lanes(words: &[__m256i; 6], len: __m256i, seed: __m256i) -> __m256i {
+    // Each lane's whole words, and its rounds: one per whole word, then one per trailing byte.
+    let whole = _mm256_srli_epi32::<2>(len);
+    let rounds = _mm256_add_epi32(whole, _mm256_and_si256(len, _mm256_set1_epi32(3)));
+    // The word holding each lane's trailing bytes, the one after its whole words.
+    let partial = (0..6).fold(_mm256_setzero_si256(), |partial, w| _mm256_blendv_epi8(partial, words[w], _mm256_cmpeq_epi32(whole, _mm256_set1_epi32(w as i32))));
+    let mut h = seed;
+    for r in 0..(6 + 3) {
+        let round = _mm256_set1_epi32(r);
+        let active = _mm256_cmpgt_epi32(rounds, round);
+        if _mm256_testz_si256(active, active) != 0 {
+            break;
+        }
+        // In its trailing bytes, a lane takes byte r − whole of `partial`, sign-extended: shifted
+        // to the top byte, then back arithmetically. (Lanes still in their words take garbage
+        // here, and word r below.)
+        let up = _mm256_sub_epi32(_mm256_set1_epi32(24), _mm256_slli_epi32::<3>(_mm256_sub_epi32(round, whole)));
+        let byte = _mm256_srai_epi32::<24>(_mm256_sllv_epi32(partial, up));
+        let word = if r < 6 { words[r as usize] } else { _mm256_setzero_si256() };
+        let k1 = _mm256_blendv_epi8(byte, word, _mm256_cmpgt_epi32(whole, round));
+        h = _mm256_blendv_epi8(h, mix_h1(h, mix_k1(k1)), active);
+    }
+    fmix(h, len)
+}
+
+/// `x` rotated left by `K` bits in every lane (`K` and `32 − K` as shift counts).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn rotl<const K: i32, const REST: i32>(x: __m256i) -> __m256i {
+    debug_assert_eq!(K + REST, 32);
+    _mm256_or_si256(_mm256_slli_epi32::<K>(x), _mm256_srli_epi32::<REST>(x))
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn mix_k1(k1: __m256i) -> __m256i {
+    let k1 = _mm256_mullo_epi32(k1, _mm256_set1_epi32(0xcc9e_2d51_u32 as i32));
+    _mm256_mullo_epi32(rotl::<15, 17>(k1), _mm256_set1_epi32(0x1b87_3593))
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn mix_h1(h1: __m256i, k1: __m256i) -> __m256i {
+    let h1 = rotl::<13, 19>(_mm256_xor_si256(h1, k1));
+    // h1 · 5 + 0xe6546b64
+    _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32::<2>(h1), h1), _mm256_set1_epi32(0xe654_6b64_u32 as i32))
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn fmix(h1: __m256i, len: __m256i) -> __m256i {
+    let h1 = _mm256_xor_si256(h1, len);
+    let h1 = _mm256_xor_si256(h1, _mm256_srli_epi32::<16>(h1));
+    let h1 = _mm256_mullo_epi32(h1, _mm256_set1_epi32(0x85eb_ca6b_u32 as i32));
+    let h1 = _mm256_xor_si256(h1, _mm256_srli_epi32::<13>(h1));
+    let h1 = _mm256_mullo_epi32(h1, _mm256_set1_epi32(0xc2b2_ae35_u32 as i32));
+    _mm256_xor_si256(h1, _mm256_srli_epi32::<16>(h1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hashing::lookup3_x16::tests::{against, at_a_pages_end};
+
+    fn scalar(key: &[u8], seed: u32) -> (u32, u32) {
+        let h1 = hash_bytes(key, seed);
+        (h1, hash_bytes(key, h1))
+    }
+
+    /// Against the scalar hashes: every length 0..=40 (both sides of the lanes' 24, every number
+    /// of trailing bytes) in every lane, groups of every size up to 64, three seeds; and keys
+    /// that end at an unreadable page.
+    #[test]
+    fn equals_the_scalar_hashes_for_every_length_lane_and_group_size() {
+        if !crate::hashing::lookup3_x8::available() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        // SAFETY (both): the CPU has AVX2 (checked above).
+        let checked = against((0..=17).chain([31, 33, 47, GROUP]), |keys, seed, out| unsafe { pairs_wide(keys, seed, out) }, scalar);
+        assert!(checked > 15_000, "{checked} lanes checked");
+        at_a_pages_end(|group, out| unsafe { pairs_wide(group, 3, out) }, |key| scalar(key, 3));
+    }
+
+    /// Bytes of 0x80 and over, which Spark sign-extends, in every trailing position.
+    #[test]
+    fn sign_extends_trailing_bytes_as_spark_does() {
+        if !crate::hashing::lookup3_x8::available() {
+            return;
+        }
+        let keys: Vec<Vec<u8>> = (0..=23).map(|len| (0..len).map(|i| 0x80 | (i as u8 * 37)).collect()).collect();
+        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        let mut out = Pairs::default();
+        // SAFETY: the CPU has AVX2 (checked above).
+        unsafe { pairs_wide(&keys, 0, &mut out) };
+        for (i, key) in keys.iter().enumerate() {
+            assert_eq!((out.c[i], out.b[i]), scalar(key, 0), "length {}", key.len());
+        }
+    }
+}
