@@ -10,8 +10,8 @@ use crate::hashing::{block_avx2, block_avx512};
 use crate::hashing::block_kernel::test_runs;
 use crate::hashing::native::NativePositions;
 #[cfg(target_arch = "x86_64")]
-use crate::hashing::hadoop_rows::HadoopRows;
-use crate::hashing::{BlockKernel, BlockProbe, HadoopHash, Lookup2Pair, Lookup3Pair, PairHash, Pairs, Positions, Scheme, GROUP};
+use crate::hashing::{hadoop_rows::HadoopRows, HadoopHash};
+use crate::hashing::{BlockKernel, BlockProbe, Lookup2Pair, Lookup3Pair, PairHash, Pairs, Positions, Scheme, GROUP};
 use crate::records::KeyForm;
 use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 
@@ -510,7 +510,7 @@ const STANDARD_GROUP: usize = 8;
 /// The standard layout's batched insert or query: [`standard_groups`] with the positions of the
 /// filter's scheme, the native ones computed straight from the hash pair (through the
 /// [`Positions`](crate::hashing::Positions) iterator of every scheme, a position took 24
-/// instructions), a Hadoop Jenkins filter's from its hashes computed a group of keys at a time
+/// instructions), a Hadoop filter's from its hashes computed a group of keys at a time
 /// ([`HadoopRows`](crate::hashing::hadoop_rows::HadoopRows)), a Spark filter's from its hash
 /// pairs computed so (`-w 1` build of 2M keys: 597 instructions a record with one key at a
 /// time, 528 so), the others' by [`Positions::fill`](crate::hashing::Positions::fill).
@@ -525,7 +525,7 @@ fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl
         Scheme::Native => standard_groups(spec, lines, keys, native::<Lookup2Pair>(spec), each),
         Scheme::NativeLookup3 => standard_groups(spec, lines, keys, native::<Lookup3Pair>(spec), each),
         #[cfg(target_arch = "x86_64")]
-        Scheme::Hadoop(HadoopHash::Jenkins) if let Some(mut rows) = HadoopRows::new(spec.hashes, spec.bits, 1) => {
+        Scheme::Hadoop(hash) if let Some(mut rows) = HadoopRows::new(hash, spec.hashes, spec.bits, 1) => {
             // Each group's hashes when its first key's positions are asked for.
             let positions = |i: usize, _: &[u8], out: &mut [u64]| {
                 if i.is_multiple_of(GROUP) {
@@ -567,9 +567,8 @@ const CHAIN: usize = 16;
 /// moved a key's state at each of its turns, took 107 more instructions a key than the query
 /// before (1M keys through a Spark filter, callgrind); this takes 12 more.
 ///
-/// Each position of a Hadoop filter is a hash of the key. A Hadoop Jenkins filter's are
-/// computed a group of keys at a time by the avx2 lookup3, all k of them, where the CPU has it
-/// ([`HadoopRing`]). A Spark filter's two hashes are computed a group of keys at a time by the
+/// Each position of a Hadoop filter is a hash of the key. They are computed a group of keys at
+/// a time by the avx2 lookup3 or Murmur, all k of them, where the CPU has AVX2 ([`HadoopRing`]). A Spark filter's two hashes are computed a group of keys at a time by the
 /// avx2 Murmur3 (`query` of 1M keys through the build side's Spark filter: 406 instructions a
 /// key with one key at a time, 354 so), its positions from them as the chain asks. The other
 /// filters' positions are computed as the chain asks for them ([`Lazily`]).
@@ -581,8 +580,8 @@ const CHAIN: usize = 16;
 fn chained_queries(filter: &BloomFilter, keys: &[&[u8]], answers: &mut Vec<bool>) {
     let spec = filter.spec;
     #[cfg(target_arch = "x86_64")]
-    if spec.scheme == Scheme::Hadoop(HadoopHash::Jenkins) {
-        if let Some(ring) = HadoopRing::new(spec, keys) {
+    if let Scheme::Hadoop(hash) = spec.scheme {
+        if let Some(ring) = HadoopRing::new(hash, spec, keys) {
             return chain(filter, keys.len(), ring, answers);
         }
     }
@@ -635,7 +634,7 @@ impl<'k, I: Iterator<Item = (usize, (u64, Positions<'k>))>> Flights for Lazily<I
     }
 }
 
-/// A Hadoop Jenkins filter's keys, their k hashes computed a group of keys at a time as the
+/// A Hadoop filter's keys, their k hashes computed a group of keys at a time as the
 /// group's first key is put in flight, into a ring of slots ([`HadoopRows`]) that outlasts every
 /// key in flight. A key in flight is turned at least once every [`CHAIN`] turns and answered by
 /// its k-th, and each turn puts at most one key in flight: so at most k · CHAIN keys are put in
@@ -644,7 +643,7 @@ impl<'k, I: Iterator<Item = (usize, (u64, Positions<'k>))>> Flights for Lazily<I
 ///
 /// All k hashes, though most keys are answered at their first or second position: in lanes
 /// they cost about what the few computed one by one did. `query` of 1M keys through the build
-/// side's Hadoop filter (most keys absent), with the first hash a group at a time and the rest
+/// side's Hadoop Jenkins filter (most keys absent), with the first hash a group at a time and the rest
 /// one by one as the chain asked for them: 366 instructions a key (callgrind), 353 so, the
 /// same answers. Through a 24 MB filter of every key, whose keys need all k positions, 20M keys
 /// took 4.25-4.43 s, 3.37-4.08 so.
@@ -661,10 +660,10 @@ struct HadoopRing<'a, 'k> {
 #[cfg(target_arch = "x86_64")]
 impl<'a, 'k> HadoopRing<'a, 'k> {
     /// None where the CPU has no AVX2.
-    fn new(spec: FilterSpec, keys: &'a [&'k [u8]]) -> Option<Self> {
+    fn new(hash: HadoopHash, spec: FilterSpec, keys: &'a [&'k [u8]]) -> Option<Self> {
         let k = spec.hashes as usize;
         let slots = (k * CHAIN).div_ceil(GROUP) + 1;
-        let rows = HadoopRows::new(spec.hashes, spec.bits, slots)?;
+        let rows = HadoopRows::new(hash, spec.hashes, spec.bits, slots)?;
         Some(HadoopRing { keys, rows, slots, k, admitted: 0 })
     }
 }

@@ -184,6 +184,22 @@ pub(crate) mod tests {
         checked
     }
 
+    /// Checks a wide hash of pairs against `scalar` as [`against`] and [`at_a_pages_end`] do (seed
+    /// 3 there), and on keys of every length up to 23 made of bytes of 0x80 and over, which Java
+    /// sign-extends: the checks of the avx2 Murmur hashes.
+    pub(crate) fn check_wide_pairs(wide: impl Fn(&[&[u8]], u32, &mut Pairs), scalar: impl Fn(&[u8], u32) -> (u32, u32)) {
+        let checked = against((0..=17).chain([31, 33, 47, MAX_KEYS]), &wide, &scalar);
+        assert!(checked > 15_000, "{checked} lanes checked");
+        at_a_pages_end(|group, out| wide(group, 3, out), |key| scalar(key, 3));
+        let high: Vec<Vec<u8>> = (0..=23).map(|len| (0..len).map(|i| 0x80 | (i as u8 * 37)).collect()).collect();
+        let high: Vec<&[u8]> = high.iter().map(Vec::as_slice).collect();
+        let mut out = Pairs::default();
+        wide(&high, 0, &mut out);
+        for (i, key) in high.iter().enumerate() {
+            assert_eq!((out.c[i], out.b[i]), scalar(key, 0), "high bytes, length {}", key.len());
+        }
+    }
+
     /// Keys that end at the last byte before an unreadable page, which a read past the key
     /// would fault on: every length 0..=30, from groups of 1 to 31 keys.
     #[test]

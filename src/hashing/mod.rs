@@ -16,6 +16,8 @@ pub mod lookup3_x16;
 pub mod lookup3_x8;
 pub mod hadoop_murmur;
 #[cfg(target_arch = "x86_64")]
+pub mod hadoop_murmur_x8;
+#[cfg(target_arch = "x86_64")]
 pub mod hadoop_rows;
 pub mod native;
 pub mod spark_murmur3;

@@ -119,41 +119,21 @@ fn fmix(h1: __m256i, len: __m256i) -> __m256i {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hashing::lookup3_x16::tests::{against, at_a_pages_end};
-
-    fn scalar(key: &[u8], seed: u32) -> (u32, u32) {
-        let h1 = hash_bytes(key, seed);
-        (h1, hash_bytes(key, h1))
-    }
 
     /// Against the scalar hashes: every length 0..=40 (both sides of the lanes' 24, every number
-    /// of trailing bytes) in every lane, groups of every size up to 64, three seeds; and keys
-    /// that end at an unreadable page.
+    /// of trailing bytes) in every lane, groups of every size up to 64, three seeds, keys that
+    /// end at an unreadable page, and trailing bytes of 0x80 and over, which Spark sign-extends.
     #[test]
     fn equals_the_scalar_hashes_for_every_length_lane_and_group_size() {
         if !crate::hashing::lookup3_x8::available() {
             eprintln!("skipped: this CPU has no AVX2");
             return;
         }
-        // SAFETY (both): the CPU has AVX2 (checked above).
-        let checked = against((0..=17).chain([31, 33, 47, GROUP]), |keys, seed, out| unsafe { pairs_wide(keys, seed, out) }, scalar);
-        assert!(checked > 15_000, "{checked} lanes checked");
-        at_a_pages_end(|group, out| unsafe { pairs_wide(group, 3, out) }, |key| scalar(key, 3));
-    }
-
-    /// Bytes of 0x80 and over, which Spark sign-extends, in every trailing position.
-    #[test]
-    fn sign_extends_trailing_bytes_as_spark_does() {
-        if !crate::hashing::lookup3_x8::available() {
-            return;
-        }
-        let keys: Vec<Vec<u8>> = (0..=23).map(|len| (0..len).map(|i| 0x80 | (i as u8 * 37)).collect()).collect();
-        let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        let mut out = Pairs::default();
+        let scalar = |key: &[u8], seed| {
+            let h1 = hash_bytes(key, seed);
+            (h1, hash_bytes(key, h1))
+        };
         // SAFETY: the CPU has AVX2 (checked above).
-        unsafe { pairs_wide(&keys, 0, &mut out) };
-        for (i, key) in keys.iter().enumerate() {
-            assert_eq!((out.c[i], out.b[i]), scalar(key, 0), "length {}", key.len());
-        }
+        crate::hashing::lookup3_x16::tests::check_wide_pairs(|keys, seed, out| unsafe { pairs_wide(keys, seed, out) }, scalar);
     }
 }
