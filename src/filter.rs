@@ -568,7 +568,8 @@ const CHAIN: usize = 16;
 /// before (1M keys through a Spark filter, callgrind); this takes 12 more.
 ///
 /// Each position of a Hadoop filter is a hash of the key. They are computed a group of keys at
-/// a time by the avx2 lookup3 or Murmur, all k of them, where the CPU has AVX2 ([`HadoopRing`]). A Spark filter's two hashes are computed a group of keys at a time by the
+/// a time by the avx2 lookup3 or Murmur, all k of them, where the CPU has AVX2
+/// ([`HadoopRing`]). A Spark filter's two hashes are computed a group of keys at a time by the
 /// avx2 Murmur3 (`query` of 1M keys through the build side's Spark filter: 406 instructions a
 /// key with one key at a time, 354 so), its positions from them as the chain asks. The other
 /// filters' positions are computed as the chain asks for them ([`Lazily`]).
@@ -643,10 +644,10 @@ impl<'k, I: Iterator<Item = (usize, (u64, Positions<'k>))>> Flights for Lazily<I
 ///
 /// All k hashes, though most keys are answered at their first or second position: in lanes
 /// they cost about what the few computed one by one did. `query` of 1M keys through the build
-/// side's Hadoop Jenkins filter (most keys absent), with the first hash a group at a time and the rest
-/// one by one as the chain asked for them: 366 instructions a key (callgrind), 353 so, the
-/// same answers. Through a 24 MB filter of every key, whose keys need all k positions, 20M keys
-/// took 4.25-4.43 s, 3.37-4.08 so.
+/// side's Hadoop Jenkins filter (most keys absent), with the first hash a group at a time and
+/// the rest one by one as the chain asked for them: 366 instructions a key (callgrind), 353
+/// so, the same answers. Through a 24 MB filter of every key, whose keys need all k positions,
+/// 20M keys took 4.25-4.43 s, 3.37-4.08 so.
 #[cfg(target_arch = "x86_64")]
 struct HadoopRing<'a, 'k> {
     keys: &'a [&'k [u8]],
@@ -735,10 +736,9 @@ fn chain<F: Flights>(filter: &BloomFilter, n: usize, mut flights: F, answers: &m
 }
 
 /// The k positions of each group of [`STANDARD_GROUP`] keys written by `positions` (given each
-/// key's index in `keys`, in order) and their
-/// words prefetched, then `each` called with the positions of every key of the group before, in
-/// order: a group's loads overlap the group before's tests, as in the blocked layout's
-/// [`pipelined`]. One key at a time, a key's k words each waited for their loads with little
+/// key's index in `keys`, in order) and their words prefetched, then `each` called with the
+/// positions of every key of the group before, in order: a group's loads overlap the group
+/// before's tests, as in the blocked layout's [`pipelined`]. One key at a time, a key's k words each waited for their loads with little
 /// overlap. `lines` is the filter's first line.
 fn standard_groups(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], mut positions: impl FnMut(usize, &[u8], &mut [u64]), mut each: impl FnMut(&[u64])) {
     let k = spec.hashes as usize;

@@ -119,6 +119,9 @@ pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
 /// Calls `hash` with the lengths and transposed words of each round of [`ROUND`] keys (empty
 /// keys past the last), whether any of them is over 12 bytes, and the round's first key's index;
 /// returns whether any key is over [`MAX_LANE_LEN`] bytes, for the caller to hash again.
+///
+/// # Safety
+/// The CPU must have AVX2. (Always inlined into its callers, which are compiled for it.)
 #[inline(always)]
 unsafe fn in_rounds(keys: &[&[u8]], mut hash: impl FnMut(Lanes, &[Lanes; 6], bool, usize)) -> bool {
     debug_assert!(keys.len() <= MAX_KEYS);

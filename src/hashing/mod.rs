@@ -345,13 +345,6 @@ pub enum Positions<'a> {
 }
 
 impl<'a> Positions<'a> {
-    /// A Hadoop filter's positions of `key` when its first hash (`hash` of the key seeded with
-    /// 0) is known already, computed for many keys at once by a vector hash: the first
-    /// position, and the iterator of those after it.
-    pub fn hadoop_from_first(key: &'a [u8], hash: HadoopHash, first: u32, k: u32, m: u64) -> (u64, Positions<'a>) {
-        (hadoop_position(first, m), Positions::Hadoop { key, hash, h: first, i: 1, k, m })
-    }
-
     /// A Spark filter's positions of a key from its two hashes: h1 seeded with
     /// [`Scheme::spark_seed`], h2 seeded with h1 (V2's if `v2`, else V1's).
     #[inline(always)]
