@@ -25,6 +25,18 @@ impl NumberBits {
     /// Bytes the bits may take beyond the numbers' text.
     pub(super) const SLACK: u64 = 64 << 10;
 
+    /// The least room the bits are allocated with (most of it never touched, so never in
+    /// memory): past glibc's largest mmap threshold, 32 MiB on 64-bit systems (`mallopt(3)`),
+    /// so that each block is a mapping of its own, fresh zero pages given back to the kernel when
+    /// freed (and, being past the ceiling, freed without raising the threshold). Allocated at
+    /// their size, the doublings of the bits came from a thread's arena whenever a larger block
+    /// freed by the other worker had raised glibc's threshold past them, and stayed there when
+    /// freed: in the outliers of the exact semi-join's peak memory, one worker's last four
+    /// doublings together (6.8 MB) were in its arena, 3 MiB over the usual. 70 interleaved runs
+    /// of the benchmark's exact semi-join each way: 3 peaked at 18.4-20.2 MiB, against 1 (18.2)
+    /// with this room; the same time.
+    const MAPPED: usize = 33 << 20;
+
     /// Sets number `v`'s bit, growing the bits to cover it within `bound` bytes; false if they
     /// cannot, and then the number is for the text.
     #[inline(always)]
@@ -77,7 +89,8 @@ impl NumberBits {
         // worker for 2.5 MB of numbers, and the exact semi-join's peak RSS swung from 19.4 to
         // 23.7 MiB with the timing of the two workers' doublings; untouched, 16.8 to 18.9 MiB,
         // in the same time (medians of 10 interleaved runs: 0.537 and 0.541 s).
-        let mut bytes: Vec<u8> = vec![0u8; room as usize * 8];
+        let mut bytes: Vec<u8> = vec![0u8; (room as usize * 8).max(Self::MAPPED)];
+        bytes.truncate(room as usize * 8);
         if words > 0 {
             let from = 8 * (self.at - low) as usize;
             bytes[from..from + self.bytes.len()].copy_from_slice(&self.bytes);
