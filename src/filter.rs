@@ -10,7 +10,7 @@ use crate::hashing::{block_avx2, block_avx512};
 use crate::hashing::block_kernel::test_runs;
 use crate::hashing::native::NativePositions;
 #[cfg(target_arch = "x86_64")]
-use crate::hashing::{hadoop_rows::HadoopRows, HadoopHash};
+use crate::hashing::{hadoop_rows::HadoopRows, spark_murmur3_x8::SparkPairs, HadoopHash};
 use crate::hashing::{BlockKernel, BlockProbe, Lookup2Pair, Lookup3Pair, PairHash, Pairs, Positions, Scheme, GROUP};
 use crate::records::KeyForm;
 use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
@@ -536,16 +536,13 @@ fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl
             standard_groups(spec, lines, keys, positions, each)
         }
         #[cfg(target_arch = "x86_64")]
-        Scheme::SparkV1 | Scheme::SparkV2 if crate::hashing::lookup3_x8::available() => {
-            let (v2, seed) = (spec.scheme == Scheme::SparkV2, spec.scheme.spark_seed(spec.seed).unwrap_or(0));
-            let mut pairs = Pairs::default();
+        Scheme::SparkV1 | Scheme::SparkV2 if let Some(mut pairs) = SparkPairs::new(spec.scheme, spec.seed, spec.hashes, spec.bits) => {
             // Each group's hash pairs when its first key's positions are asked for.
             let positions = |i: usize, _: &[u8], out: &mut [u64]| {
                 if i.is_multiple_of(GROUP) {
-                    // SAFETY: the CPU has AVX2 (checked above).
-                    unsafe { crate::hashing::spark_murmur3_x8::pairs_wide(&keys[i..keys.len().min(i + GROUP)], seed, &mut pairs) };
+                    pairs.hash(&keys[i..keys.len().min(i + GROUP)]);
                 }
-                Positions::spark(v2, pairs.c[i % GROUP], pairs.b[i % GROUP], spec.hashes, spec.bits).fill(out);
+                pairs.positions(i % GROUP).fill(out);
             };
             standard_groups(spec, lines, keys, positions, each)
         }
@@ -587,14 +584,12 @@ fn chained_queries(filter: &BloomFilter, keys: &[&[u8]], answers: &mut Vec<bool>
         }
     }
     #[cfg(target_arch = "x86_64")]
-    if let (Some(seed), true) = (spec.scheme.spark_seed(spec.seed), crate::hashing::lookup3_x8::available()) {
-        let v2 = spec.scheme == Scheme::SparkV2;
-        let positions = keys.chunks(GROUP).flat_map(|group| {
-            let mut pairs = Pairs::default();
-            // SAFETY: the CPU has AVX2 (checked above).
-            unsafe { crate::hashing::spark_murmur3_x8::pairs_wide(group, seed, &mut pairs) };
+    if let Some(pairs) = SparkPairs::new(spec.scheme, spec.seed, spec.hashes, spec.bits) {
+        let positions = keys.chunks(GROUP).flat_map(move |group| {
+            let mut pairs = pairs;
+            pairs.hash(group);
             (0..group.len()).map(move |i| {
-                let mut positions = Positions::spark(v2, pairs.c[i], pairs.b[i], spec.hashes, spec.bits);
+                let mut positions = pairs.positions(i);
                 (positions.next().expect("k is at least 1"), positions)
             })
         });

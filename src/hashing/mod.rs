@@ -133,7 +133,7 @@ impl Scheme {
             }
             Scheme::Hadoop(hash) => Positions::Hadoop { key, hash, h: 0, i: 0, k, m },
             Scheme::SparkV1 | Scheme::SparkV2 => {
-                let h1 = spark_murmur3::hash_bytes(key, if self == Scheme::SparkV1 { 0 } else { seed });
+                let h1 = spark_murmur3::hash_bytes(key, self.spark_seed(seed).unwrap_or_default());
                 let h2 = spark_murmur3::hash_bytes(key, h1);
                 Positions::spark(self == Scheme::SparkV2, h1, h2, k, m)
             }

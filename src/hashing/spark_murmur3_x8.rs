@@ -13,7 +13,7 @@
 
 use super::lookup3_x8::{eight_keys, transposed_words};
 use super::spark_murmur3::hash_bytes;
-use super::{Pairs, GROUP};
+use super::{Pairs, Positions, Scheme, GROUP};
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
@@ -21,6 +21,40 @@ const LANES: usize = 8;
 
 /// The longest key the lanes hash: the six words [`transposed_words`] gives.
 const MAX_LANE_LEN: i32 = 24;
+
+/// A Spark filter's hash pairs of a group of keys, computed in lanes, and each key's positions
+/// from its pair: what the filter's batched inserts and chained queries take.
+#[derive(Clone, Copy)]
+pub struct SparkPairs {
+    v2: bool,
+    seed: u32,
+    k: u32,
+    m: u64,
+    pairs: Pairs,
+}
+
+impl SparkPairs {
+    /// For a filter of `scheme`, `seed`, `m` bits and `k` hashes; None where it is not Spark's,
+    /// or the CPU has no AVX2, for the caller to hash one key at a time.
+    pub fn new(scheme: Scheme, seed: u32, k: u32, m: u64) -> Option<SparkPairs> {
+        let seed = scheme.spark_seed(seed)?;
+        let v2 = scheme == Scheme::SparkV2;
+        super::lookup3_x8::available().then(|| SparkPairs { v2, seed, k, m, pairs: Pairs::default() })
+    }
+
+    /// Hashes `keys` (at most [`GROUP`]), replacing the keys it held.
+    #[inline]
+    pub fn hash(&mut self, keys: &[&[u8]]) {
+        // SAFETY: `new` made pairs only where the CPU has AVX2.
+        unsafe { pairs_wide(keys, self.seed, &mut self.pairs) };
+    }
+
+    /// The positions of the key in `column`.
+    #[inline(always)]
+    pub fn positions(&self, column: usize) -> Positions<'static> {
+        Positions::spark(self.v2, self.pairs.c[column], self.pairs.b[column], self.k, self.m)
+    }
+}
 
 /// `(h1, h2)` of each of the (at most [`GROUP`]) keys into (`out.c[i]`, `out.b[i]`): h1 the
 /// Murmur3 of the key seeded with `seed`, h2 that seeded with h1. The other lanes of the last
@@ -125,10 +159,6 @@ mod tests {
     /// end at an unreadable page, and trailing bytes of 0x80 and over, which Spark sign-extends.
     #[test]
     fn equals_the_scalar_hashes_for_every_length_lane_and_group_size() {
-        if !crate::hashing::lookup3_x8::available() {
-            eprintln!("skipped: this CPU has no AVX2");
-            return;
-        }
         let scalar = |key: &[u8], seed| {
             let h1 = hash_bytes(key, seed);
             (h1, hash_bytes(key, h1))
