@@ -30,8 +30,11 @@ pub struct BloomFilter {
     expected_items: u64,
     /// The p the filter was sized for, 0 when sized explicitly.
     target_fpp: f64,
-    /// The fastest blocked-layout kernel this CPU runs for k, chosen once when the filter is
-    /// made: choosing it on every query took 30 of a single-key query's 205 instructions.
+    /// The vector code its queries and batches run: the fastest kernel this CPU runs (and
+    /// [`KERNEL_VAR`](crate::hashing::block_kernel::KERNEL_VAR) allows), chosen once when the
+    /// filter is made (choosing it on every query took 30 of a single-key query's 205
+    /// instructions). It picks the blocked layout's test and hash, and whether Hadoop's and
+    /// Spark's batches hash their keys in AVX2 lanes.
     kernel: BlockKernel,
     /// How its keys were encoded, where known (native files record it).
     key_form: Option<KeyForm>,
@@ -79,6 +82,19 @@ impl BloomFilter {
     pub fn from_parts(spec: FilterSpec, bits: BitArray, items_inserted: u64, expected_items: u64, target_fpp: f64) -> Self {
         assert_eq!(bits.len(), spec.bits);
         BloomFilter { spec, bits, items_inserted, expected_items, target_fpp, kernel: BlockKernel::detect(), key_form: None }
+    }
+
+    /// This filter with the code of `kernel` for its queries and batches, for benchmarks and
+    /// tests (every kernel answers alike and sets the same bits); a kernel this CPU cannot run
+    /// gives the portable code.
+    pub fn with_kernel(mut self, kernel: BlockKernel) -> Self {
+        self.kernel = self.runnable(kernel);
+        self
+    }
+
+    /// The code this filter's queries and batches run (see [`with_kernel`](Self::with_kernel)).
+    pub fn kernel(&self) -> BlockKernel {
+        self.kernel
     }
 
     /// Sets the k bits of `key`.
@@ -204,7 +220,7 @@ impl BloomFilter {
     pub fn insert_batch(&mut self, keys: &[&[u8]]) {
         if self.spec.layout != Layout::Blocked {
             let lines = self.bits.line_ptr(0);
-            standard_batch(self.spec, lines, keys, |positions| positions.iter().for_each(|&pos| self.bits.set(pos)));
+            standard_batch(self.spec, self.kernel, lines, keys, |positions| positions.iter().for_each(|&pos| self.bits.set(pos)));
             self.items_inserted += keys.len() as u64;
             return;
         }
@@ -281,11 +297,11 @@ impl BloomFilter {
         if self.spec.layout != Layout::Blocked {
             if self.spec.scheme.is_native() {
                 // Branch-free over a key's positions, as the blocked test is.
-                standard_batch(self.spec, self.bits.line_ptr(0), keys, |positions| {
+                standard_batch(self.spec, kernel, self.bits.line_ptr(0), keys, |positions| {
                     answers.push(positions.iter().fold(true, |all, &pos| all & self.bits.get(pos)));
                 });
             } else {
-                chained_queries(self, keys, answers);
+                chained_queries(self, kernel, keys, answers);
             }
             return;
         }
@@ -513,8 +529,9 @@ const STANDARD_GROUP: usize = 8;
 /// instructions), a Hadoop filter's from its hashes computed a group of keys at a time
 /// ([`HadoopRows`](crate::hashing::hadoop_rows::HadoopRows)), a Spark filter's from its hash
 /// pairs computed so (`-w 1` build of 2M keys: 597 instructions a record with one key at a
-/// time, 528 so), the others' by [`Positions::fill`](crate::hashing::Positions::fill).
-fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl FnMut(&[u64])) {
+/// time, 528 so), the others' by [`Positions::fill`](crate::hashing::Positions::fill). Hadoop's
+/// and Spark's are hashed in lanes where `kernel` is a vector one.
+fn standard_batch(spec: FilterSpec, kernel: BlockKernel, lines: *const u8, keys: &[&[u8]], each: impl FnMut(&[u64])) {
     fn native<H: PairHash>(spec: FilterSpec) -> impl Fn(usize, &[u8], &mut [u64]) {
         move |_, key, out| {
             let (a, b) = H::pair(key, spec.seed);
@@ -525,7 +542,7 @@ fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl
         Scheme::Native => standard_groups(spec, lines, keys, native::<Lookup2Pair>(spec), each),
         Scheme::NativeLookup3 => standard_groups(spec, lines, keys, native::<Lookup3Pair>(spec), each),
         #[cfg(target_arch = "x86_64")]
-        Scheme::Hadoop(hash) if let Some(mut rows) = HadoopRows::new(hash, spec.hashes, spec.bits, 1) => {
+        Scheme::Hadoop(hash) if let Some(mut rows) = HadoopRows::new(hash, spec.hashes, spec.bits, 1, kernel) => {
             // Each group's hashes when its first key's positions are asked for.
             let positions = |i: usize, _: &[u8], out: &mut [u64]| {
                 if i.is_multiple_of(GROUP) {
@@ -536,7 +553,7 @@ fn standard_batch(spec: FilterSpec, lines: *const u8, keys: &[&[u8]], each: impl
             standard_groups(spec, lines, keys, positions, each)
         }
         #[cfg(target_arch = "x86_64")]
-        Scheme::SparkV1 | Scheme::SparkV2 if let Some(mut pairs) = SparkPairs::new(spec.scheme, spec.seed, spec.hashes, spec.bits) => {
+        Scheme::SparkV1 | Scheme::SparkV2 if let Some(mut pairs) = SparkPairs::new(spec.scheme, spec.seed, spec.hashes, spec.bits, kernel) => {
             // Each group's hash pairs when its first key's positions are asked for.
             let positions = |i: usize, _: &[u8], out: &mut [u64]| {
                 if i.is_multiple_of(GROUP) {
@@ -565,7 +582,7 @@ const CHAIN: usize = 16;
 /// before (1M keys through a Spark filter, callgrind); this takes 12 more.
 ///
 /// Each position of a Hadoop filter is a hash of the key. They are computed a group of keys at
-/// a time by the avx2 lookup3 or Murmur, all k of them, where the CPU has AVX2
+/// a time by the avx2 lookup3 or Murmur, all k of them, where `kernel` is a vector one
 /// ([`HadoopRing`]). A Spark filter's two hashes are computed a group of keys at a time by the
 /// avx2 Murmur3 (`query` of 1M keys through the build side's Spark filter: 406 instructions a
 /// key with one key at a time, 354 so), its positions from them as the chain asks. The other
@@ -575,16 +592,16 @@ const CHAIN: usize = 16;
 /// through a 1.7 MB Hadoop filter took 1.45-1.63 s against 1.13-1.21 key by key. With only the
 /// first words prefetched, 20M keys through a 24 MB Hadoop filter of every key took 12.0-13.8 s
 /// (6 runs), against 4.5-5.5 s chained.
-fn chained_queries(filter: &BloomFilter, keys: &[&[u8]], answers: &mut Vec<bool>) {
+fn chained_queries(filter: &BloomFilter, kernel: BlockKernel, keys: &[&[u8]], answers: &mut Vec<bool>) {
     let spec = filter.spec;
     #[cfg(target_arch = "x86_64")]
     if let Scheme::Hadoop(hash) = spec.scheme {
-        if let Some(ring) = HadoopRing::new(hash, spec, keys) {
+        if let Some(ring) = HadoopRing::new(hash, spec, keys, kernel) {
             return chain(filter, keys.len(), ring, answers);
         }
     }
     #[cfg(target_arch = "x86_64")]
-    if let Some(pairs) = SparkPairs::new(spec.scheme, spec.seed, spec.hashes, spec.bits) {
+    if let Some(pairs) = SparkPairs::new(spec.scheme, spec.seed, spec.hashes, spec.bits, kernel) {
         let positions = keys.chunks(GROUP).flat_map(move |group| {
             let mut pairs = pairs;
             pairs.hash(group);
@@ -655,11 +672,11 @@ struct HadoopRing<'a, 'k> {
 
 #[cfg(target_arch = "x86_64")]
 impl<'a, 'k> HadoopRing<'a, 'k> {
-    /// None where the CPU has no AVX2.
-    fn new(hash: HadoopHash, spec: FilterSpec, keys: &'a [&'k [u8]]) -> Option<Self> {
+    /// None where `kernel` is not a vector one ([`HadoopRows::new`]).
+    fn new(hash: HadoopHash, spec: FilterSpec, keys: &'a [&'k [u8]], kernel: BlockKernel) -> Option<Self> {
         let k = spec.hashes as usize;
         let slots = (k * CHAIN).div_ceil(GROUP) + 1;
-        let rows = HadoopRows::new(hash, spec.hashes, spec.bits, slots)?;
+        let rows = HadoopRows::new(hash, spec.hashes, spec.bits, slots, kernel)?;
         Some(HadoopRing { keys, rows, slots, k, admitted: 0 })
     }
 }

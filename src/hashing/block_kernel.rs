@@ -1,11 +1,13 @@
 //! Which code tests a key's bits in its block: the portable test, or the AVX2 or AVX-512 one,
 //! chosen at run time by what the CPU has. They answer alike (tests in `filter.rs` and in each
-//! kernel's module); they differ only in instructions per query.
+//! kernel's module); they differ only in instructions per query. A filter's kernel also decides
+//! whether Hadoop's and Spark's batches hash their keys in AVX2 lanes (a vector kernel) or one
+//! at a time (the portable one).
 
 use std::sync::OnceLock;
 
 /// The environment variable that caps the kernel: `avx2` keeps the AVX-512 test off (on CPUs
-/// that lower their clock for 512-bit instructions, say), `portable` both vector tests.
+/// that lower their clock for 512-bit instructions, say), `portable` every vector path.
 pub const KERNEL_VAR: &str = "BLOOMFLOW_KERNEL";
 
 /// The fastest kernel [`BlockKernel::detect`] may choose, read from [`KERNEL_VAR`] once.

@@ -7,7 +7,7 @@
 //! `-w 1` build of 2M keys (k = 7) into a Jenkins filter took 957 instructions a record hashed
 //! one by one, 495 so (callgrind), and the same file.
 
-use super::{hadoop_position, HadoopHash, GROUP};
+use super::{hadoop_position, BlockKernel, HadoopHash, GROUP};
 
 /// The k hashes of groups of keys, held in slots of one group each: a batched insert uses one
 /// slot, a chained query a ring of them (keys stay in its chain while later keys are hashed).
@@ -21,10 +21,11 @@ pub struct HadoopRows {
 
 impl HadoopRows {
     /// Rows for `slots` groups of keys in a filter of `m` bits with `k` hashes by `hash`; None
-    /// where the CPU has no AVX2, for the caller to hash one key at a time.
-    pub fn new(hash: HadoopHash, k: u32, m: u64, slots: usize) -> Option<HadoopRows> {
+    /// where `kernel` is the portable one or the CPU has no AVX2, for the caller to hash one
+    /// key at a time.
+    pub fn new(hash: HadoopHash, k: u32, m: u64, slots: usize, kernel: BlockKernel) -> Option<HadoopRows> {
         let k = k as usize;
-        super::lookup3_x8::available().then(|| HadoopRows { hash, rows: vec![[0; GROUP]; slots * k], k, m })
+        super::lanes_allowed(kernel).then(|| HadoopRows { hash, rows: vec![[0; GROUP]; slots * k], k, m })
     }
 
     /// Hashes `keys` (at most [`GROUP`]) into `slot`, replacing the keys it held.
@@ -70,7 +71,7 @@ mod tests {
             murmur in any::<bool>(),
         ) {
             let hash = if murmur { HadoopHash::Murmur } else { HadoopHash::Jenkins };
-            let Some(mut rows) = HadoopRows::new(hash, k, m, 3) else { return Ok(()) };
+            let Some(mut rows) = HadoopRows::new(hash, k, m, 3, BlockKernel::detect()) else { return Ok(()) };
             let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
             rows.hash(slot, &keys);
             let mut all = vec![0; k as usize];

@@ -154,6 +154,14 @@ impl Scheme {
 /// Keys hashed and probed together by the blocked layout's batched operations.
 pub const GROUP: usize = 64;
 
+/// Whether Hadoop's and Spark's batches hash their keys in AVX2 lanes under `kernel`: where it
+/// is a vector kernel and the CPU has AVX2. So `BLOOMFLOW_KERNEL=portable` turns off every
+/// vector path, and a test can run the one-by-one path on any CPU.
+#[cfg(target_arch = "x86_64")]
+fn lanes_allowed(kernel: BlockKernel) -> bool {
+    kernel >= BlockKernel::Avx2 && lookup3_x8::available()
+}
+
 /// The hash pairs of a group of keys, one array per half, as the vector hashes write them:
 /// key i's pair is (`c[i]`, `b[i]`), named after lookup3's two outputs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,7 +13,7 @@
 
 use super::lookup3_x8::{eight_keys, transposed_words};
 use super::spark_murmur3::hash_bytes;
-use super::{Pairs, Positions, Scheme, GROUP};
+use super::{BlockKernel, Pairs, Positions, Scheme, GROUP};
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
@@ -35,11 +35,12 @@ pub struct SparkPairs {
 
 impl SparkPairs {
     /// For a filter of `scheme`, `seed`, `m` bits and `k` hashes; None where it is not Spark's,
-    /// or the CPU has no AVX2, for the caller to hash one key at a time.
-    pub fn new(scheme: Scheme, seed: u32, k: u32, m: u64) -> Option<SparkPairs> {
+    /// or `kernel` is the portable one, or the CPU has no AVX2, for the caller to hash one key at
+    /// a time.
+    pub fn new(scheme: Scheme, seed: u32, k: u32, m: u64, kernel: BlockKernel) -> Option<SparkPairs> {
         let seed = scheme.spark_seed(seed)?;
         let v2 = scheme == Scheme::SparkV2;
-        super::lookup3_x8::available().then(|| SparkPairs { v2, seed, k, m, pairs: Pairs::default() })
+        super::lanes_allowed(kernel).then(|| SparkPairs { v2, seed, k, m, pairs: Pairs::default() })
     }
 
     /// Hashes `keys` (at most [`GROUP`]), replacing the keys it held.

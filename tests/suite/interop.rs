@@ -107,12 +107,15 @@ fn check_membership(file: &str, table: &str, column: usize, extra: &[&str]) {
     let path = vectors().join(file);
     let mut args = vec!["query", path.to_str().unwrap()];
     args.extend_from_slice(extra);
-    let out = ok(&run_with_stdin(&args, input.as_bytes()));
-    let answers: Vec<&str> = out.lines().collect();
-    assert_eq!(answers.len(), rows.len());
-    for (row, answer) in rows.iter().zip(answers) {
-        let expected = if row[column] == "1" { "maybe" } else { "no" };
-        assert_eq!(answer, format!("{}\t{expected}", row[0]), "{file}");
+    // With the portable kernel too, whose batches hash one key at a time.
+    for kernel in ["", "portable"] {
+        let out = ok(&run_with_stdin_and_env(&args, input.as_bytes(), &[("BLOOMFLOW_KERNEL", kernel)]));
+        let answers: Vec<&str> = out.lines().collect();
+        assert_eq!(answers.len(), rows.len());
+        for (row, answer) in rows.iter().zip(answers) {
+            let expected = if row[column] == "1" { "maybe" } else { "no" };
+            assert_eq!(answer, format!("{}\t{expected}", row[0]), "{file} {kernel}");
+        }
     }
 }
 
@@ -148,13 +151,15 @@ fn build_writes_the_reference_files_byte_for_byte() {
     ok(&run(&["build", keys.to_str().unwrap(), "--no-header", "--key", "1", "--format", "spark", "--seed", "12345", "--expected-items", "1000", "--fpp", "0.03", "-o", &seeded]));
     let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &seeded, "--json"]))).unwrap();
     assert_eq!((info["bits_set"].as_u64(), info["seed"].as_u64()), (Some(483), Some(12345)));
+    // With the portable kernel too, whose batches hash one key at a time where the others hash
+    // in vector lanes.
     for (reference, input, flags) in cases {
-        for workers in ["1", "2"] {
-            let out = path_str(dir.path(), &format!("{reference}.{workers}"));
+        for (workers, kernel) in [("1", ""), ("2", ""), ("2", "portable")] {
+            let out = path_str(dir.path(), &format!("{reference}.{workers}{kernel}"));
             let mut args = vec!["build", input.to_str().unwrap(), "--no-header", "--key", "1", "-o", &out, "-w", workers, "--no-progress"];
             args.extend_from_slice(flags);
-            ok(&run(&args));
-            assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(vectors().join(reference)).unwrap(), "{reference} -w {workers}");
+            ok(&run_with_env(&args, &[("BLOOMFLOW_KERNEL", kernel)]));
+            assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(vectors().join(reference)).unwrap(), "{reference} -w {workers} {kernel}");
         }
     }
 }

@@ -19,8 +19,14 @@ pub fn bin() -> Command {
 
 /// Runs `bloomflow ARGS` with `stdin` as its standard input.
 pub fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
+    run_with_stdin_and_env(args, stdin, &[])
+}
+
+/// [`run_with_stdin`] with environment variables `vars` set.
+pub fn run_with_stdin_and_env(args: &[&str], stdin: &[u8], vars: &[(&str, &str)]) -> Output {
     let mut child = bin()
         .args(args)
+        .envs(vars.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -43,7 +49,12 @@ pub fn run_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
 
 /// Runs `bloomflow ARGS` with no standard input.
 pub fn run(args: &[&str]) -> Output {
-    let child = bin().args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    run_with_env(args, &[])
+}
+
+/// [`run`] with environment variables `vars` set.
+pub fn run_with_env(args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let child = bin().args(args).envs(vars.iter().copied()).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     finish(child, args)
 }
 
