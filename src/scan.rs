@@ -721,7 +721,7 @@ struct Run<'b> {
 /// function of its own, whose values fit in registers (inlined into the scan, it kept most on
 /// the stack; its keys and records are written at one index into the vectors' spare room, as
 /// pushes kept a length and a capacity each). It is compiled a second time for AVX2, chosen at
-/// run time, whose 32-byte compares find newlines and delimiters (`bytemask::mask64` is two
+/// run time (unless `BLOOMFLOW_KERNEL=portable`), whose 32-byte compares find newlines and delimiters (`bytemask::mask64` is two
 /// 32-byte halves, which the compiler joins into one compare each). Callgrind, against the
 /// reader finding a batch's lines first and this loop then finding their keys and pushing
 /// them: the semi-join `--exact` 265.0 → 214.5 instructions a probe record, the build of the
@@ -730,7 +730,7 @@ struct Run<'b> {
 #[inline(never)]
 fn direct_lines<'b>(run: Run<'b>, leaves: impl Fn(&[u8]) -> bool, keys: &mut Vec<&'b [u8]>, records: &mut Vec<&'b [u8]>) -> (usize, usize) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
+    if std::arch::is_x86_feature_detected!("avx2") && crate::hashing::BlockKernel::Avx2.allowed() {
         // SAFETY: the CPU has AVX2.
         return unsafe { direct_lines_avx2(run, leaves, keys, records) };
     }

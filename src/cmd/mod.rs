@@ -15,7 +15,7 @@ use std::process::ExitCode;
 /// Build Bloom filters over very large delimited data and use them to prune joins, as a
 /// distributed timely-dataflow job.
 #[derive(Parser, Debug)]
-#[command(name = "bloomflow", version, about, long_about = None, after_help = "Environment:\n  BLOOMFLOW_KERNEL  avx512, avx2 or portable: the fastest vector code filters may run, for blocked-layout queries and the hashing of batches (default: the fastest this CPU runs)")]
+#[command(name = "bloomflow", version, about, long_about = None, after_help = "Environment:\n  BLOOMFLOW_KERNEL  avx512, avx2 or portable: the fastest vector code to run, for blocked-layout queries, the hashing of batches and the scan (default: the fastest this CPU runs)")]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -2,7 +2,7 @@
 //! chosen at run time by what the CPU has. They answer alike (tests in `filter.rs` and in each
 //! kernel's module); they differ only in instructions per query. A filter's kernel also decides
 //! whether Hadoop's and Spark's batches hash their keys in AVX2 lanes (a vector kernel) or one
-//! at a time (the portable one).
+//! at a time (the portable one); the scan's AVX2 code asks the same cap ([`BlockKernel::allowed`]).
 
 use std::sync::OnceLock;
 
@@ -49,8 +49,15 @@ impl BlockKernel {
     /// The fastest kernel this CPU runs, and no faster than the environment's [`KERNEL_VAR`]
     /// allows.
     pub fn detect() -> Self {
-        let cap = *CAP.get_or_init(cap_from_env);
-        BlockKernel::ALL.into_iter().rev().find(|&kernel| kernel <= cap && kernel.runs()).unwrap_or(BlockKernel::Portable)
+        BlockKernel::ALL.into_iter().rev().find(|&kernel| kernel.allowed() && kernel.runs()).unwrap_or(BlockKernel::Portable)
+    }
+
+    /// Whether the environment's [`KERNEL_VAR`] allows code of this kernel's instruction set,
+    /// whether or not the CPU has it: the scan's AVX2 code asks, so that `portable` turns off
+    /// every vector path.
+    #[inline]
+    pub fn allowed(self) -> bool {
+        self <= *CAP.get_or_init(cap_from_env)
     }
 
     /// The kernel a name given to [`KERNEL_VAR`] (or printed by [`name`](Self::name)) stands for.
