@@ -721,8 +721,9 @@ struct Run<'b> {
 /// function of its own, whose values fit in registers (inlined into the scan, it kept most on
 /// the stack; its keys and records are written at one index into the vectors' spare room, as
 /// pushes kept a length and a capacity each). It is compiled a second time for AVX2, chosen at
-/// run time (unless `BLOOMFLOW_KERNEL=portable`), whose 32-byte compares find newlines and delimiters (`bytemask::mask64` is two
-/// 32-byte halves, which the compiler joins into one compare each). Callgrind, against the
+/// run time (unless `BLOOMFLOW_KERNEL=portable`), whose 32-byte compares find newlines and
+/// delimiters (`bytemask::mask64` is two 32-byte halves, which the compiler joins into one
+/// compare each). Callgrind, against the
 /// reader finding a batch's lines first and this loop then finding their keys and pushing
 /// them: the semi-join `--exact` 265.0 → 214.5 instructions a probe record, the build of the
 /// 2M-row probe 608.4 → 505.9 million. (Made once for both cases, the test for a NULL cost 6

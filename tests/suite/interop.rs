@@ -151,8 +151,8 @@ fn build_writes_the_reference_files_byte_for_byte() {
     ok(&run(&["build", keys.to_str().unwrap(), "--no-header", "--key", "1", "--format", "spark", "--seed", "12345", "--expected-items", "1000", "--fpp", "0.03", "-o", &seeded]));
     let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &seeded, "--json"]))).unwrap();
     assert_eq!((info["bits_set"].as_u64(), info["seed"].as_u64()), (Some(483), Some(12345)));
-    // With the portable kernel too, whose batches hash one key at a time where the others hash
-    // in vector lanes.
+    // With the portable kernel too: no vector code, so batches hash one key at a time where the
+    // others hash in lanes, and the scan runs its portable compile.
     for (reference, input, flags) in cases {
         for (workers, kernel) in [("1", ""), ("2", ""), ("2", "portable")] {
             let out = path_str(dir.path(), &format!("{reference}.{workers}{kernel}"));
