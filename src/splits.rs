@@ -67,7 +67,9 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
         if meta.is_dir() {
             let mut files = Vec::new();
             files_beneath(arg, &mut Vec::new(), &mut files)?;
-            files.sort_by_key(|a| a.name());
+            // Each name made once, not at every comparison (a tenth of the instructions of a
+            // semi-join of 5,000 one-line files went to making names).
+            files.sort_by_cached_key(|a| a.name());
             if files.is_empty() {
                 return Err(Error::invalid("input", format!("{}: directory holds no input files", arg.display())));
             }
