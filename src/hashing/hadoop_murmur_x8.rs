@@ -10,15 +10,13 @@
 //! hash's (see the tests below).
 
 use super::hadoop_murmur::hash;
+use super::lookup3_lanes::{rehash_long_hadoop_keys, MAX_LANE_LEN};
 use super::lookup3_x8::{eight_keys, transposed_words};
 use super::GROUP;
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
 const LANES: usize = 8;
-
-/// The longest key the lanes hash: the six words [`transposed_words`] gives.
-const MAX_LANE_LEN: i32 = 24;
 
 /// MurmurHash2's multiplier.
 const M: i32 = 0x5bd1_e995;
@@ -44,16 +42,10 @@ pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
             // SAFETY: a row holds GROUP values and v < GROUP / LANES.
             unsafe { _mm256_storeu_si256(row.as_mut_ptr().add(v * LANES) as *mut __m256i, h) };
         }
-        long |= _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN))) != 0;
+        long |= _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN as i32))) != 0;
     }
     if long {
-        for (i, key) in keys.iter().enumerate().filter(|(_, key)| key.len() > MAX_LANE_LEN as usize) {
-            let mut h = 0;
-            for row in rows.iter_mut() {
-                h = hash(key, h);
-                row[i] = h;
-            }
-        }
+        rehash_long_hadoop_keys(keys, rows, hash);
     }
 }
 

@@ -98,15 +98,16 @@ pub(crate) fn hadoop_lanes<V: LaneOps>(len: V, words: &[V; 6], any_over_12: bool
     }
 }
 
-/// Replaces the rows of [`hadoop_lanes`] for the keys over [`MAX_LANE_LEN`] bytes by the scalar
-/// hashes.
+/// Replaces the rows of Hadoop's hashes in lanes (lookup3's [`hadoop_lanes`], or the avx2
+/// Murmur's) for the keys over [`MAX_LANE_LEN`] bytes by the scalar `hash`'s, each seeded with
+/// the one before.
 #[inline(always)]
-pub(crate) fn rehash_long_hadoop_keys(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
+pub(crate) fn rehash_long_hadoop_keys(keys: &[&[u8]], rows: &mut [[u32; GROUP]], hash: impl Fn(&[u8], u32) -> u32) {
     for (i, key) in keys.iter().enumerate() {
         if key.len() > MAX_LANE_LEN {
             let mut h = 0;
             for row in rows.iter_mut() {
-                h = super::lookup3::hash(key, h);
+                h = hash(key, h);
                 row[i] = h;
             }
         }

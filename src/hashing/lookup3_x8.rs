@@ -112,7 +112,7 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
 #[target_feature(enable = "avx2")]
 pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
     if in_rounds(keys, |len, words, any_over_12, at| hadoop_lanes::<Lanes>(len, words, any_over_12, rows, at)) {
-        rehash_long_hadoop_keys(keys, rows);
+        rehash_long_hadoop_keys(keys, rows, super::lookup3::hash);
     }
 }
 
