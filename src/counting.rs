@@ -122,21 +122,33 @@ impl CountingBloomFilter {
     pub fn merge(&mut self, other: &CountingBloomFilter) -> Result<()> {
         self.spec.check_compatible(&other.spec)?;
         self.key_form = crate::filter::joint_key_form(self.key_form, other.key_form)?;
-        for (a, b) in self.words.iter_mut().zip(&other.words) {
-            *a = saturating_add_nibbles(*a, *b);
-        }
+        add_counters(&mut self.words, &other.words);
         self.items_inserted += other.items_inserted;
         Ok(())
     }
 
+    /// Inserts every key of a batch (as the jobs' scans hand them over).
+    pub fn insert_batch(&mut self, keys: &[&[u8]]) {
+        keys.iter().for_each(|key| self.insert(key));
+    }
+
+    /// Records the (n, p) this filter was sized for, reported by `info`.
+    pub fn sized_for(mut self, n: u64, p: f64) -> Self {
+        self.expected_items = n;
+        self.target_fpp = p;
+        self
+    }
+
+    /// Sets the count of keys inserted (the jobs sum their workers' counts).
+    pub fn set_items_inserted(&mut self, n: u64) {
+        self.items_inserted = n;
+    }
+
     /// The plain filter with a bit set wherever a counter is non-zero.
     pub fn to_bloom_filter(&self) -> BloomFilter {
-        let mut bits = BitArray::new(self.spec.bits);
-        for i in 0..self.spec.bits {
-            if self.counter(i) > 0 {
-                bits.set(i);
-            }
-        }
+        // Four words of counters make one word of bits, 16 bits each.
+        let words: Vec<u64> = self.words.chunks(4).map(|four| four.iter().rev().fold(0, |bits, &w| bits << 16 | non_zero_counters(w))).collect();
+        let bits = BitArray::from_words(words, self.spec.bits);
         let mut filter = BloomFilter::from_parts(self.spec, bits, self.items_inserted, self.expected_items, self.target_fpp);
         filter.set_key_form(self.key_form);
         filter
@@ -158,6 +170,11 @@ impl CountingBloomFilter {
     pub fn words(&self) -> &[u64] {
         &self.words
     }
+    /// The counters' words, for the jobs' merge of partials: only merges of whole filters'
+    /// counters keep them meaningful.
+    pub(crate) fn words_mut(&mut self) -> &mut [u64] {
+        &mut self.words
+    }
     pub fn items_inserted(&self) -> u64 {
         self.items_inserted
     }
@@ -169,15 +186,36 @@ impl CountingBloomFilter {
     }
 }
 
-/// Adds sixteen 4-bit lanes at once, each saturating at 15.
-fn saturating_add_nibbles(a: u64, b: u64) -> u64 {
-    let mut out = 0u64;
-    for lane in 0..16 {
-        let shift = lane * 4;
-        let s = (((a >> shift) & 0xF) + ((b >> shift) & 0xF)).min(COUNTER_MAX as u64);
-        out |= s << shift;
+/// Adds the counters of `theirs` into `ours`, word by word, each saturating at 15: the merge
+/// of two counting filters' words (and of the jobs' partials).
+pub(crate) fn add_counters(ours: &mut [u64], theirs: &[u64]) {
+    for (a, &b) in ours.iter_mut().zip(theirs) {
+        *a = saturating_add_nibbles(*a, b);
     }
-    out
+}
+
+/// Adds sixteen 4-bit lanes at once, each saturating at 15, without a loop over the lanes: the
+/// even and the odd lanes are added in the bytes of a word each (a sum is at most 30, so no
+/// byte carries into the next), and a byte whose sum passed 15 is set to 15.
+fn saturating_add_nibbles(a: u64, b: u64) -> u64 {
+    const LOW: u64 = 0x0F0F_0F0F_0F0F_0F0F;
+    let saturate = |sums: u64| {
+        // 0x70 added to a byte of 16 or more sets its top bit: 1 in each byte past 15.
+        let over = ((sums + 0x7070_7070_7070_7070) & 0x8080_8080_8080_8080) >> 7;
+        (sums | (over * 0x0F)) & LOW
+    };
+    saturate((a & LOW) + (b & LOW)) | saturate(((a >> 4) & LOW) + ((b >> 4) & LOW)) << 4
+}
+
+/// The 16 counters of a word as 16 bits, bit i set where counter i is not zero.
+fn non_zero_counters(word: u64) -> u64 {
+    // Bit 4i: whether counter i has a bit set; then the bits 4 apart are packed together,
+    // halving the gaps at each step.
+    let mut x = (word | word >> 1 | word >> 2 | word >> 3) & 0x1111_1111_1111_1111;
+    x = (x | x >> 3) & 0x0303_0303_0303_0303;
+    x = (x | x >> 6) & 0x000F_000F_000F_000F;
+    x = (x | x >> 12) & 0x0000_00FF_0000_00FF;
+    (x | x >> 24) & 0xFFFF
 }
 
 #[cfg(test)]
@@ -252,5 +290,55 @@ mod tests {
         assert_eq!(saturating_add_nibbles(0xF1, 0x12), 0xF3);
         assert_eq!(saturating_add_nibbles(0x8, 0x9), 0xF);
         assert_eq!(saturating_add_nibbles(u64::MAX, 1), u64::MAX);
+    }
+
+    /// Random words, with lanes near the saturation point often, in every lane.
+    fn words(seed: u64) -> impl Iterator<Item = (u64, u64)> {
+        let mut rng = crate::xorshift::XorShift::new(seed);
+        (0..100_000).map(move |round| {
+            let (a, b) = (rng.next(), rng.next());
+            // Every fourth pair: lanes of 7 and 8 (a sum of exactly 15) or 8 and 8 (16).
+            if round % 4 == 0 { (a & 0x7777_7777_7777_7777, 0x8888_8888_8888_8888 & (b | 0x7777_7777_7777_7777)) } else { (a, b) }
+        })
+    }
+
+    /// The word-at-once addition equals adding lane by lane and saturating each.
+    #[test]
+    fn nibble_add_equals_the_lane_by_lane_sum() {
+        let by_lane = |a: u64, b: u64| (0..16).fold(0u64, |out, lane| out | (((a >> (4 * lane)) & 0xF) + ((b >> (4 * lane)) & 0xF)).min(15) << (4 * lane));
+        for (a, b) in words(0x1234_5678_9ABC_DEF1) {
+            assert_eq!(saturating_add_nibbles(a, b), by_lane(a, b), "{a:#018x} + {b:#018x}");
+        }
+    }
+
+    /// The packed bits of a word's non-zero counters equal the counters tested one by one.
+    #[test]
+    fn non_zero_counters_marks_each_counter_above_zero() {
+        for (a, b) in words(0x0FED_CBA9_8765_4321) {
+            // Sparse words too: few lanes non-zero.
+            for word in [a, a & b, a & b & a.rotate_left(17)] {
+                let by_lane = (0..16).fold(0u64, |bits, lane| bits | (((word >> (4 * lane)) & 0xF != 0) as u64) << lane);
+                assert_eq!(non_zero_counters(word), by_lane, "{word:#018x}");
+            }
+        }
+    }
+
+    /// The plain filter of a counting filter answers as the filter of the same inserts does,
+    /// bit for bit, for sizes that end inside a word of counters and of bits.
+    #[test]
+    fn to_bloom_filter_equals_the_plain_filter_of_the_same_keys() {
+        for bits in [1u64, 15, 16, 17, 63, 64, 65, 1000, 4099] {
+            // (A blocked filter's size is rounded up to whole blocks.)
+            for layout in [crate::spec::Layout::Standard, crate::spec::Layout::Blocked] {
+                let spec = FilterSpec::with_size(crate::hashing::Scheme::NativeLookup3, layout, bits, 3, 7).unwrap();
+                let (mut counting, mut plain) = (CountingBloomFilter::new(spec), BloomFilter::new(spec));
+                for i in 0..bits / 3 {
+                    let key = format!("key{i}");
+                    counting.insert(key.as_bytes());
+                    plain.insert(key.as_bytes());
+                }
+                assert_eq!(counting.to_bloom_filter().bits(), plain.bits(), "{bits} bits, {layout:?}");
+            }
+        }
     }
 }

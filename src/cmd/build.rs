@@ -24,6 +24,11 @@ pub struct Args {
     /// Also write the statistics as JSON to this file.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
+    /// Build a counting filter: a 4-bit counter per position instead of a bit (4 times the
+    /// memory and file size), so that keys can later be removed with `bloomflow remove`. Native
+    /// format only; `query`, `info`, `merge` and `semijoin --filter` read it as a plain filter.
+    #[arg(long)]
+    counting: bool,
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
@@ -43,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scheme,
         layout,
         seed: args.sizing.seed()?,
+        counting: args.counting,
         output: Some(args.output),
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
@@ -71,9 +77,13 @@ pub fn print_summary(s: &BuildStats) {
     println!("  keys inserted      {}", s.keys_inserted);
     println!("  elapsed            {:.3} s", s.elapsed_secs);
     println!("  throughput         {:.1} MB/s", s.mb_per_sec);
-    println!("  bits (m)           {} ({})", s.bits, human_bytes(s.bits.div_ceil(8)));
+    if s.counting {
+        println!("  counters (m)       {} of 4 bits ({})", s.bits, human_bytes(s.bits.div_ceil(2)));
+    } else {
+        println!("  bits (m)           {} ({})", s.bits, human_bytes(s.bits.div_ceil(8)));
+    }
     println!("  hashes (k)         {}", s.hashes);
-    println!("  fill ratio         {:.6}", s.fill_ratio);
+    println!("  fill ratio         {:.6}{}", s.fill_ratio, if s.counting { " (counters above zero)" } else { "" });
     println!("  estimated fpp      {:.6}", s.estimated_fpp);
     println!("  sizing             {}", s.sizing);
     if s.malformed > 0 {

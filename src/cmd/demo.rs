@@ -70,6 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scheme: Scheme::NativeLookup3,
         layout: Layout::Blocked,
         seed: 0,
+        counting: false,
         output: Some(filter.clone()),
         cluster: cluster.clone(),
         progress: false,

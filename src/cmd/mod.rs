@@ -5,8 +5,10 @@ mod build;
 mod demo;
 mod gen;
 mod info;
+mod keys;
 mod merge;
 mod query;
+mod remove;
 mod semijoin;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +37,8 @@ enum Command {
     Query(query::Args),
     /// OR compatible filters into one file.
     Merge(merge::Args),
+    /// Remove keys from a counting filter (`build --counting`), from the arguments or standard input.
+    Remove(remove::Args),
     /// Keep the probe records whose key may be on the build side (Bloom join pruning), or with
     /// --exact --anti those whose key is not.
     Semijoin(semijoin::Args),
@@ -49,6 +53,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Info(args) => info::run(args),
         Command::Query(args) => query::run(args),
         Command::Merge(args) => merge::run(args),
+        Command::Remove(args) => remove::run(args),
         Command::Semijoin(args) => semijoin::run(args),
     }?;
     Ok(ExitCode::SUCCESS)

@@ -1,12 +1,14 @@
 //! The build job: every worker of every process reads its own splits into a partial filter, the
-//! partials are OR-merged by the all-reduce, and worker 0 writes the global filter.
+//! partials are merged by the all-reduce (OR-merged; a counting filter's counters added), and
+//! worker 0 writes the global filter.
 
 use super::{all_reports, check_keys_found, global_filter, join_workers, KeepKeys};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
 use crate::error::{Error, Result};
+use crate::counting::CountingBloomFilter;
 use crate::filter::BloomFilter;
-use crate::format;
+use crate::format::{self, StoredFilter};
 use crate::params;
 use crate::records::KeyForm;
 use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
@@ -42,6 +44,9 @@ pub struct BuildConfig {
     pub scheme: Scheme,
     pub layout: Layout,
     pub seed: u32,
+    /// Build a counting filter (4-bit counters, native format only), from which keys can be
+    /// removed, instead of a plain one.
+    pub counting: bool,
     /// Where worker 0 writes the filter; `None` builds and reports only.
     pub output: Option<PathBuf>,
     pub cluster: ClusterConfig,
@@ -64,6 +69,9 @@ pub struct BuildStats {
     pub output: Option<String>,
     pub processes: usize,
     pub workers_per_process: usize,
+    /// A counting filter (4-bit counters) was built: `bits_set` and the rates are of its
+    /// counters above zero.
+    pub counting: bool,
     pub records: u64,
     pub bytes: u64,
     pub malformed: u64,
@@ -227,10 +235,15 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     }
     let source = Arc::new(Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?);
     let sized = size_filter(&config.sizing, &source, config.scheme, config.layout, config.seed)?;
+    if config.counting && !sized.spec.scheme.is_native() {
+        return Err(Error::invalid("--counting", "a counting filter is written in bloomflow's native format only (Hadoop's and Spark's files hold bits)"));
+    }
     let workers = config.cluster.workers as u64;
+    // A counting filter holds 4 bits a position.
+    let (bits_per_position, what, each) = if config.counting { (4, "counting filter", ", a 4-bit counter each") } else { (1, "filter", "") };
     crate::limits::check_allocation(
-        sized.spec.bits.div_ceil(8).saturating_mul(workers),
-        &format!("the filter ({} bits, one partial per worker, {workers} worker(s))", sized.spec.bits),
+        sized.spec.bits.div_ceil(8).saturating_mul(bits_per_position).saturating_mul(workers),
+        &format!("the {what} ({} bits{each}, one partial per worker, {workers} worker(s))", sized.spec.bits),
     )?;
     let cluster = &config.cluster;
     let peers = cluster.peers();
@@ -241,6 +254,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let output = config.output.clone();
     let job_sized = sized.clone();
     let key_form = KeyForm::of(&config.scan.key, &config.scan.key_rules);
+    let counting = config.counting;
 
     let agreement = {
         let (source, sized) = (Arc::clone(&source), sized.clone());
@@ -249,8 +263,17 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     // This process's workers merge their partials through their shared memory first.
     let local = Arc::new(LocalMerge::new(cluster.workers));
     let guards = crate::cluster::execute(cluster, agreement, move |worker| {
-        let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(job_sized.spec, tick).sized_for(job_sized.expected_items, job_sized.target_fpp);
-        let (mut filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
+        let (spec, n, p) = (job_sized.spec, job_sized.expected_items, job_sized.target_fpp);
+        let (mut filter, report) = if counting {
+            // Zeroed by the allocator, which maps fresh pages for a large vector: no ticks.
+            let empty = |_: &mut dyn FnMut()| CountingBloomFilter::new(spec).sized_for(n, p);
+            let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
+            (StoredFilter::Counting(filter), report)
+        } else {
+            let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(spec, tick).sized_for(n, p);
+            let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
+            (StoredFilter::Plain(filter), report)
+        };
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
         if let Some(failure) = first_failure(&reports) {
             return Err(Error::Job(failure));
@@ -259,13 +282,34 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         if worker.index() != 0 {
             return Ok(None);
         }
-        filter.set_items_inserted(reports.iter().map(|r| r.keys).sum());
-        filter.set_key_form(Some(key_form));
-        let ((bits_set, estimated_fpp), written) = beside(|| (filter.bits_set(), filter.estimated_fpp()), || match &output {
-            Some(path) => format::write_plain(path, &filter),
+        let keys = reports.iter().map(|r| r.keys).sum();
+        let write = |filter: &StoredFilter| match &output {
+            Some(path) => format::write(path, filter),
             None => Ok(()),
-        });
-        written?;
+        };
+        match &mut filter {
+            StoredFilter::Plain(plain) => {
+                plain.set_items_inserted(keys);
+                plain.set_key_form(Some(key_form));
+            }
+            StoredFilter::Counting(counters) => {
+                counters.set_items_inserted(keys);
+                counters.set_key_form(Some(key_form));
+            }
+        }
+        let (bits_set, estimated_fpp) = match &filter {
+            StoredFilter::Plain(plain) => {
+                let (stats, written) = beside(|| (plain.bits_set(), plain.estimated_fpp()), || write(&filter));
+                written?;
+                stats
+            }
+            StoredFilter::Counting(counters) => {
+                // The rates are those of its counters above zero: the plain filter's bits.
+                let plain = counters.to_bloom_filter();
+                write(&filter)?;
+                (plain.bits_set(), plain.estimated_fpp())
+            }
+        };
         Ok(Some((bits_set, estimated_fpp, reports)))
     })?;
 
@@ -282,6 +326,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         output: config.output.as_ref().map(|p| p.display().to_string()),
         processes: cluster.processes,
         workers_per_process: cluster.workers,
+        counting: config.counting,
         records: scan.records,
         bytes: scan.bytes,
         malformed: scan.malformed,

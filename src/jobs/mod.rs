@@ -8,7 +8,8 @@ mod shard_join;
 pub mod semijoin;
 mod steal;
 
-use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Slice, Topology};
+use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Mergeable, Slice, Topology};
+use crate::counting::CountingBloomFilter;
 use crate::filter::BloomFilter;
 use crate::keyset::{BitsPiece, GapsPiece, KeyArena, KeyCounts, KeySet, PartitionBuilder};
 use join_key::JoinKey;
@@ -30,6 +31,34 @@ use timely::ExchangeData;
 /// How long an idle worker parks before looking again (it is woken earlier by any message).
 pub(crate) const PARK: Option<Duration> = Some(Duration::from_millis(50));
 
+/// A partial filter a worker fills from the splits it reads, merged with the others' by the
+/// all-reduce: a plain filter, or a counting one (`build --counting`).
+pub(crate) trait Partial: Mergeable + 'static {
+    fn insert_batch(&mut self, keys: &[&[u8]]);
+    /// A filter of one position, left in the finished dataflow's hands once the merge is done.
+    fn placeholder() -> Self;
+}
+
+impl Partial for BloomFilter {
+    fn insert_batch(&mut self, keys: &[&[u8]]) {
+        BloomFilter::insert_batch(self, keys);
+    }
+
+    fn placeholder() -> Self {
+        BloomFilter::new(crate::spec::FilterSpec::native(1, 1, 0).expect("valid"))
+    }
+}
+
+impl Partial for CountingBloomFilter {
+    fn insert_batch(&mut self, keys: &[&[u8]]) {
+        CountingBloomFilter::insert_batch(self, keys);
+    }
+
+    fn placeholder() -> Self {
+        CountingBloomFilter::new(crate::spec::FilterSpec::native(1, 1, 0).expect("valid"))
+    }
+}
+
 /// What a build scan does with its keys besides inserting them into the filter.
 pub(crate) enum KeepKeys<'a> {
     /// Nothing more (a filter is all the job wants).
@@ -50,16 +79,16 @@ pub(crate) enum KeepKeys<'a> {
 /// on the receivers of `gather`, and this worker's report; exchange reports with [`all_reports`]
 /// to learn whether the job as a whole succeeded.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn global_filter(
+pub(crate) fn global_filter<P: Partial>(
     worker: &mut Worker,
     source: &Source,
-    empty: impl FnOnce(&mut dyn FnMut()) -> BloomFilter,
+    empty: impl FnOnce(&mut dyn FnMut()) -> P,
     gather: Gather,
     abort: &AtomicBool,
     progress: &AtomicU64,
     mut keep: KeepKeys,
     local: &LocalMerge,
-) -> (BloomFilter, WorkerReport) {
+) -> (P, WorkerReport) {
     let (me, peers) = (worker.index(), worker.peers());
     // Splits are claimed, not assigned: the partials' OR is the same whoever read what.
     let mut feed = claims::Claims::new(worker, source);
@@ -124,7 +153,7 @@ pub(crate) fn global_filter(
         return (filter, report);
     }
     let i = topology.local_index(me);
-    local.reduce(i, &mut filter.borrow_mut());
+    local.reduce(i, &mut *filter.borrow_mut());
 
     // Between processes, on timely. Made only now, after the scan (every worker makes its
     // dataflows in the same order, and timely holds slices that arrive for one not made yet):
@@ -142,9 +171,9 @@ pub(crate) fn global_filter(
 
     // Reduce-scatter in rounds of a few chunks per owner, so that the data in flight from this
     // worker stays bounded whatever the filter's size.
-    let rounds = scatter_rounds(topology, filter.borrow().bits().words().len());
+    let rounds = scatter_rounds(topology, filter.borrow().words().len());
     for round in 0..rounds {
-        let batch = scatter_round(&filter.borrow(), topology, me, round);
+        let batch = scatter_round(&*filter.borrow(), topology, me, round);
         for slice in batch {
             // Each slice leaves at once, so the next is copied out while this one travels.
             slices_in.send(slice);
@@ -156,13 +185,12 @@ pub(crate) fn global_filter(
     drop(slices_in);
     worker.step_or_park_while(PARK, || !probe.done());
     if topology.process_receives(me, gather) {
-        local.gather(i, &mut filter.borrow_mut(), gather.receives(me));
+        local.gather(i, &mut *filter.borrow_mut(), gather.receives(me));
     }
 
     // The finished dataflow may still hold its handles on the filter: move it out, leaving a
     // one-bit placeholder, rather than copy it.
-    let placeholder = BloomFilter::new(crate::spec::FilterSpec::native(1, 1, 0).expect("valid"));
-    let filter = std::mem::replace(&mut *filter.borrow_mut(), placeholder);
+    let filter = std::mem::replace(&mut *filter.borrow_mut(), P::placeholder());
     (filter, report)
 }
 

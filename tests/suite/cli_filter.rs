@@ -17,7 +17,7 @@ fn write_filter(dir: &std::path::Path, name: &str, spec: FilterSpec, keys: &[&st
 
 #[test]
 fn every_command_has_help() {
-    let commands = ["info", "query", "merge", "build", "semijoin", "demo", "gen", "gen semijoin-bench"];
+    let commands = ["info", "query", "merge", "remove", "build", "semijoin", "demo", "gen", "gen semijoin-bench"];
     for cmd in std::iter::once(vec!["--help"]).chain(commands.iter().map(|c| c.split(' ').chain(["--help"]).collect())) {
         let out = ok(&run(&cmd));
         assert!(out.contains("Usage"), "{cmd:?}: {out}");

@@ -9,6 +9,7 @@ mod cluster_faults;
 mod filter_props;
 mod format_native;
 mod compression;
+mod counting;
 mod interop;
 mod keyset_props;
 mod semijoin_job;

@@ -1,0 +1,150 @@
+//! Counting filters from the command line: `build --counting` on any number of workers and
+//! processes, and `remove`.
+
+use crate::util::*;
+use bloomflow::format::{self, StoredFilter};
+use bloomflow::CountingBloomFilter;
+use std::path::Path;
+use std::time::Duration;
+
+/// A CSV of `rows` records whose key `c<i % distinct>` repeats: with 40 rows to a key some
+/// counters pass 15 and saturate. Returns its path and its keys in order.
+fn write_repeating_csv(dir: &Path, rows: usize, distinct: usize) -> (String, Vec<String>) {
+    let keys: Vec<String> = (0..rows).map(|i| format!("c{}", splitmix64(i as u64) as usize % distinct)).collect();
+    let text: String = std::iter::once("id,key\n".to_string()).chain(keys.iter().enumerate().map(|(i, k)| format!("{i},{k}\n"))).collect();
+    let path = dir.join("in.csv");
+    std::fs::write(&path, text).unwrap();
+    (path.to_string_lossy().into_owned(), keys)
+}
+
+fn load_counting(path: &str) -> CountingBloomFilter {
+    match format::load(Path::new(path)).unwrap() {
+        StoredFilter::Counting(c) => c,
+        StoredFilter::Plain(_) => panic!("{path}: a plain filter where a counting one was built"),
+    }
+}
+
+/// The library's counting filter of `keys`, inserted one by one, of `like`'s identity.
+fn library_filter(like: &CountingBloomFilter, keys: &[String]) -> CountingBloomFilter {
+    let mut filter = CountingBloomFilter::new(*like.spec());
+    keys.iter().for_each(|k| filter.insert(k.as_bytes()));
+    filter
+}
+
+/// The counters a distributed build writes are the ones the keys inserted one by one make
+/// (added across partials, saturating as one filter saturates), the same bytes for any worker
+/// count and split size, in both layouts.
+#[test]
+fn a_counting_build_counts_every_key_as_one_filter_does_for_any_worker_count() {
+    let dir = tempdir();
+    let (input, keys) = write_repeating_csv(dir.path(), 20_000, 500);
+    for layout in ["standard", "blocked"] {
+        let reference = path_str(dir.path(), &format!("{layout}.bloom"));
+        let base = ["build", &input, "-k", "key", "--counting", "--layout", layout, "--expected-items", "500", "--no-progress"];
+        let summary = ok(&run(&[&base[..], &["-o", &reference]].concat()));
+        assert!(summary.contains("counters (m)") && summary.contains("keys inserted      20000"), "{summary}");
+        let built = load_counting(&reference);
+        let one_by_one = library_filter(&built, &keys);
+        assert!(built.words() == one_by_one.words(), "{layout}: the counters differ from the keys inserted one by one");
+        assert_eq!(built.items_inserted(), 20_000);
+        assert!(built.words().iter().any(|w| (0..16).any(|lane| w >> (4 * lane) & 0xF == 15)), "{layout}: no counter saturated");
+        let reference_bytes = std::fs::read(&reference).unwrap();
+        for (w, split) in [("2", "3000"), ("3", "777"), ("2", "1")] {
+            let out = path_str(dir.path(), &format!("{layout}-{w}-{split}.bloom"));
+            ok(&run(&[&base[..], &["-o", &out, "-w", w, "--split-size", split]].concat()));
+            assert!(std::fs::read(&out).unwrap() == reference_bytes, "{layout}: -w {w} --split-size {split}: other bytes");
+        }
+        // Read as a plain filter, every key is there.
+        let answers = ok(&run_with_stdin(&["query", &reference], keys.join("\n").as_bytes()));
+        assert!(answers.lines().all(|l| l.ends_with("\tmaybe")), "{layout}: a key answered no");
+    }
+}
+
+/// Processes merge their counters over the network into the bytes one process writes.
+#[test]
+fn counting_builds_are_byte_identical_across_processes_on_loopback() {
+    let dir = tempdir();
+    // About 10 records a key: counters below 15, which the partials must add, not OR.
+    let (input, _) = write_repeating_csv(dir.path(), 200_000, 20_000);
+    let reference = path_str(dir.path(), "one.bloom");
+    let args = ["build", &input, "-k", "key", "--counting", "--bits", "400000", "--hashes", "4", "--split-size", "40000", "--no-progress"];
+    ok(&run(&[&args[..], &["-o", &reference]].concat()));
+    for (processes, workers) in [(2, 1), (2, 2)] {
+        let out = path_str(dir.path(), &format!("c{processes}x{workers}.bloom"));
+        let stats = path_str(dir.path(), &format!("c{processes}x{workers}.json"));
+        let outs = run_cluster(dir.path(), processes, workers, &[&args[..], &["-o", &out, "--stats-json", &stats]].concat(), Duration::from_secs(60));
+        all_ok(&outs);
+        assert!(std::fs::read(&out).unwrap() == std::fs::read(&reference).unwrap(), "{processes} x {workers}: other bytes than one process's");
+        // Splits are claimed, not dealt: the merge is tested only where both processes read.
+        let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+        let readers: Vec<u64> = stats["per_worker"].as_array().unwrap().iter().filter(|w| w["scan"]["records"].as_u64().unwrap() > 0).map(|w| w["worker"].as_u64().unwrap()).collect();
+        assert!(readers.iter().any(|&w| w < workers as u64) && readers.iter().any(|&w| w >= workers as u64), "{processes} x {workers}: read by workers {readers:?} only");
+    }
+}
+
+/// `remove` takes keys out as the library's `remove` does, once per line: the keys left all
+/// answer maybe, and removing every key leaves only saturated counters.
+#[test]
+fn remove_takes_each_key_out_once_per_line_and_keeps_every_other_key() {
+    let dir = tempdir();
+    let (input, keys) = write_repeating_csv(dir.path(), 6_000, 1500);
+    let built = path_str(dir.path(), "built.bloom");
+    ok(&run(&["build", &input, "-k", "key", "--counting", "--expected-items", "1500", "-o", &built, "--no-progress"]));
+    // Every occurrence of an eighth of the keys is removed, and every third record's key of the
+    // rest: those only in part.
+    let whole = |k: &str| k[1..].parse::<u64>().unwrap() % 8 == 0;
+    let (gone, kept): (Vec<_>, Vec<_>) = keys.iter().enumerate().partition(|(i, k)| i % 3 == 0 || whole(k));
+    let gone: Vec<String> = gone.into_iter().map(|(_, k)| k.clone()).collect();
+    let out = path_str(dir.path(), "after.bloom");
+    let summary = ok(&run_with_stdin(&["remove", &built, "-o", &out], gone.join("\n").as_bytes()));
+    assert!(summary.contains(&format!("removed {} key(s); wrote {out}", gone.len())), "{summary}");
+
+    let mut expected = load_counting(&built);
+    gone.iter().for_each(|k| expected.remove(k.as_bytes()).unwrap());
+    let after = load_counting(&out);
+    assert!(after.words() == expected.words(), "the counters differ from the library's removals");
+    assert_eq!(after.items_inserted(), 6_000 - gone.len() as u64);
+    let kept: Vec<&str> = kept.into_iter().map(|(_, k)| k.as_str()).collect();
+    let answers = ok(&run_with_stdin(&["query", &out], kept.join("\n").as_bytes()));
+    assert!(answers.lines().all(|l| l.ends_with("\tmaybe")), "a key still inserted answers no");
+    // Keys removed as often as they were inserted mostly answer no now.
+    let all_gone: Vec<&String> = gone.iter().filter(|k| !kept.contains(&k.as_str())).collect();
+    assert!(!all_gone.is_empty());
+    let no = all_gone.iter().filter(|k| !after.contains(k.as_bytes())).count();
+    assert!(no * 10 >= all_gone.len() * 9, "{no} of {} removed keys answer no", all_gone.len());
+
+    // Every key removed, in place: only saturated counters are left.
+    ok(&run_with_stdin(&["remove", &built], keys.join("\n").as_bytes()));
+    let emptied = load_counting(&built);
+    assert_eq!(emptied.items_inserted(), 0);
+    assert!(emptied.words().iter().all(|w| (0..16).all(|lane| matches!(w >> (4 * lane) & 0xF, 0 | 15))), "a counter neither 0 nor saturated");
+}
+
+/// A key the filter answers `no` for fails the removal, naming where it was given, and nothing
+/// is written; `--skip-absent` skips and counts it. A plain filter is refused.
+#[test]
+fn remove_refuses_an_absent_key_or_a_plain_filter_and_writes_nothing() {
+    let dir = tempdir();
+    let (input, keys) = write_repeating_csv(dir.path(), 1_000, 100);
+    let built = path_str(dir.path(), "built.bloom");
+    ok(&run(&["build", &input, "-k", "key", "--counting", "-o", &built, "--no-progress"]));
+    let before = std::fs::read(&built).unwrap();
+    let absent = (0..).map(|i| format!("absent-{i}")).find(|k| !load_counting(&built).contains(k.as_bytes())).unwrap();
+
+    fails_with(&run(&["remove", &built, &keys[0], &absent]), &["key argument 2", &absent, "definitely not in", "nothing was written"]);
+    let stdin = format!("{}\n{}\n{absent}\n", keys[0], keys[1]);
+    fails_with(&run_with_stdin(&["remove", &built], stdin.as_bytes()), &["standard input line 3", &absent]);
+    let out = path_str(dir.path(), "out.bloom");
+    fails_with(&run(&["remove", &built, &absent, "-o", &out]), &["key argument 1"]);
+    assert!(std::fs::read(&built).unwrap() == before, "the filter changed");
+    assert!(!Path::new(&out).exists(), "an output was written");
+
+    let summary = ok(&run(&["remove", &built, &keys[0], &absent, "--skip-absent", "-o", &out]));
+    assert!(summary.contains("removed 1 key(s)") && summary.contains("skipped 1 key(s) the filter answers `no` for"), "{summary}");
+    assert_eq!(load_counting(&out).items_inserted(), 999);
+
+    let plain = path_str(dir.path(), "plain.bloom");
+    ok(&run(&["build", &input, "-k", "key", "-o", &plain, "--no-progress"]));
+    fails_with(&run(&["remove", &plain, &keys[0]]), &["plain Bloom filter", "build --counting"]);
+    fails_with(&run(&["build", &input, "-k", "key", "--counting", "--format", "hadoop", "-o", &out, "--no-progress"]), &["--counting", "native format only"]);
+}
