@@ -33,9 +33,18 @@ pub struct CountingBloomFilter {
 impl CountingBloomFilter {
     /// An empty counting filter of a given identity.
     pub fn new(spec: FilterSpec) -> Self {
+        Self::new_ticking(spec, &mut || {})
+    }
+
+    /// [`new`](Self::new), calling `tick` as it zeroes a large filter (see
+    /// [`crate::limits::zeroed_huge_ticking`]). Its pages are written before the first insert
+    /// reads them: read first, a page maps the kernel's zero page, and the insert's write then
+    /// flushed every CPU's TLB entry for it (in a 2-worker build of 20M keys into 120 MB of
+    /// counters, a quarter of the time went to that and to faulting pages in).
+    pub fn new_ticking(spec: FilterSpec, tick: &mut dyn FnMut()) -> Self {
         CountingBloomFilter {
             spec,
-            words: vec![0; words_for_counters(spec.bits) as usize],
+            words: crate::limits::zeroed_huge_ticking(words_for_counters(spec.bits) as usize, tick),
             items_inserted: 0,
             expected_items: 0,
             target_fpp: 0.0,
@@ -83,12 +92,18 @@ impl CountingBloomFilter {
     /// Increments the k counters of `key`, saturating at 15.
     pub fn insert(&mut self, key: &[u8]) {
         for pos in self.spec.positions(key) {
-            let c = self.counter(pos);
-            if c < COUNTER_MAX {
-                self.set_counter(pos, c + 1);
-            }
+            self.increment(pos);
         }
         self.items_inserted += 1;
+    }
+
+    /// Increments counter `pos`, saturating at 15.
+    #[inline]
+    fn increment(&mut self, pos: u64) {
+        let c = self.counter(pos);
+        if c < COUNTER_MAX {
+            self.set_counter(pos, c + 1);
+        }
     }
 
     /// False means `key` is definitely not a member.
@@ -127,9 +142,36 @@ impl CountingBloomFilter {
         Ok(())
     }
 
-    /// Inserts every key of a batch (as the jobs' scans hand them over).
+    /// Inserts every key of a batch (as the jobs' scans hand them over), as [`insert`] of each
+    /// in turn would. A large filter's counters are cache misses: the positions of a group of
+    /// keys are computed and their words prefetched while the group before is counted, so that
+    /// the misses overlap (a `-w 1` build of 2M keys into 12 MiB of counters, three runs of
+    /// each: 0.57–0.72 s one key at a time, 0.26–0.31 s batched).
+    ///
+    /// [`insert`]: CountingBloomFilter::insert
     pub fn insert_batch(&mut self, keys: &[&[u8]]) {
-        keys.iter().for_each(|key| self.insert(key));
+        const GROUP: usize = 16;
+        let (mut counting, mut next) = (Vec::new(), Vec::new());
+        let mut groups = keys.chunks(GROUP);
+        let spec = self.spec;
+        let positions_of = |group: Option<&[&[u8]]>, into: &mut Vec<u64>, words: &[u64]| {
+            into.clear();
+            for key in group.into_iter().flatten() {
+                for pos in spec.positions(key) {
+                    prefetch(&words[(pos / COUNTERS_PER_WORD) as usize]);
+                    into.push(pos);
+                }
+            }
+        };
+        positions_of(groups.next(), &mut counting, &self.words);
+        while !counting.is_empty() {
+            positions_of(groups.next(), &mut next, &self.words);
+            for &pos in &counting {
+                self.increment(pos);
+            }
+            std::mem::swap(&mut counting, &mut next);
+        }
+        self.items_inserted += keys.len() as u64;
     }
 
     /// Records the (n, p) this filter was sized for, reported by `info`.
@@ -184,6 +226,18 @@ impl CountingBloomFilter {
     pub fn target_fpp(&self) -> f64 {
         self.target_fpp
     }
+}
+
+/// Asks the CPU to bring the cache line of `word` in, without waiting for it.
+#[inline(always)]
+fn prefetch(word: &u64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching has no effect on memory and faults on no address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(word as *const u64 as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = word;
 }
 
 /// Adds the counters of `theirs` into `ours`, word by word, each saturating at 15: the merge
@@ -320,6 +374,25 @@ mod tests {
                 let by_lane = (0..16).fold(0u64, |bits, lane| bits | (((word >> (4 * lane)) & 0xF != 0) as u64) << lane);
                 assert_eq!(non_zero_counters(word), by_lane, "{word:#018x}");
             }
+        }
+    }
+
+    /// A batch's inserts count as the keys inserted one by one do, in batches of every size
+    /// around the group's, with keys repeated so that counters saturate, in both layouts.
+    #[test]
+    fn insert_batch_counts_as_inserts_one_by_one() {
+        for layout in [crate::spec::Layout::Standard, crate::spec::Layout::Blocked] {
+            let spec = FilterSpec::with_size(crate::hashing::Scheme::NativeLookup3, layout, 4096, 5, 3).unwrap();
+            let keys: Vec<String> = (0..3000).map(|i| format!("k{}", i % 170)).collect();
+            let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+            let mut one_by_one = CountingBloomFilter::new(spec);
+            keys.iter().for_each(|k| one_by_one.insert(k));
+            for batch in [1, 15, 16, 17, 33, 1000, 3000] {
+                let mut batched = CountingBloomFilter::new(spec);
+                keys.chunks(batch).for_each(|chunk| batched.insert_batch(chunk));
+                assert!(batched == one_by_one, "{layout:?}, batches of {batch}");
+            }
+            assert!(one_by_one.words.iter().any(|w| (0..16).any(|lane| w >> (4 * lane) & 0xF == 15)), "no counter saturated");
         }
     }
 

@@ -265,8 +265,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let guards = crate::cluster::execute(cluster, agreement, move |worker| {
         let (spec, n, p) = (job_sized.spec, job_sized.expected_items, job_sized.target_fpp);
         let (mut filter, report) = if counting {
-            // Zeroed by the allocator, which maps fresh pages for a large vector: no ticks.
-            let empty = |_: &mut dyn FnMut()| CountingBloomFilter::new(spec).sized_for(n, p);
+            let empty = |tick: &mut dyn FnMut()| CountingBloomFilter::new_ticking(spec, tick).sized_for(n, p);
             let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
             (StoredFilter::Counting(filter), report)
         } else {
