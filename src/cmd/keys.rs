@@ -22,9 +22,9 @@ pub struct KeyArgs {
     #[arg(long, value_name = "CODEC", value_parser = super::args::codec_parser())]
     stdin_compression: Option<bloomflow::compressed::Compression>,
     /// The text that stands for NULL, as the jobs' `--null-key` reads it: a key written so (for
-    /// `--composite`, a key with an unquoted field written so) has no value, joins nothing in
-    /// the jobs, and is answered `no` without a lookup; with `--key-type long`, it is not parsed.
-    /// Default: none, and every key is looked up.
+    /// `--composite`, a key with an unquoted field written so) has no value and joins nothing in
+    /// the jobs: `query` answers it `no` without a lookup, `remove` skips it (builds skip it);
+    /// with `--key-type long`, it is not parsed. Default: none, and every key is a value.
     #[arg(long, value_name = "TEXT")]
     null_key: Option<String>,
 }
