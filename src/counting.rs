@@ -186,6 +186,13 @@ impl CountingBloomFilter {
         self.items_inserted = n;
     }
 
+    /// How many counters are saturated (at 15): they are never decremented, so a key whose
+    /// counters all saturated cannot be removed, and answers `maybe` for good.
+    pub fn saturated_counters(&self) -> u64 {
+        // Bit 4i of the AND is set where all four bits of counter i are (the padding is zeros).
+        self.words.iter().map(|&w| (w & w >> 1 & w >> 2 & w >> 3 & 0x1111_1111_1111_1111).count_ones() as u64).sum()
+    }
+
     /// The plain filter with a bit set wherever a counter is non-zero.
     pub fn to_bloom_filter(&self) -> BloomFilter {
         // Four words of counters make one word of bits, 16 bits each.
@@ -394,6 +401,21 @@ mod tests {
             }
             assert!(one_by_one.words.iter().any(|w| (0..16).any(|lane| w >> (4 * lane) & 0xF == 15)), "no counter saturated");
         }
+    }
+
+    /// The saturated counters are those at 15, counted one by one, however the keys repeat.
+    #[test]
+    fn saturated_counters_counts_the_counters_at_15() {
+        let spec = FilterSpec::with_size(crate::hashing::Scheme::NativeLookup3, crate::spec::Layout::Standard, 1000, 4, 1).unwrap();
+        let mut f = CountingBloomFilter::new(spec);
+        for round in 0..40 {
+            for key in 0..(200 / (round + 1)) {
+                f.insert(format!("k{key}").as_bytes());
+            }
+            let by_counter = (0..spec.bits).filter(|&i| f.counter(i) == COUNTER_MAX).count() as u64;
+            assert_eq!(f.saturated_counters(), by_counter, "round {round}");
+        }
+        assert!(f.saturated_counters() > 0);
     }
 
     /// The plain filter of a counting filter answers as the filter of the same inserts does,

@@ -40,16 +40,19 @@ struct Info {
     target_fpp: Option<f64>,
     /// How the keys were encoded (native version 2 files record it).
     key: Option<String>,
+    /// A counting filter's counters at 15, which `remove` never decrements.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saturated_counters: Option<u64>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (stored, file_format) = format::load_any(&args.file)?;
     let bytes = std::fs::metadata(&args.file)?.len();
     let kind = stored.kind();
-    let f = match stored {
-        StoredFilter::Plain(f) => f,
+    let (f, saturated_counters) = match stored {
+        StoredFilter::Plain(f) => (f, None),
         // A counter is "set" when non-zero: the same statistics as the plain filter it implies.
-        StoredFilter::Counting(c) => c.to_bloom_filter(),
+        StoredFilter::Counting(c) => (c.to_bloom_filter(), Some(c.saturated_counters())),
     };
     let spec = f.spec();
     let info = Info {
@@ -75,6 +78,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         expected_items: (f.expected_items() > 0).then_some(f.expected_items()),
         target_fpp: (f.target_fpp() > 0.0).then_some(f.target_fpp()),
         key: f.key_form().map(|k| k.to_string()),
+        saturated_counters,
     };
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -108,7 +112,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 .map_or_else(none, |n| format!("{:.6}", params::expected_fpp(info.bits, info.hashes, n))),
         ),
     ];
-    for (name, value) in rows {
+    let saturated = info.saturated_counters.map(|n| ("saturated counters", format!("{n} (at 15: never decremented by remove)")));
+    for (name, value) in rows.into_iter().chain(saturated) {
         writeln!(out, "{name:<22}{value}")?;
     }
     Ok(())

@@ -216,10 +216,21 @@ fn info_shows_counting_filters() {
     c.insert(b"x");
     let path = dir.path().join("c.bloom");
     native::write_counting(&path, &c).unwrap();
-    let json: serde_json::Value =
-        serde_json::from_str(&ok(&run(&["info", &path.to_string_lossy(), "--json"]))).unwrap();
+    let info = |path: &std::path::Path| -> serde_json::Value { serde_json::from_str(&ok(&run(&["info", &path.to_string_lossy(), "--json"]))).unwrap() };
+    let json = info(&path);
     assert_eq!(json["kind"], "counting-bloom");
     assert_eq!(json["bits_set"], 7);
+    assert_eq!(json["saturated_counters"], 0);
+    // "x" 15 times in all: its 7 counters saturate, and the text says so.
+    (0..14).for_each(|_| c.insert(b"x"));
+    native::write_counting(&path, &c).unwrap();
+    assert_eq!(info(&path)["saturated_counters"], 7);
+    let text = ok(&run(&["info", &path.to_string_lossy()]));
+    assert!(text.contains("saturated counters    7 (at 15"), "{text}");
+    // A plain filter has no such row.
+    let plain = dir.path().join("p.bloom");
+    native::write_plain(&plain, &c.to_bloom_filter()).unwrap();
+    assert!(info(&plain).get("saturated_counters").is_none());
 }
 
 #[test]
