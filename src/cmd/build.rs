@@ -76,6 +76,7 @@ pub fn print_summary(s: &BuildStats) {
     }
     println!("  keys inserted      {}", s.keys_inserted);
     println!("  elapsed            {:.3} s", s.elapsed_secs);
+    println!("  timeline           {} (worker 0, since the start)", s.timeline.describe());
     println!("  throughput         {:.1} MB/s", s.mb_per_sec);
     if s.counting {
         println!("  counters (m)       {} of 4 bits ({})", s.bits, human_bytes(s.bits.div_ceil(2)));

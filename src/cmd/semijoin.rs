@@ -201,6 +201,7 @@ pub fn print_summary(s: &SemijoinStats) {
         println!("  records out         {}", s.records_out);
     }
     println!("  elapsed             {:.3} s ({:.1} MB/s)", s.elapsed_secs, s.mb_per_sec);
+    println!("  timeline            {} (worker 0, since the start)", s.timeline.describe());
     for w in &s.warnings {
         eprintln!("bloomflow: warning: {w}");
     }

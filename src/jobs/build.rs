@@ -11,7 +11,7 @@ use crate::filter::BloomFilter;
 use crate::format::{self, StoredFilter};
 use crate::params;
 use crate::records::KeyForm;
-use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
+use crate::report::{first_failure, mb_per_sec, Progress, Timeline, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
 use crate::hashing::Scheme;
 use crate::spec::{FilterSpec, Layout};
@@ -90,6 +90,8 @@ pub struct BuildStats {
     pub target_fpp: f64,
     pub expected_items: u64,
     pub sizing: String,
+    /// When worker 0 had its workers running, the filter merged and the file written.
+    pub timeline: Timeline,
     pub per_worker: Vec<WorkerReport>,
 }
 
@@ -263,6 +265,8 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     // This process's workers merge their partials through their shared memory first.
     let local = Arc::new(LocalMerge::new(cluster.workers));
     let guards = crate::cluster::execute(cluster, agreement, move |worker| {
+        let mut timeline = Timeline::default();
+        timeline.mark("workers running", started);
         let (spec, n, p) = (job_sized.spec, job_sized.expected_items, job_sized.target_fpp);
         let (mut filter, report) = if counting {
             let empty = |tick: &mut dyn FnMut()| CountingBloomFilter::new_ticking(spec, tick).sized_for(n, p);
@@ -273,6 +277,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
             let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
             (StoredFilter::Plain(filter), report)
         };
+        timeline.mark("filter merged", started);
         let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
         if let Some(failure) = first_failure(&reports) {
             return Err(Error::Job(failure));
@@ -309,12 +314,13 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
                 (plain.bits_set(), plain.estimated_fpp())
             }
         };
-        Ok(Some((bits_set, estimated_fpp, reports)))
+        timeline.mark(if output.is_some() { "filter written" } else { "statistics made" }, started);
+        Ok(Some((bits_set, estimated_fpp, reports, timeline)))
     })?;
 
     let joined = join_workers(guards);
     progress.finish();
-    let Some((bits_set, estimated_fpp, per_worker)) = joined? else { return Ok(None) };
+    let Some((bits_set, estimated_fpp, per_worker, timeline)) = joined? else { return Ok(None) };
     let elapsed = started.elapsed().as_secs_f64();
     let mut scan = ScanStats::default();
     for r in &per_worker {
@@ -343,6 +349,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         target_fpp: sized.target_fpp,
         expected_items: sized.expected_items,
         sizing: sized.note,
+        timeline,
         per_worker,
     }))
 }

@@ -23,7 +23,7 @@ use crate::format;
 use crate::hashing::Scheme;
 use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
-use crate::report::{first_failure, mb_per_sec, Progress, WorkerReport};
+use crate::report::{first_failure, mb_per_sec, Progress, Timeline, WorkerReport};
 use crate::scan::{Header, RecordBatch, ScanOptions, ScanStats, Source};
 use crate::splits::{resolve_inputs, Input};
 use serde::{Deserialize, Serialize};
@@ -159,6 +159,9 @@ pub struct SemijoinStats {
     /// The part files written into another host's output directory (the processes do not share
     /// it), so not beside this `_SUCCESS`.
     pub parts_elsewhere: Vec<String>,
+    /// When worker 0 had its workers running, the global filter, its own probe done and every
+    /// part committed.
+    pub timeline: Timeline,
     pub per_worker_build: Vec<WorkerReport>,
     pub per_worker_probe: Vec<ProbeReport>,
 }
@@ -366,6 +369,8 @@ struct Job {
 impl Job {
     fn run_worker(&self, worker: &mut Worker, abort: &AtomicBool, counter: &AtomicU64) -> Result<Option<SemijoinStats>> {
         let me = worker.index();
+        let mut timeline = Timeline::default();
+        timeline.mark("workers running", self.started);
         let mut stealing = Stealing::announce(&self.probe_claims, me, &self.dir);
         if let PlannedFilter::File { .. } = self.planned {
             // No build, whose last exchange would come after every announcement: wait for every
@@ -409,6 +414,7 @@ impl Job {
             }
             PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
         };
+        timeline.mark("filter ready", self.started);
         // Every worker sees the same reports, so every worker chooses alike (or fails alike).
         let strategy = self.exact.then(|| self.choose_strategy(&build_reports));
         if strategy != Some(ExactStrategy::Shuffle) {
@@ -444,6 +450,7 @@ impl Job {
             }
         };
         report.elapsed_secs = started.elapsed().as_secs_f64();
+        timeline.mark("own probe done", self.started);
 
         // 3. Commit, Hadoop style: parts move out of _temporary/ only once every worker has
         // written its part, and _SUCCESS is written only once every part has moved. A process
@@ -489,7 +496,8 @@ impl Job {
             let _ = std::fs::remove_dir(self.dir.join(output::TEMPORARY));
             return Ok(None);
         }
-        let stats = self.stats(&filter, strategy, build_reports, reports, &elsewhere);
+        timeline.mark("parts committed", self.started);
+        let stats = self.stats(&filter, strategy, build_reports, reports, &elsewhere, timeline);
         let json = serde_json::to_vec_pretty(&stats).expect("statistics serialise");
         output::write_success(&self.dir, &json)?;
         Ok(Some(stats))
@@ -729,7 +737,7 @@ impl Job {
 
     /// The job's statistics; `elsewhere`: the workers whose parts are in another host's output
     /// directory.
-    fn stats(&self, filter: &BloomFilter, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>, elsewhere: &[usize]) -> SemijoinStats {
+    fn stats(&self, filter: &BloomFilter, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>, elsewhere: &[usize], timeline: Timeline) -> SemijoinStats {
         let elapsed = self.started.elapsed().as_secs_f64();
         let mut scan = ScanStats::default();
         for r in &probe {
@@ -813,6 +821,7 @@ impl Job {
             elapsed_secs: elapsed,
             mb_per_sec: mb_per_sec(scan.bytes + build_bytes, elapsed),
             warnings,
+            timeline,
             per_worker_build: build,
             per_worker_probe: probe,
         }

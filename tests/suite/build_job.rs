@@ -490,6 +490,8 @@ fn stats_json_holds_the_summary() {
     assert_eq!(json["per_worker"].as_array().unwrap().len(), 2);
     assert_eq!(json["hashes"], 7);
     assert!(json["fill_ratio"].as_f64().unwrap() > 0.0);
+    check_timeline(&json, &["workers running", "filter merged", "filter written"]);
+    assert!(ok(&o).contains("  timeline           workers running "), "the summary's timeline");
 }
 
 #[test]

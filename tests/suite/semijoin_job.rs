@@ -586,6 +586,7 @@ fn dense_numeric_ids_join_exactly_in_every_layout() {
         ok(&run(&single.iter().map(String::as_str).collect::<Vec<_>>()));
         assert_eq!(read_output(&dir.path().join(name), "event,key,note\n"), expected, "-w {workers}");
         let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join(name).join("_SUCCESS")).unwrap()).unwrap();
+        check_timeline(&stats, &["workers running", "filter ready", "own probe done", "parts committed"]);
         for w in stats["per_worker_build"].as_array().unwrap().iter().filter(|w| w["collected_number_keys"].as_u64() > Some(0)) {
             let (low, high) = (w["collected_numbers_range"][0].as_u64().unwrap(), w["collected_numbers_range"][1].as_u64().unwrap());
             assert!((50_000..80_000).contains(&low) && (low..80_000).contains(&high), "{w}");

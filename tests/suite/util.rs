@@ -300,3 +300,15 @@ fn run_cluster_piped(
     assert!(held.load(std::sync::atomic::Ordering::Relaxed), "standard input was written after 30 s without its condition");
     outs
 }
+
+/// Asserts that a job's statistics hold its timeline: exactly `phases`, in order, at times that
+/// never go back, the last no later than the job's elapsed time.
+#[track_caller]
+pub fn check_timeline(stats: &serde_json::Value, phases: &[&str]) {
+    let marks = stats["timeline"].as_array().unwrap_or_else(|| panic!("no timeline: {stats}"));
+    let names: Vec<&str> = marks.iter().map(|m| m["phase"].as_str().unwrap()).collect();
+    assert_eq!(names, phases);
+    let secs: Vec<f64> = marks.iter().map(|m| m["secs"].as_f64().unwrap()).collect();
+    assert!(secs[0] >= 0.0 && secs.windows(2).all(|w| w[0] <= w[1]), "{secs:?}");
+    assert!(*secs.last().unwrap() <= stats["elapsed_secs"].as_f64().unwrap(), "{secs:?} past {}", stats["elapsed_secs"]);
+}
