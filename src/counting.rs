@@ -358,8 +358,10 @@ mod tests {
         let mut rng = crate::xorshift::XorShift::new(seed);
         (0..100_000).map(move |round| {
             let (a, b) = (rng.next(), rng.next());
-            // Every fourth pair: lanes of 7 and 8 (a sum of exactly 15) or 8 and 8 (16).
-            if round % 4 == 0 { (a & 0x7777_7777_7777_7777, 0x8888_8888_8888_8888 & (b | 0x7777_7777_7777_7777)) } else { (a, b) }
+            // Every fourth pair: lanes of 7 or 8 in both, sums of 14, 15 and 16 (where
+            // saturation starts).
+            let near = |x: u64| 0x7777_7777_7777_7777 + (x & 0x1111_1111_1111_1111);
+            if round % 4 == 0 { (near(a), near(b)) } else { (a, b) }
         })
     }
 
