@@ -38,6 +38,22 @@ impl StoredFilter {
         }
     }
 
+    /// Records how the filter's keys were encoded (written to native files).
+    pub fn set_key_form(&mut self, form: Option<crate::records::KeyForm>) {
+        match self {
+            StoredFilter::Plain(f) => f.set_key_form(form),
+            StoredFilter::Counting(c) => c.set_key_form(form),
+        }
+    }
+
+    /// Sets the count of keys inserted (the jobs sum their workers' counts).
+    pub fn set_items_inserted(&mut self, n: u64) {
+        match self {
+            StoredFilter::Plain(f) => f.set_items_inserted(n),
+            StoredFilter::Counting(c) => c.set_items_inserted(n),
+        }
+    }
+
     /// The plain filter (a counting filter converted), for queries and joins.
     pub fn into_plain(self) -> BloomFilter {
         match self {

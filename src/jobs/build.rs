@@ -286,34 +286,22 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         if worker.index() != 0 {
             return Ok(None);
         }
-        let keys = reports.iter().map(|r| r.keys).sum();
-        let write = |filter: &StoredFilter| match &output {
-            Some(path) => format::write(path, filter),
-            None => Ok(()),
-        };
-        match &mut filter {
-            StoredFilter::Plain(plain) => {
-                plain.set_items_inserted(keys);
-                plain.set_key_form(Some(key_form));
-            }
+        filter.set_items_inserted(reports.iter().map(|r| r.keys).sum());
+        filter.set_key_form(Some(key_form));
+        let filter = &filter;
+        let stats = || match filter {
+            StoredFilter::Plain(plain) => (plain.bits_set(), plain.estimated_fpp()),
+            // The rates are those of its counters above zero: the plain filter's bits.
             StoredFilter::Counting(counters) => {
-                counters.set_items_inserted(keys);
-                counters.set_key_form(Some(key_form));
-            }
-        }
-        let (bits_set, estimated_fpp) = match &filter {
-            StoredFilter::Plain(plain) => {
-                let (stats, written) = beside(|| (plain.bits_set(), plain.estimated_fpp()), || write(&filter));
-                written?;
-                stats
-            }
-            StoredFilter::Counting(counters) => {
-                // The rates are those of its counters above zero: the plain filter's bits.
                 let plain = counters.to_bloom_filter();
-                write(&filter)?;
                 (plain.bits_set(), plain.estimated_fpp())
             }
         };
+        let ((bits_set, estimated_fpp), written) = beside(stats, || match &output {
+            Some(path) => format::write(path, filter),
+            None => Ok(()),
+        });
+        written?;
         timeline.mark(if output.is_some() { "filter written" } else { "statistics made" }, started);
         Ok(Some((bits_set, estimated_fpp, reports, timeline)))
     })?;

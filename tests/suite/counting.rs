@@ -120,14 +120,21 @@ fn remove_takes_each_key_out_once_per_line_and_keeps_every_other_key() {
     assert!(emptied.words().iter().all(|w| (0..16).all(|lane| matches!(w >> (4 * lane) & 0xF, 0 | 15))), "a counter neither 0 nor saturated");
 }
 
+/// A counting filter built from 1,000 records of 100 keys, in `dir`: its input, the records'
+/// keys, and the filter's path.
+fn small_counting_filter(dir: &Path) -> (String, Vec<String>, String) {
+    let (input, keys) = write_repeating_csv(dir, 1_000, 100);
+    let built = path_str(dir, "built.bloom");
+    ok(&run(&["build", &input, "-k", "key", "--counting", "-o", &built, "--no-progress"]));
+    (input, keys, built)
+}
+
 /// A key the filter answers `no` for fails the removal, naming where it was given, and nothing
 /// is written; `--skip-absent` skips and counts it. A plain filter is refused.
 #[test]
 fn remove_refuses_an_absent_key_or_a_plain_filter_and_writes_nothing() {
     let dir = tempdir();
-    let (input, keys) = write_repeating_csv(dir.path(), 1_000, 100);
-    let built = path_str(dir.path(), "built.bloom");
-    ok(&run(&["build", &input, "-k", "key", "--counting", "-o", &built, "--no-progress"]));
+    let (input, keys, built) = small_counting_filter(dir.path());
     let before = std::fs::read(&built).unwrap();
     let absent = (0..).map(|i| format!("absent-{i}")).find(|k| !load_counting(&built).contains(k.as_bytes())).unwrap();
 
@@ -147,4 +154,18 @@ fn remove_refuses_an_absent_key_or_a_plain_filter_and_writes_nothing() {
     ok(&run(&["build", &input, "-k", "key", "-o", &plain, "--no-progress"]));
     fails_with(&run(&["remove", &plain, &keys[0]]), &["plain Bloom filter", "build --counting"]);
     fails_with(&run(&["build", &input, "-k", "key", "--counting", "--format", "hadoop", "-o", &out, "--no-progress"]), &["--counting", "native format only"]);
+}
+
+/// A NULL key (`--null-key`), which no build inserts, is skipped and counted, not looked up:
+/// not even a key that the NULL text's bytes would remove.
+#[test]
+fn remove_skips_null_keys() {
+    let dir = tempdir();
+    let (_, keys, built) = small_counting_filter(dir.path());
+    let out = path_str(dir.path(), "out.bloom");
+    // keys[0] as the NULL text: both lines are NULL keys, and nothing is removed.
+    let stdin = format!("{0}\n{0}\n", keys[0]);
+    let summary = ok(&run_with_stdin(&["remove", &built, "--null-key", &keys[0], "-o", &out], stdin.as_bytes()));
+    assert!(summary.contains("removed 0 key(s)") && summary.contains("skipped 2 NULL key(s)"), "{summary}");
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&built).unwrap(), "a NULL key changed the counters");
 }
