@@ -22,20 +22,19 @@ pub fn words_for_bits(bits: u64) -> u64 {
 }
 
 impl BitArray {
-    /// An all-zero array of `len` bits.
+    /// An all-zero array of `len` bits, in huge pages where it is large (see
+    /// [`zeroed_huge`](crate::limits::zeroed_huge)).
     pub fn new(len: u64) -> Self {
-        Self::new_ticking(len, &mut || {})
+        let words = words_for_bits(len) as usize;
+        BitArray { lines: crate::limits::zeroed_huge(words.div_ceil(8)), words, len }
     }
 
-    /// [`new`](Self::new), calling `tick` as it zeroes a large array (see
-    /// [`zeroed_huge_ticking`](crate::limits::zeroed_huge_ticking)).
-    pub fn new_ticking(len: u64, tick: &mut dyn FnMut()) -> Self {
+    /// An all-zero array of `len` bits for a job's partial filter: in 4 KiB pages, written as it
+    /// is allocated, calling `tick` every 2 MiB (see
+    /// [`zeroed_written_ticking`](crate::limits::zeroed_written_ticking)).
+    pub fn new_partial(len: u64, tick: &mut dyn FnMut()) -> Self {
         let words = words_for_bits(len) as usize;
-        BitArray {
-            lines: crate::limits::zeroed_huge_ticking(words.div_ceil(8), tick),
-            words,
-            len,
-        }
+        BitArray { lines: crate::limits::zeroed_written_ticking(words.div_ceil(8), tick), words, len }
     }
 
     /// An array over existing words. Padding bits at or above `len` are cleared so that two

@@ -33,18 +33,22 @@ pub struct CountingBloomFilter {
 impl CountingBloomFilter {
     /// An empty counting filter of a given identity.
     pub fn new(spec: FilterSpec) -> Self {
-        Self::new_ticking(spec, &mut || {})
+        Self::with_words(spec, crate::limits::zeroed_huge(words_for_counters(spec.bits) as usize))
     }
 
-    /// [`new`](Self::new), calling `tick` as it zeroes a large filter (see
-    /// [`crate::limits::zeroed_huge_ticking`]). Its pages are written before the first insert
-    /// reads them: read first, a page maps the kernel's zero page, and the insert's write then
-    /// flushed every CPU's TLB entry for it (in a 2-worker build of 20M keys into 120 MB of
-    /// counters, a quarter of the time went to that and to faulting pages in).
-    pub fn new_ticking(spec: FilterSpec, tick: &mut dyn FnMut()) -> Self {
+    /// An empty counting filter for a job's partial, calling `tick` as it zeroes it, in 4 KiB
+    /// pages (see [`crate::limits::zeroed_written_ticking`]). Its pages are written before the
+    /// first insert reads them: read first, a page maps the kernel's zero page, and the insert's
+    /// write then flushed every CPU's TLB entry for it (in a 2-worker build of 20M keys into
+    /// 120 MB of counters, a quarter of the time went to that and to faulting pages in).
+    pub fn new_partial(spec: FilterSpec, tick: &mut dyn FnMut()) -> Self {
+        Self::with_words(spec, crate::limits::zeroed_written_ticking(words_for_counters(spec.bits) as usize, tick))
+    }
+
+    fn with_words(spec: FilterSpec, words: Vec<u64>) -> Self {
         CountingBloomFilter {
             spec,
-            words: crate::limits::zeroed_huge_ticking(words_for_counters(spec.bits) as usize, tick),
+            words,
             items_inserted: 0,
             expected_items: 0,
             target_fpp: 0.0,

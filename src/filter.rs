@@ -54,15 +54,20 @@ impl BloomFilter {
 
     /// An empty filter of a given identity.
     pub fn new(spec: FilterSpec) -> Self {
-        Self::new_ticking(spec, &mut || {})
+        Self::with_bits_array(spec, BitArray::new(spec.bits))
     }
 
-    /// [`new`](Self::new), calling `tick` as it zeroes a large filter's bits, for a worker that
-    /// must keep answering its peers meanwhile.
-    pub fn new_ticking(spec: FilterSpec, tick: &mut dyn FnMut()) -> Self {
+    /// An empty filter for a job's partial: its bits in 4 KiB pages, written as they are
+    /// allocated (see [`BitArray::new_partial`]), calling `tick` as it zeroes them, for a worker
+    /// that must keep answering its peers meanwhile.
+    pub fn new_partial(spec: FilterSpec, tick: &mut dyn FnMut()) -> Self {
+        Self::with_bits_array(spec, BitArray::new_partial(spec.bits, tick))
+    }
+
+    fn with_bits_array(spec: FilterSpec, bits: BitArray) -> Self {
         BloomFilter {
             spec,
-            bits: BitArray::new_ticking(spec.bits, tick),
+            bits,
             items_inserted: 0,
             expected_items: 0,
             target_fpp: 0.0,

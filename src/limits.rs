@@ -90,15 +90,7 @@ enum Pages {
 ///   workers running, an inter-processor interrupt per page (a VM exit on a virtual machine),
 ///   which took an eighth of a two-worker semi-join's time.
 pub fn zeroed_huge<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
-    zeroed_huge_ticking(n, &mut || {})
-}
-
-/// [`zeroed_huge`], calling `tick` after every 2 MiB zeroed. A worker that hands out work to
-/// the others (split claims) answers them from its tick: on a virtual machine the first touch
-/// of fresh memory can take 40–50 ms for a 24 MB filter, and the other workers waited that long
-/// for their first splits.
-pub fn zeroed_huge_ticking<T: bytemuck::Zeroable>(n: usize, tick: &mut dyn FnMut()) -> Vec<T> {
-    zeroed_pages(n, Pages::Huge, tick)
+    zeroed_pages(n, Pages::Huge, &mut || {})
 }
 
 /// `n` zeroed values in 4 KiB pages, every page written now (not left to map the shared zero
@@ -117,7 +109,22 @@ pub fn zeroed_huge_ticking<T: bytemuck::Zeroable>(n: usize, tick: &mut dyn FnMut
 /// and 26.4 ms, 14.7 and 16.5 with the pages written (medians of 9 runs, two series); `-w 1`,
 /// whose one table is past 4 MiB, 18.7 ms either way.
 pub fn zeroed_written<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
-    zeroed_pages(n, Pages::Small, &mut || {})
+    zeroed_written_ticking(n, &mut || {})
+}
+
+/// [`zeroed_written`], calling `tick` after every 2 MiB zeroed: for a job's partial filters. A
+/// worker that hands out work to the others (split claims) answers them from its tick: on a
+/// virtual machine the first touch of fresh memory can take 40–50 ms for a 24 MB filter, and the
+/// other workers waited that long for their first splits.
+///
+/// The partials were in huge pages, for the TLB. But the workers of a job zero theirs at the
+/// same time, and huge pages fresh from the host were the slowest memory to touch: a `build -w 2`
+/// of the 20M-row probe (two 24 MB partials) took 771 ms in huge pages and 598 in 4 KiB pages
+/// (medians of 15 interleaved rounds, every round faster), its counting build 2.33 -> 1.59 s, 2
+/// processes × 1 637 -> 590 ms; `-w 1`, whose one partial seldom meets cold memory, 1092 ms either
+/// way (its counting build 2.66 -> 2.80 s: 96 MB of counters, more TLB misses).
+pub fn zeroed_written_ticking<T: bytemuck::Zeroable>(n: usize, tick: &mut dyn FnMut()) -> Vec<T> {
+    zeroed_pages(n, Pages::Small, tick)
 }
 
 fn zeroed_pages<T: bytemuck::Zeroable>(n: usize, pages: Pages, tick: &mut dyn FnMut()) -> Vec<T> {
@@ -180,16 +187,16 @@ mod tests {
     fn a_large_zeroed_block_is_zero_and_ticks_once_per_2_mib() {
         let mut ticks = 0;
         // 5 MiB and 8 bytes: two whole pieces of 2 MiB and a short third.
-        let words: Vec<u64> = super::zeroed_huge_ticking((5 << 17) + 1, &mut || ticks += 1);
+        let words: Vec<u64> = super::zeroed_written_ticking((5 << 17) + 1, &mut || ticks += 1);
         assert_eq!(ticks, 3);
         assert_eq!(words.len(), (5 << 17) + 1);
         assert!(words.iter().all(|&w| w == 0));
         // Small blocks are a plain zeroed allocation, with no tick.
         let mut ticks = 0;
-        let small: Vec<u64> = super::zeroed_huge_ticking(1000, &mut || ticks += 1);
+        let small: Vec<u64> = super::zeroed_written_ticking(1000, &mut || ticks += 1);
         assert!(ticks == 0 && small.iter().all(|&w| w == 0));
-        let written: Vec<u64> = super::zeroed_written((5 << 17) + 1);
-        assert!(written.len() == (5 << 17) + 1 && written.iter().all(|&w| w == 0));
+        let huge: Vec<u64> = super::zeroed_huge((5 << 17) + 1);
+        assert!(huge.len() == (5 << 17) + 1 && huge.iter().all(|&w| w == 0));
     }
 
     /// A block of 64 KiB to 4 MiB from `zeroed_written` has every page in memory before it is
@@ -223,7 +230,8 @@ mod tests {
         None
     }
 
-    /// A filter's block is advised for huge pages; a key table's is not.
+    /// A filter's block is advised for huge pages; a key table's and a job's partial filter's
+    /// are not.
     ///
     /// The blocks are 64 MiB, past the largest size (32 MiB) up to which glibc's malloc may
     /// serve a block from memory it freed before instead of mapping it fresh: blocks of 8 MiB
@@ -234,7 +242,9 @@ mod tests {
     fn only_the_huge_block_is_advised_for_huge_pages() {
         let huge: Vec<u64> = super::zeroed_huge(1 << 23);
         let written: Vec<u64> = super::zeroed_written(1 << 23);
-        let (Some(huge_flags), Some(written_flags)) = (mapping_flags(huge.as_ptr() as usize + 4096), mapping_flags(written.as_ptr() as usize + 4096)) else {
+        let partial = crate::bits::BitArray::new_partial(64 << 23, &mut || {});
+        let partial_flags = mapping_flags(partial.words().as_ptr() as usize + 4096);
+        let (Some(huge_flags), Some(written_flags), Some(partial_flags)) = (mapping_flags(huge.as_ptr() as usize + 4096), mapping_flags(written.as_ptr() as usize + 4096), partial_flags) else {
             eprintln!("skipped: no /proc/self/smaps");
             return;
         };
@@ -244,5 +254,6 @@ mod tests {
         }
         assert!(huge_flags.split_whitespace().any(|f| f == "hg"), "{huge_flags}");
         assert!(!written_flags.split_whitespace().any(|f| f == "hg"), "{written_flags}");
+        assert!(!partial_flags.split_whitespace().any(|f| f == "hg"), "{partial_flags}");
     }
 }

@@ -269,11 +269,11 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         timeline.mark("workers running", started);
         let (spec, n, p) = (job_sized.spec, job_sized.expected_items, job_sized.target_fpp);
         let (mut filter, report) = if counting {
-            let empty = |tick: &mut dyn FnMut()| CountingBloomFilter::new_ticking(spec, tick).sized_for(n, p);
+            let empty = |tick: &mut dyn FnMut()| CountingBloomFilter::new_partial(spec, tick).sized_for(n, p);
             let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
             (StoredFilter::Counting(filter), report)
         } else {
-            let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(spec, tick).sized_for(n, p);
+            let empty = |tick: &mut dyn FnMut()| BloomFilter::new_partial(spec, tick).sized_for(n, p);
             let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
             (StoredFilter::Plain(filter), report)
         };

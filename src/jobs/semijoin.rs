@@ -403,7 +403,7 @@ impl Job {
         };
         let (filter, build_reports) = match &self.planned {
             PlannedFilter::Build { source, sized } => {
-                let empty = |tick: &mut dyn FnMut()| BloomFilter::new_ticking(sized.spec, tick).sized_for(sized.expected_items, sized.target_fpp);
+                let empty = |tick: &mut dyn FnMut()| BloomFilter::new_partial(sized.spec, tick).sized_for(sized.expected_items, sized.target_fpp);
                 let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, keep, &self.local_merge);
                 let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
                 if let Some(failure) = first_failure(&reports) {
