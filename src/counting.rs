@@ -146,6 +146,27 @@ impl CountingBloomFilter {
         Ok(())
     }
 
+    /// Takes the counts of `removals` (a counting filter of the keys to remove, of the same
+    /// identity) out of this filter's counters: what [`remove`](Self::remove) of each of those
+    /// keys does, in any order, when it succeeds for them all. Saturated counters stay at 15. A
+    /// counter that holds fewer than the removals count (the removals' own saturated counters
+    /// count 15 or more) is refused with [`Error::Undercount`], and nothing changes: removing the
+    /// keys one by one would have found some key's counter at zero, whatever the order.
+    pub fn subtract(&mut self, removals: &CountingBloomFilter) -> Result<()> {
+        self.spec.check_compatible(&removals.spec)?;
+        crate::filter::joint_key_form(self.key_form, removals.key_form)?;
+        let pairs = || self.words.iter().zip(&removals.words).enumerate();
+        if let Some((i, lane)) = pairs().find_map(|(i, (&ours, &theirs))| subtract_nibbles(ours, theirs).err().map(|lane| (i, lane))) {
+            let counter = (i as u64) * COUNTERS_PER_WORD + lane as u64;
+            return Err(Error::Undercount { counter, holds: self.counter(counter), removing: removals.counter(counter) });
+        }
+        for (ours, &theirs) in self.words.iter_mut().zip(&removals.words) {
+            *ours = subtract_nibbles(*ours, theirs).expect("checked above");
+        }
+        self.items_inserted = self.items_inserted.saturating_sub(removals.items_inserted);
+        Ok(())
+    }
+
     /// Inserts every key of a batch (as the jobs' scans hand them over), as [`insert`] of each
     /// in turn would. A large filter's counters are cache misses: the positions of a group of
     /// keys are computed and their words prefetched while the group before is counted, so that
@@ -272,6 +293,25 @@ fn saturating_add_nibbles(a: u64, b: u64) -> u64 {
     saturate((a & LOW) + (b & LOW)) | saturate(((a >> 4) & LOW) + ((b >> 4) & LOW)) << 4
 }
 
+/// Subtracts sixteen 4-bit lanes at once, where `ours` is not saturated (15 stays 15), or says
+/// which lane would go below zero. As in [`saturating_add_nibbles`], the even and the odd lanes
+/// go in the bytes of a word each, each byte with bit 4 set first: that bit survives the
+/// subtraction exactly where the lane held enough, and no byte borrows from the next.
+fn subtract_nibbles(ours: u64, theirs: u64) -> std::result::Result<u64, u32> {
+    const LOW: u64 = 0x0F0F_0F0F_0F0F_0F0F;
+    const ENOUGH: u64 = 0x1010_1010_1010_1010;
+    let saturated = (ours & ours >> 1 & ours >> 2 & ours >> 3 & 0x1111_1111_1111_1111) * 0xF;
+    let theirs = theirs & !saturated;
+    let even = ((ours & LOW) | ENOUGH) - (theirs & LOW);
+    let odd = (((ours >> 4) & LOW) | ENOUGH) - ((theirs >> 4) & LOW);
+    // Bit 4i set where lane i lacks: an even lane's flag moved down to its lane's first bit.
+    let short = ((!even & ENOUGH) >> 4) | (!odd & ENOUGH);
+    if short != 0 {
+        return Err(short.trailing_zeros() / 4);
+    }
+    Ok((even & LOW) | (odd & LOW) << 4)
+}
+
 /// The 16 counters of a word as 16 bits, bit i set where counter i is not zero.
 fn non_zero_counters(word: u64) -> u64 {
     // Bit 4i: whether counter i has a bit set; then the bits 4 apart are packed together,
@@ -376,6 +416,56 @@ mod tests {
         for (a, b) in words(0x1234_5678_9ABC_DEF1) {
             assert_eq!(saturating_add_nibbles(a, b), by_lane(a, b), "{a:#018x} + {b:#018x}");
         }
+    }
+
+    /// The word-at-once subtraction equals subtracting lane by lane: saturated lanes kept, the
+    /// first lane that lacks named.
+    #[test]
+    fn nibble_subtraction_equals_the_lane_by_lane_difference() {
+        let by_lane = |a: u64, b: u64| {
+            let mut out = 0u64;
+            for lane in 0..16u32 {
+                let (x, y) = ((a >> (4 * lane)) & 0xF, (b >> (4 * lane)) & 0xF);
+                let left = if x == 15 { 15 } else { x.checked_sub(y).ok_or(lane)? };
+                out |= left << (4 * lane);
+            }
+            Ok(out)
+        };
+        for (a, b) in words(0x005E_ED0F_5AB7_4AC7) {
+            // Pairs whose every lane holds enough too, or not just enough in one lane.
+            let fewer = |x: u64| (0..16).fold(0u64, |out, lane| out | (((x >> (4 * lane)) & 0xF).min((b >> (4 * lane)) & 0xF)) << (4 * lane));
+            for (ours, theirs) in [(a, b), (b, fewer(a)), (b, fewer(a) + (1u64 << (4 * (a % 16))) * ((a >> (4 * (a % 16))) & 0xF < 15) as u64)] {
+                assert_eq!(subtract_nibbles(ours, theirs), by_lane(ours, theirs), "{ours:#018x} - {theirs:#018x}");
+            }
+        }
+    }
+
+    /// Subtracting a counting filter of keys equals removing them one by one; a filter of keys
+    /// that were never all inserted is refused, naming the counter, and changes nothing.
+    #[test]
+    fn subtract_equals_removing_each_key() {
+        let spec = FilterSpec::native(2000, 4, 9).unwrap();
+        let (mut one_by_one, mut removals) = (CountingBloomFilter::new(spec), CountingBloomFilter::new(spec));
+        let keys: Vec<String> = (0..300).map(|i| format!("key{}", i % 120)).collect();
+        keys.iter().for_each(|k| one_by_one.insert(k.as_bytes()));
+        let mut subtracted = one_by_one.clone();
+        for k in keys.iter().step_by(3) {
+            one_by_one.remove(k.as_bytes()).unwrap();
+            removals.insert(k.as_bytes());
+        }
+        subtracted.subtract(&removals).unwrap();
+        assert_eq!(subtracted.words(), one_by_one.words());
+        assert_eq!(subtracted.items_inserted(), one_by_one.items_inserted());
+
+        // Every key removed once more than inserted: some counter runs out.
+        let before = subtracted.clone();
+        let mut too_many = CountingBloomFilter::new(spec);
+        keys.iter().chain(&keys).for_each(|k| too_many.insert(k.as_bytes()));
+        let err = subtracted.subtract(&too_many).unwrap_err();
+        let Error::Undercount { counter, holds, removing } = err else { panic!("{err}") };
+        assert!(holds < removing && holds == before.counter(counter) && removing == too_many.counter(counter), "{err}");
+        assert_eq!(subtracted.words(), before.words());
+        assert!(subtracted.subtract(&CountingBloomFilter::new(FilterSpec::native(2000, 3, 9).unwrap())).is_err());
     }
 
     /// The packed bits of a word's non-zero counters equal the counters tested one by one.

@@ -36,6 +36,12 @@ pub enum Error {
     #[error("key is not a member of the counting filter and cannot be removed")]
     NotAMember,
 
+    /// Counts to take out of a counting filter that one of its counters does not hold: the keys
+    /// counted include keys never inserted (false positives of the filter) or keys removed more
+    /// times than they were inserted.
+    #[error("removing the keys would take counter {counter} below zero (it holds {holds}, and the keys to remove count {removing} there): some were never inserted (false positives of the filter) or are removed more times than they were inserted")]
+    Undercount { counter: u64, holds: u8, removing: u8 },
+
     /// A record that cannot be parsed, with where it is (`line` 0 where its number is not
     /// known, see [`UNCOUNTED_LINE`]).
     #[error("{}", located(path, *line, reason))]

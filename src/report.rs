@@ -33,6 +33,9 @@ pub struct WorkerReport {
     /// The smallest and the largest of those numbers, by which the set may hold them as bits.
     #[serde(default)]
     pub collected_numbers_range: Option<(u32, u32)>,
+    /// Keys a subtract job skipped because the filter answers `no` for them (`--skip-absent`).
+    #[serde(default)]
+    pub absent_keys: u64,
     /// Set when this worker failed; the job then fails everywhere and writes nothing.
     pub error: Option<String>,
 }

@@ -151,6 +151,15 @@ impl InputArgs {
     }
 }
 
+/// Writes a job's statistics as JSON to `path`, where `--stats-json` gave one.
+pub fn write_stats_json(path: Option<&std::path::Path>, stats: &impl serde::Serialize) -> anyhow::Result<()> {
+    if let Some(path) = path {
+        let json = serde_json::to_vec_pretty(stats)?;
+        std::fs::write(path, json).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// A field delimiter given to `flag`: one byte, `tab`, or a byte written as an escape: `\t`,
 /// octal `\001` (as Hive's DDL writes its default, Ctrl-A) or hex `\x01`.
 pub fn parse_delimiter(flag: &str, text: &str) -> anyhow::Result<u8> {
@@ -232,6 +241,15 @@ pub enum KeyTypeArg {
     Bytes,
     /// A signed 64-bit decimal, hashed as Spark's putLong.
     Long,
+}
+
+impl From<KeyTypeArg> for KeyType {
+    fn from(arg: KeyTypeArg) -> KeyType {
+        match arg {
+            KeyTypeArg::Bytes => KeyType::Bytes,
+            KeyTypeArg::Long => KeyType::Long,
+        }
+    }
 }
 
 /// How the filter is sized, and in which format and scheme.
@@ -335,11 +353,7 @@ impl SizingArgs {
 
     /// The key rules of a filter of `scheme`.
     pub fn key_rules(&self, scheme: Scheme) -> KeyRules {
-        let key_type = match self.key_type {
-            KeyTypeArg::Bytes => KeyType::Bytes,
-            KeyTypeArg::Long => KeyType::Long,
-        };
-        KeyRules { key_type, reject_empty: scheme.refuses_empty_keys() }
+        KeyRules { key_type: self.key_type.into(), reject_empty: scheme.refuses_empty_keys() }
     }
 }
 

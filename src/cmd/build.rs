@@ -1,7 +1,6 @@
 //! `bloomflow build INPUT... --key FIELD -o FILE`: the distributed filter build.
 
 use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
-use anyhow::Context;
 use bloomflow::jobs::build::{self, BuildConfig, BuildStats};
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
@@ -55,25 +54,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let Some(stats) = build::run(config)? else { return Ok(()) };
     print_summary(&stats);
-    if let Some(path) = args.stats_json {
-        let json = serde_json::to_vec_pretty(&stats)?;
-        std::fs::write(&path, json).with_context(|| format!("cannot write {}", path.display()))?;
+    super::args::write_stats_json(args.stats_json.as_deref(), &stats)
+}
+
+/// The summary's lines of a job that reads one input: its workers, what it read, what it
+/// skipped.
+pub(super) fn print_input_lines((processes, workers): (usize, usize), (records, bytes): (u64, u64), (malformed, examples): (u64, &[String]), null_keys: u64) {
+    println!("  workers            {processes} process(es) x {workers} worker(s)");
+    println!("  records            {records}");
+    println!("  bytes              {bytes} ({})", human_bytes(bytes));
+    println!("  malformed records  {malformed}{}", if malformed > 0 { " (skipped)" } else { "" });
+    for e in examples {
+        println!("    {e}");
     }
-    Ok(())
+    if null_keys > 0 {
+        println!("  NULL keys          {null_keys} (skipped)");
+    }
 }
 
 pub fn print_summary(s: &BuildStats) {
     println!("bloomflow build: wrote {}", s.output.as_deref().unwrap_or("(nothing)"));
-    println!("  workers            {} process(es) x {} worker(s)", s.processes, s.workers_per_process);
-    println!("  records            {}", s.records);
-    println!("  bytes              {} ({})", s.bytes, human_bytes(s.bytes));
-    println!("  malformed records  {}{}", s.malformed, if s.malformed > 0 { " (skipped)" } else { "" });
-    for e in &s.malformed_examples {
-        println!("    {e}");
-    }
-    if s.null_keys > 0 {
-        println!("  NULL keys          {} (skipped)", s.null_keys);
-    }
+    print_input_lines((s.processes, s.workers_per_process), (s.records, s.bytes), (s.malformed, &s.malformed_examples), s.null_keys);
     println!("  keys inserted      {}", s.keys_inserted);
     println!("  elapsed            {:.3} s", s.elapsed_secs);
     println!("  timeline           {} (worker 0, since the start)", s.timeline.describe());

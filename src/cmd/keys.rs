@@ -106,12 +106,7 @@ struct KeyEncoding {
 impl KeyEncoding {
     fn for_filter(args: &KeyArgs, form: Option<KeyForm>) -> anyhow::Result<KeyEncoding> {
         // The type asked for, else the filter's, else bytes.
-        let key_type = match (args.key_type, form) {
-            (Some(KeyTypeArg::Bytes), _) => KeyType::Bytes,
-            (Some(KeyTypeArg::Long), _) => KeyType::Long,
-            (None, Some(form)) => form.key_type,
-            (None, None) => KeyType::Bytes,
-        };
+        let key_type = args.key_type.map(KeyType::from).or(form.map(|form| form.key_type)).unwrap_or(KeyType::Bytes);
         let composite = match &args.composite {
             None => None,
             Some(_) if key_type != KeyType::Bytes => anyhow::bail!("--composite keys are bytes: --key-type long takes a key of one field"),

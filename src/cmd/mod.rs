@@ -10,6 +10,7 @@ mod merge;
 mod query;
 mod remove;
 mod semijoin;
+mod subtract;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -42,6 +43,9 @@ enum Command {
     /// Keep the probe records whose key may be on the build side (Bloom join pruning), or with
     /// --exact --anti those whose key is not.
     Semijoin(semijoin::Args),
+    /// Remove the keys of a key field of delimited inputs from a counting filter, across workers
+    /// and processes (the inverse of `build --counting`).
+    Subtract(subtract::Args),
 }
 
 /// Runs the chosen subcommand.
@@ -55,6 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Merge(args) => merge::run(args),
         Command::Remove(args) => remove::run(args),
         Command::Semijoin(args) => semijoin::run(args),
+        Command::Subtract(args) => subtract::run(args),
     }?;
     Ok(ExitCode::SUCCESS)
 }

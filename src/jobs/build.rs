@@ -2,7 +2,7 @@
 //! partials are merged by the all-reduce (OR-merged; a counting filter's counters added), and
 //! worker 0 writes the global filter.
 
-use super::{all_reports, check_keys_found, global_filter, join_workers, KeepKeys};
+use super::{global_filter, input_reports, join_workers, KeepKeys};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
 use crate::error::{Error, Result};
@@ -11,7 +11,7 @@ use crate::filter::BloomFilter;
 use crate::format::{self, StoredFilter};
 use crate::params;
 use crate::records::KeyForm;
-use crate::report::{first_failure, mb_per_sec, Progress, Timeline, WorkerReport};
+use crate::report::{mb_per_sec, Progress, Timeline, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
 use crate::hashing::Scheme;
 use crate::spec::{FilterSpec, Layout};
@@ -278,11 +278,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
             (StoredFilter::Plain(filter), report)
         };
         timeline.mark("filter merged", started);
-        let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
-        if let Some(failure) = first_failure(&reports) {
-            return Err(Error::Job(failure));
-        }
-        check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "input")?;
+        let reports = input_reports(worker, report)?;
         if worker.index() != 0 {
             return Ok(None);
         }

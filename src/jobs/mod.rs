@@ -7,6 +7,7 @@ mod rounds;
 mod shard_join;
 pub mod semijoin;
 mod steal;
+pub mod subtract;
 
 use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Mergeable, Slice, Topology};
 use crate::counting::CountingBloomFilter;
@@ -32,16 +33,19 @@ use timely::ExchangeData;
 pub(crate) const PARK: Option<Duration> = Some(Duration::from_millis(50));
 
 /// A partial filter a worker fills from the splits it reads, merged with the others' by the
-/// all-reduce: a plain filter, or a counting one (`build --counting`).
+/// all-reduce: a plain filter, or a counting one (`build --counting`, and the counts of the keys
+/// to remove in a `subtract` job).
 pub(crate) trait Partial: Mergeable + 'static {
-    fn insert_batch(&mut self, keys: &[&[u8]]);
+    /// Inserts a batch of keys; an error fails the worker's scan (and the job).
+    fn insert_batch(&mut self, keys: &[&[u8]]) -> crate::error::Result<()>;
     /// A filter of one position, left in the finished dataflow's hands once the merge is done.
     fn placeholder() -> Self;
 }
 
 impl Partial for BloomFilter {
-    fn insert_batch(&mut self, keys: &[&[u8]]) {
+    fn insert_batch(&mut self, keys: &[&[u8]]) -> crate::error::Result<()> {
         BloomFilter::insert_batch(self, keys);
+        Ok(())
     }
 
     fn placeholder() -> Self {
@@ -50,8 +54,9 @@ impl Partial for BloomFilter {
 }
 
 impl Partial for CountingBloomFilter {
-    fn insert_batch(&mut self, keys: &[&[u8]]) {
+    fn insert_batch(&mut self, keys: &[&[u8]]) -> crate::error::Result<()> {
         CountingBloomFilter::insert_batch(self, keys);
+        Ok(())
     }
 
     fn placeholder() -> Self {
@@ -101,7 +106,7 @@ pub(crate) fn global_filter<P: Partial>(
         let mut keys = 0u64;
         let mut overflow = false;
         let scanned = source.scan_feed(&mut feed, abort, progress, |batch| {
-            partial.insert_batch(batch.keys);
+            partial.insert_batch(batch.keys)?;
             keys += batch.len() as u64;
             match &mut keep {
                 KeepKeys::UpTo(arena, limit, _) if !overflow => {
@@ -230,6 +235,17 @@ pub(crate) fn check_keys_found<'a>(workers: impl Iterator<Item = (&'a ScanStats,
         )));
     }
     Ok(())
+}
+
+/// Every worker's report of a job that reads one input (a build, a subtract), in worker order,
+/// or the first worker's failure, or an error where no record had a usable key.
+pub(crate) fn input_reports(worker: &mut Worker, report: WorkerReport) -> crate::error::Result<Vec<WorkerReport>> {
+    let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
+    if let Some(failure) = crate::report::first_failure(&reports) {
+        return Err(crate::error::Error::Job(failure));
+    }
+    check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "input")?;
+    Ok(reports)
 }
 
 /// Sends `report` to every worker and returns every worker's report, in worker order: how each

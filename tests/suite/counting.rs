@@ -169,3 +169,75 @@ fn remove_skips_null_keys() {
     assert!(summary.contains("removed 0 key(s)") && summary.contains("skipped 2 NULL key(s)"), "{summary}");
     assert!(std::fs::read(&out).unwrap() == std::fs::read(&built).unwrap(), "a NULL key changed the counters");
 }
+
+/// Writes `keys` as a CSV of `id,key` records named `name` in `dir`.
+fn write_keys_csv(dir: &Path, name: &str, keys: &[&String]) -> String {
+    let text: String = std::iter::once("id,key\n".to_string()).chain(keys.iter().enumerate().map(|(i, k)| format!("{i},{k}\n"))).collect();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// `subtract` of a part of the records leaves the bytes a build of the other records writes,
+/// on any number of workers and processes (no counter saturates: 3 records a key, a sparse filter).
+#[test]
+fn subtract_leaves_the_filter_of_the_other_records_for_any_worker_and_process_count() {
+    let dir = tempdir();
+    let keys: Vec<String> = (0..60_000).map(|i| format!("c{}", i % 20_000)).collect();
+    let all = write_keys_csv(dir.path(), "all.csv", &keys.iter().collect::<Vec<_>>());
+    let part = |every_third: bool| keys.iter().enumerate().filter(|(i, _)| (i % 3 == 0) == every_third).map(|(_, k)| k).collect::<Vec<_>>();
+    let gone = write_keys_csv(dir.path(), "gone.csv", &part(true));
+    let kept = write_keys_csv(dir.path(), "kept.csv", &part(false));
+    let shape = ["-k", "key", "--counting", "--bits", "600000", "--hashes", "4", "--no-progress"];
+    let (built, reference) = (path_str(dir.path(), "all.bloom"), path_str(dir.path(), "kept.bloom"));
+    ok(&run(&[&["build", &all][..], &shape, &["-o", &built]].concat()));
+    ok(&run(&[&["build", &kept][..], &shape, &["-o", &reference]].concat()));
+    assert_eq!(load_counting(&built).saturated_counters(), 0, "a counter saturated: the test needs exact counts");
+    let expected = std::fs::read(&reference).unwrap();
+
+    let subtract = ["subtract", &built, &gone, "-k", "key", "--split-size", "20000", "--no-progress"];
+    for w in ["1", "3"] {
+        let out = path_str(dir.path(), &format!("w{w}.bloom"));
+        let summary = ok(&run(&[&subtract[..], &["-o", &out, "-w", w]].concat()));
+        assert!(summary.contains("removed 20000 key(s)") && summary.contains("keys in filter     60000 -> 40000"), "{summary}");
+        assert!(std::fs::read(&out).unwrap() == expected, "-w {w}: not the filter of the other records");
+    }
+    let out = path_str(dir.path(), "p2.bloom");
+    all_ok(&run_cluster(dir.path(), 2, 1, &[&subtract[..], &["-o", &out]].concat(), Duration::from_secs(60)));
+    assert!(std::fs::read(&out).unwrap() == expected, "2 processes: not the filter of the other records");
+    // In place by default.
+    ok(&run(&subtract));
+    assert!(std::fs::read(&built).unwrap() == expected, "in place: not the filter of the other records");
+}
+
+/// A key the filter answers `no` for fails the job, named, and so do keys counted more often
+/// than inserted (the counter named); nothing is written either way. `--skip-absent` skips and
+/// counts absent keys; a plain filter is refused.
+#[test]
+fn subtract_refuses_absent_keys_and_counts_past_a_counter_and_writes_nothing() {
+    let dir = tempdir();
+    let (input, keys, built) = small_counting_filter(dir.path());
+    let before = std::fs::read(&built).unwrap();
+    let absent = (0..).map(|i| format!("absent-{i}")).find(|k| !load_counting(&built).contains(k.as_bytes())).unwrap();
+    let with_absent = write_keys_csv(dir.path(), "with-absent.csv", &[&keys[0], &absent, &keys[1]]);
+    let out = path_str(dir.path(), "out.bloom");
+
+    fails_with(&run(&["subtract", &built, &with_absent, "-k", "key", "-o", &out, "-w", "2", "--no-progress"]), &[&format!("{absent:?}"), "definitely not in", "nothing was written"]);
+    // The input twice: every counter that is not saturated is asked for twice what it holds.
+    fails_with(&run(&["subtract", &built, &input, &input, "-k", "key", "-o", &out, "--no-progress"]), &["below zero", "never inserted", "nothing was written"]);
+    assert!(!Path::new(&out).exists(), "an output was written");
+    fails_with(&run(&["subtract", &built, &input, &input, "-k", "key", "--no-progress"]), &["below zero"]);
+    assert!(std::fs::read(&built).unwrap() == before, "the filter changed");
+
+    let summary = ok(&run(&["subtract", &built, &with_absent, "-k", "key", "-o", &out, "--skip-absent", "--no-progress"]));
+    assert!(summary.contains("removed 2 key(s)") && summary.contains("absent keys        1 (skipped"), "{summary}");
+    let mut expected = load_counting(&built);
+    expected.remove(keys[0].as_bytes()).unwrap();
+    expected.remove(keys[1].as_bytes()).unwrap();
+    assert!(load_counting(&out) == expected, "not the filter with the two keys removed");
+
+    let plain = path_str(dir.path(), "plain.bloom");
+    ok(&run(&["build", &input, "-k", "key", "-o", &plain, "--no-progress"]));
+    fails_with(&run(&["subtract", &plain, &input, "-k", "key", "--no-progress"]), &["plain Bloom filter", "build --counting"]);
+    fails_with(&run(&["subtract", &built, &input, "-k", "id,key", "--no-progress"]), &["2 fields"]);
+}

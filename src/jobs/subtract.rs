@@ -1,0 +1,261 @@
+//! The subtract job, the inverse of a counting build: takes the keys of delimited inputs out of
+//! a counting filter, across all the workers of all the processes.
+//!
+//! Every process loads the filter. Each worker reads the splits it claims, checks each key
+//! against the filter (a key it answers `no` for was never inserted), and counts the keys in a
+//! partial counting filter of the filter's identity. The partials are added by the all-reduce, as
+//! a counting build's are, and process 0 takes the total out of the filter's counters
+//! ([`CountingBloomFilter::subtract`]) and writes it. All or nothing: a counter that holds fewer
+//! than the keys count there fails the job before anything is written, which is exactly when
+//! removing the keys one by one, in any order, would have met a key answered `no`.
+
+use super::build::check_writable;
+use super::{global_filter, input_reports, join_workers, KeepKeys, Partial};
+use crate::allreduce::{Gather, LocalMerge, Mergeable};
+use crate::cluster::{Agreement, ClusterConfig};
+use crate::counting::CountingBloomFilter;
+use crate::error::{Error, Result};
+use crate::filter::BloomFilter;
+use crate::records::KeyType;
+use crate::format::{self, StoredFilter};
+use crate::report::{mb_per_sec, Progress, Timeline, WorkerReport};
+use crate::scan::{ScanOptions, ScanStats, Source};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Everything the subtract job needs, validated by the CLI.
+#[derive(Clone, Debug)]
+pub struct SubtractConfig {
+    /// The counting filter the keys are taken out of.
+    pub filter: PathBuf,
+    pub inputs: Vec<PathBuf>,
+    /// How the inputs are read; the keys are hashed as `key_type` says, and empty keys refused
+    /// where the filter's scheme refuses them.
+    pub scan: ScanOptions,
+    /// How keys are hashed; `None`: as the filter file records, else as bytes.
+    pub key_type: Option<KeyType>,
+    /// Where process 0 writes the filter after the removals (the filter file itself to replace
+    /// it, atomically).
+    pub output: PathBuf,
+    /// Skip (and count) keys the filter answers `no` for instead of failing on the first.
+    pub skip_absent: bool,
+    pub cluster: ClusterConfig,
+    pub progress: bool,
+}
+
+/// The job's statistics, printed and written with `--stats-json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct SubtractStats {
+    pub filter: String,
+    pub output: String,
+    pub processes: usize,
+    pub workers_per_process: usize,
+    pub records: u64,
+    pub bytes: u64,
+    pub malformed: u64,
+    pub malformed_examples: Vec<String>,
+    /// Records whose key is NULL (`--null-key`): skipped, as a build skips them.
+    pub null_keys: u64,
+    pub keys_removed: u64,
+    /// Keys the filter answers `no` for, skipped (`--skip-absent`).
+    pub absent_keys_skipped: u64,
+    /// The filter's count of keys inserted, before and after.
+    pub items_before: u64,
+    pub items_after: u64,
+    /// Counters above zero after the removals, and those at 15 (never decremented).
+    pub counters_set: u64,
+    pub saturated_counters: u64,
+    pub elapsed_secs: f64,
+    pub mb_per_sec: f64,
+    /// When worker 0 had its workers running and the counts merged, and the filter written.
+    pub timeline: Timeline,
+    pub per_worker: Vec<WorkerReport>,
+}
+
+/// A worker's partial: the counts of the keys it read that the filter may hold.
+struct Removals {
+    counts: CountingBloomFilter,
+    /// The filter's counters above zero, as bits: a key it answers `no` for was never inserted.
+    present: Arc<BloomFilter>,
+    /// The filter file, for messages.
+    filter: Arc<str>,
+    skip_absent: bool,
+    /// Keys skipped as absent.
+    absent: u64,
+    answers: Vec<bool>,
+}
+
+impl Mergeable for Removals {
+    fn words(&self) -> &[u64] {
+        self.counts.words()
+    }
+
+    fn words_mut(&mut self) -> &mut [u64] {
+        self.counts.words_mut()
+    }
+
+    fn merge_words(ours: &mut [u64], theirs: &[u64]) {
+        <CountingBloomFilter as Mergeable>::merge_words(ours, theirs);
+    }
+}
+
+impl Partial for Removals {
+    /// Counts the keys the filter may hold, all of a batch at once where it holds them all
+    /// (batched queries first, then a batched count).
+    fn insert_batch(&mut self, keys: &[&[u8]]) -> Result<()> {
+        self.present.contains_batch(keys, &mut self.answers);
+        let Some(first_absent) = self.answers.iter().position(|&maybe| !maybe) else {
+            self.counts.insert_batch(keys);
+            return Ok(());
+        };
+        if !self.skip_absent {
+            return Err(Error::Job(format!(
+                "{}: key {:?} is definitely not in the filter (it answers `no` for it): it was never inserted, so it cannot be removed; \
+                 nothing was written (give --skip-absent to skip such keys)",
+                self.filter,
+                String::from_utf8_lossy(keys[first_absent])
+            )));
+        }
+        let held: Vec<&[u8]> = keys.iter().zip(&self.answers).filter(|&(_, &maybe)| maybe).map(|(&key, _)| key).collect();
+        self.absent += (keys.len() - held.len()) as u64;
+        self.counts.insert_batch(&held);
+        Ok(())
+    }
+
+    fn placeholder() -> Self {
+        Removals {
+            counts: <CountingBloomFilter as Partial>::placeholder(),
+            present: Arc::new(<BloomFilter as Partial>::placeholder()),
+            filter: Arc::from(""),
+            skip_absent: false,
+            absent: 0,
+            answers: Vec::new(),
+        }
+    }
+}
+
+/// The filter as the processes of a job compare it: its identity, key count and key form (a
+/// process that loaded another file would count keys the others did not check).
+fn filter_plan(filter: &CountingBloomFilter) -> String {
+    format!("{:?} {} {:?}", filter.spec(), filter.items_inserted(), filter.key_form())
+}
+
+/// What every process of the job must agree on: the plan of its inputs and the filter's.
+fn job_agreement(workers: usize, source: &Source, filter_plan: &str) -> Agreement {
+    let plan = format!("subtract\n{source:?}\n{filter_plan}");
+    Agreement::new(workers, source.inputs.len() as u64, source.total_bytes(), &plan)
+}
+
+/// Loads the counting filter of `config`, refusing a plain one, and sets the scan's key rules
+/// by it, refusing keys of another form than its keys'.
+fn load_counting(config: &mut SubtractConfig) -> Result<CountingBloomFilter> {
+    let name = config.filter.display();
+    let filter = match format::load(&config.filter)? {
+        StoredFilter::Counting(filter) => filter,
+        StoredFilter::Plain(_) => {
+            return Err(Error::Job(format!(
+                "{name}: a plain Bloom filter, whose bits do not count the keys that set them: only a counting filter \
+                 (built with `build --counting`) can have keys removed"
+            )))
+        }
+    };
+    let rules = &mut config.scan.key_rules;
+    rules.key_type = config.key_type.or(filter.key_form().map(|form| form.key_type)).unwrap_or(KeyType::Bytes);
+    rules.reject_empty = filter.spec().scheme.refuses_empty_keys();
+    if let Some(form) = filter.key_form() {
+        form.check(config.scan.key.field_count(), rules.key_type, "--key").map_err(|e| Error::Job(format!("{name}: {e}")))?;
+    }
+    Ok(filter)
+}
+
+/// Runs the subtract job on this process. Returns the statistics on process 0 (which writes the
+/// filter), `None` elsewhere.
+pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
+    let started = Instant::now();
+    let inputs = crate::splits::resolve_inputs(&config.inputs)?;
+    if config.cluster.process == 0 {
+        check_writable(&config.output)?;
+    }
+    crate::output::check_not_an_input(&config.output, &inputs)?;
+    crate::output::check_not_an_input(&config.filter, &inputs)?;
+    let mut filter = load_counting(&mut config)?;
+    let source = Arc::new(Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?);
+    let cluster = &config.cluster;
+    let spec = *filter.spec();
+    crate::limits::check_allocation(
+        spec.bits.div_ceil(2).saturating_mul(cluster.workers as u64),
+        &format!("the counts of the keys to remove ({} counters of 4 bits, one partial per worker, {} worker(s))", spec.bits, cluster.workers),
+    )?;
+    let peers = cluster.peers();
+    let my_workers = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;
+    let counter = Arc::new(AtomicU64::new(0));
+    let progress = Progress::start(config.progress, "subtract", Arc::new(AtomicU64::new(source.bytes_of(my_workers, peers))), Arc::clone(&counter));
+    let abort = Arc::new(AtomicBool::new(false));
+    let present = Arc::new(filter.to_bloom_filter());
+    let name: Arc<str> = Arc::from(config.filter.display().to_string());
+    let skip_absent = config.skip_absent;
+    let agreement = {
+        let (source, plan) = (Arc::clone(&source), filter_plan(&filter));
+        move || job_agreement(cluster.workers, &source, &plan)
+    };
+    let local = Arc::new(LocalMerge::new(cluster.workers));
+    let guards = crate::cluster::execute(cluster, agreement, move |worker| {
+        let mut timeline = Timeline::default();
+        timeline.mark("workers running", started);
+        let empty = |tick: &mut dyn FnMut()| Removals {
+            counts: CountingBloomFilter::new_partial(spec, tick),
+            present: Arc::clone(&present),
+            filter: Arc::clone(&name),
+            skip_absent,
+            absent: 0,
+            answers: Vec::new(),
+        };
+        let (removals, mut report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
+        report.absent_keys = removals.absent;
+        timeline.mark("counts merged", started);
+        let reports = input_reports(worker, report)?;
+        if worker.index() != 0 {
+            return Ok(None);
+        }
+        let mut counts = removals.counts;
+        counts.set_items_inserted(reports.iter().map(|r| r.keys - r.absent_keys).sum());
+        Ok(Some((counts, reports, timeline)))
+    })?;
+    let joined = join_workers(guards);
+    progress.finish();
+    let Some((counts, per_worker, mut timeline)) = joined? else { return Ok(None) };
+
+    let items_before = filter.items_inserted();
+    filter.subtract(&counts).map_err(|e| Error::Job(format!("{}: {e}; nothing was written", config.filter.display())))?;
+    let written = StoredFilter::Counting(filter);
+    format::write(&config.output, &written)?;
+    timeline.mark("filter written", started);
+    let StoredFilter::Counting(filter) = written else { unreachable!("written as a counting filter") };
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut scan = ScanStats::default();
+    per_worker.iter().for_each(|r| scan.absorb(&r.scan));
+    Ok(Some(SubtractStats {
+        filter: config.filter.display().to_string(),
+        output: config.output.display().to_string(),
+        processes: cluster.processes,
+        workers_per_process: cluster.workers,
+        records: scan.records,
+        bytes: scan.bytes,
+        malformed: scan.malformed,
+        malformed_examples: scan.malformed_examples,
+        null_keys: scan.null_keys,
+        keys_removed: counts.items_inserted(),
+        absent_keys_skipped: per_worker.iter().map(|r| r.absent_keys).sum(),
+        items_before,
+        items_after: filter.items_inserted(),
+        counters_set: filter.to_bloom_filter().bits_set(),
+        saturated_counters: filter.saturated_counters(),
+        elapsed_secs: elapsed,
+        mb_per_sec: mb_per_sec(scan.bytes, elapsed),
+        timeline,
+        per_worker,
+    }))
+}
