@@ -1,8 +1,9 @@
 //! Counting filters: for any keys (cut from the input, repeated so that counters saturate), in
 //! either layout and any k, a batched insert counts as inserts one by one do; merging two halves'
 //! filters counts as inserting all (the jobs' all-reduce adds partials so); the plain filter of
-//! the counters answers as a plain filter of the same keys does; and removing keys never makes
-//! a key still inserted answer no.
+//! the counters answers as a plain filter of the same keys does; removing keys never makes a key
+//! still inserted answer no; and subtracting a counting filter of keys counts as removing them
+//! one by one, and fails exactly when that would.
 #![no_main]
 use bloomflow::hashing::Scheme;
 use bloomflow::{BloomFilter, CountingBloomFilter, FilterSpec, Layout};
@@ -36,14 +37,29 @@ fuzz_target!(|data: &[u8]| {
     keys.iter().for_each(|key| plain.insert(key));
     assert!(one_by_one.to_bloom_filter().bits() == plain.bits(), "to_bloom_filter");
 
-    // Every other distinct key removed once per insert: the rest still answer maybe.
-    let mut removed = one_by_one;
+    // Every other distinct key removed once per insert: the rest still answer maybe. Subtracting
+    // a counting filter of those keys (the subtract job's step) leaves the same counters.
+    let mut removed = one_by_one.clone();
+    let mut removals = CountingBloomFilter::new(spec);
     for (i, &key) in keys.iter().enumerate() {
         if distinct.iter().position(|&d| d == key).is_some_and(|d| d % 2 == 0) {
             removed.remove(key).unwrap_or_else(|e| panic!("removing inserted key {i}: {e}"));
+            removals.insert(key);
         }
     }
     for (d, key) in distinct.iter().enumerate() {
         assert!(d % 2 == 0 || removed.contains(key), "a key still inserted answers no");
+    }
+    let mut subtracted = one_by_one.clone();
+    subtracted.subtract(&removals).unwrap_or_else(|e| panic!("subtracting inserted keys: {e}"));
+    assert!(subtracted.words() == removed.words(), "subtract counts otherwise than remove");
+    // Subtracting the removals once more fails exactly when removing them one by one again
+    // would, and a failed subtract changes nothing.
+    let again = keys.iter().filter(|&&key| distinct.iter().position(|&d| d == key).is_some_and(|d| d % 2 == 0)).try_fold(removed.clone(), |mut f, key| f.remove(key).map(|()| f));
+    let before = subtracted.clone();
+    match (subtracted.subtract(&removals), again) {
+        (Ok(()), Ok(f)) => assert!(subtracted.words() == f.words(), "a second subtract counts otherwise"),
+        (Err(_), Err(_)) => assert!(subtracted == before, "a failed subtract changed the counters"),
+        (s, r) => panic!("subtract {:?} but removing one by one {:?}", s.err(), r.err()),
     }
 });
