@@ -6,7 +6,8 @@ use crate::bits::BitArray;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::records::KeyForm;
-use crate::spec::FilterSpec;
+use crate::hashing::{BlockKernel, BlockProbe};
+use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 
 /// Largest value a counter holds.
 pub const COUNTER_MAX: u8 = 15;
@@ -175,6 +176,11 @@ impl CountingBloomFilter {
     ///
     /// [`insert`]: CountingBloomFilter::insert
     pub fn insert_batch(&mut self, keys: &[&[u8]]) {
+        if self.spec.layout == Layout::Blocked && self.spec.scheme.is_native() {
+            self.insert_blocked_batch(keys);
+            self.items_inserted += keys.len() as u64;
+            return;
+        }
         const GROUP: usize = 16;
         let (mut counting, mut next) = (Vec::new(), Vec::new());
         let mut groups = keys.chunks(GROUP);
@@ -197,6 +203,45 @@ impl CountingBloomFilter {
             std::mem::swap(&mut counting, &mut next);
         }
         self.items_inserted += keys.len() as u64;
+    }
+
+    /// [`insert_batch`](Self::insert_batch) in the blocked layout, where a key's k counters lie
+    /// in one block of 512 (4 cache lines): the keys' probes are computed first, hashed a group
+    /// at a time in vectors as a plain filter's are, then each probe's lines are prefetched a
+    /// group of probes ahead of its count. A build of the 20M-row probe into 95 MiB of counters,
+    /// to the merged filter (medians of 3): `-w 1` 2.42 -> 2.13 s, `-w 2` 1.36 -> 1.29 s against
+    /// the positions' iterator key by key; the whole `-w 2` job 1.64 -> 1.38 s (5 interleaved).
+    /// What is left waits on memory: a key's counters span 3.3 of the block's 4 lines on average,
+    /// and `perf` puts most samples on the prefetches, whose misses fill the CPU's buffers (an L2
+    /// hint instead measured the same).
+    fn insert_blocked_batch(&mut self, keys: &[&[u8]]) {
+        const AHEAD: usize = 16;
+        let mut probes = Vec::with_capacity(keys.len());
+        crate::filter::block_probes(self.spec, BlockKernel::detect(), keys, &mut probes);
+        let k = self.spec.hashes;
+        for (i, probe) in probes.iter().enumerate() {
+            if let Some(ahead) = probes.get(i + AHEAD) {
+                self.prefetch_block_lines(ahead, k);
+            }
+            let base = probe.block as u64 * BLOCK_BITS;
+            probe.for_each_bit(k, |bit| self.increment(base + bit as u64));
+        }
+    }
+
+    /// Prefetches the cache lines of a block (128 counters each) that a probe's counters lie in.
+    #[inline(always)]
+    fn prefetch_block_lines(&self, probe: &BlockProbe, k: u32) {
+        const COUNTERS_PER_LINE: u32 = 128;
+        let mut lines = 0u32;
+        probe.for_each_bit(k, |bit| lines |= 1 << (bit / COUNTERS_PER_LINE));
+        let first_word = probe.block * (BLOCK_BITS / COUNTERS_PER_WORD) as usize;
+        while lines != 0 {
+            let line = lines.trailing_zeros() as usize;
+            if let Some(word) = self.words.get(first_word + line * (COUNTERS_PER_LINE as usize / COUNTERS_PER_WORD as usize)) {
+                prefetch(word);
+            }
+            lines &= lines - 1;
+        }
     }
 
     /// Records the (n, p) this filter was sized for, reported by `info`.

@@ -867,6 +867,58 @@ unsafe fn probe_group_avx2<H: PairHash>(spec: FilterSpec, group: &[&[u8]], probe
     unsafe { block_avx2::probes(&pairs, blocks, probes) };
 }
 
+/// The blocked probes of `keys` under `spec` (a native scheme's), appended to `out` in order,
+/// hashed a group of keys at a time by `kernel`'s code, which must run on this CPU: for a
+/// counting filter's batched insert, which takes positions from probes as a plain filter does.
+pub(crate) fn block_probes(spec: FilterSpec, kernel: BlockKernel, keys: &[&[u8]], out: &mut Vec<BlockProbe>) {
+    fn by<H: PairHash>(spec: FilterSpec, kernel: BlockKernel, keys: &[&[u8]], out: &mut Vec<BlockProbe>) {
+        match kernel {
+            // SAFETY (both): the caller's kernel runs on this CPU.
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx512 => unsafe { probes_avx512::<H>(spec, keys, out) },
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx2 => unsafe { probes_avx2::<H>(spec, keys, out) },
+            _ => probes_in_groups(keys, out, |group, probes| probe_group(spec, group, |group, pairs| H::pairs(group, spec.seed, pairs), probes)),
+        }
+    }
+    match spec.scheme {
+        Scheme::NativeLookup3 => by::<Lookup3Pair>(spec, kernel, keys, out),
+        _ => by::<Lookup2Pair>(spec, kernel, keys, out),
+    }
+}
+
+/// The probes of `keys`, a group at a time through `probe`, appended to `out`.
+#[inline(always)]
+fn probes_in_groups(keys: &[&[u8]], out: &mut Vec<BlockProbe>, probe: impl Fn(&[&[u8]], &mut [BlockProbe; BATCH])) {
+    let mut probes = [BlockProbe::default(); BATCH];
+    for group in keys.chunks(BATCH) {
+        probe(group, &mut probes);
+        out.extend_from_slice(&probes[..group.len()]);
+    }
+}
+
+/// [`probes_in_groups`] compiled for AVX-512 as a whole, so that the wide hash inlines.
+///
+/// # Safety
+/// The CPU must run the avx512 kernel.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,bmi2")]
+unsafe fn probes_avx512<H: PairHash>(spec: FilterSpec, keys: &[&[u8]], out: &mut Vec<BlockProbe>) {
+    // SAFETY: the caller runs the avx512 kernel.
+    probes_in_groups(keys, out, |group, probes| unsafe { probe_group_avx512::<H>(spec, group, probes) });
+}
+
+/// [`probes_in_groups`] compiled for AVX2 as a whole.
+///
+/// # Safety
+/// The CPU must have AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn probes_avx2<H: PairHash>(spec: FilterSpec, keys: &[&[u8]], out: &mut Vec<BlockProbe>) {
+    // SAFETY: the caller checked that the CPU has AVX2.
+    probes_in_groups(keys, out, |group, probes| unsafe { probe_group_avx2::<H>(spec, group, probes) });
+}
+
 /// Asks the CPU to start loading the cache line at `line` into L2: a hint, which reads nothing
 /// and cannot fault. L2, not L1: a group prefetches 64 lines at once, more misses than an L1
 /// cache keeps outstanding, and the later prefetches waited for the earlier ones; L2 keeps more
