@@ -240,4 +240,7 @@ fn subtract_refuses_absent_keys_and_counts_past_a_counter_and_writes_nothing() {
     ok(&run(&["build", &input, "-k", "key", "-o", &plain, "--no-progress"]));
     fails_with(&run(&["subtract", &plain, &input, "-k", "key", "--no-progress"]), &["plain Bloom filter", "build --counting"]);
     fails_with(&run(&["subtract", &built, &input, "-k", "id,key", "--no-progress"]), &["2 fields"]);
+    // --key-type overrides the type the file records, and must agree with it.
+    fails_with(&run(&["subtract", &built, &input, "-k", "key", "--key-type", "long", "--no-progress"]), &["1 field (long)", "would be answered"]);
+    assert!(std::fs::read(&built).unwrap() == before, "the filter changed");
 }
