@@ -241,6 +241,7 @@ fn run(n: usize) {
     let blocked = &ours.iter().find(|(_, filter, _)| filter.spec().layout == Layout::Blocked).expect("a blocked filter above").1;
     let blocked_fpp = absent.iter().filter(|k| blocked.contains(k)).count() as f64 / n as f64;
     let xxh3 = |k: &[u8]| xxhash_rust::xxh3::xxh3_64(k);
+    let xxh64 = |k: &[u8]| xxhash_rust::xxh64::xxh64(k, 0);
 
     let mut contenders = Vec::new();
     for (name, filter, insert_ns) in &ours {
@@ -277,11 +278,14 @@ fn run(n: usize) {
     contenders.push(Contender { name: "fastbloom 0.17 (SipHash)", bits: fb.num_bits() as f64, insert_ns: Some(fb_insert), pass: pass(present, absent, |k| fb.contains(k)) });
     contenders.push(Contender { name: "fastbloom 0.17 + foldhash", bits: fbf.num_bits() as f64, insert_ns: Some(fbf_insert), pass: pass(present, absent, |k| fbf.contains(k)) });
     // sbbf takes a 64-bit hash: xxh3, the fastest good hash, as its users pair it, and
-    // bloomflow's Jenkins hash; each at 10 bits a key and at the blocked filter's rate.
+    // bloomflow's Jenkins hash; each at 10 bits a key and at the blocked filter's rate. Also
+    // xxh64 with seed 0, the hash of the Parquet bloom filter spec that sbbf-rs-safe implements:
+    // the pairing whose filters a Parquet reader can use.
     contenders.push(sbbf_contender("sbbf-rs-safe 0.3 + xxh3", present, absent, (10, n), xxh3));
     contenders.push(sbbf_contender("sbbf-rs-safe 0.3 + lookup3", present, absent, (10, n), jenkins));
     contenders.push(sbbf_contender(SBBF_AT_OUR_RATE, present, absent, (1, sbbf_bits_for_rate(present, absent, xxh3, blocked_fpp)), xxh3));
     contenders.push(sbbf_contender(SBBF_LOOKUP3_AT_OUR_RATE, present, absent, (1, sbbf_bits_for_rate(present, absent, jenkins, blocked_fpp)), jenkins));
+    contenders.push(sbbf_contender(SBBF_XXH64_AT_OUR_RATE, present, absent, (1, sbbf_bits_for_rate(present, absent, xxh64, blocked_fpp)), xxh64));
     let rows = measure_all(&contenders, n);
 
     println!("\nn = {n} string keys of 8-20 bytes, target false-positive rate {p}\n");
@@ -310,6 +314,7 @@ fn run(n: usize) {
 /// The rows of sbbf-rs-safe sized to the blocked filter's measured false-positive rate.
 const SBBF_AT_OUR_RATE: &str = "sbbf-rs-safe 0.3 + xxh3, at bloomflow's FPP";
 const SBBF_LOOKUP3_AT_OUR_RATE: &str = "sbbf-rs-safe 0.3 + lookup3, at bloomflow's FPP";
+const SBBF_XXH64_AT_OUR_RATE: &str = "sbbf-rs-safe 0.3 + xxh64 (Parquet's hash), at bloomflow's FPP";
 
 /// The bits of the smallest sbbf-rs-safe filter, in steps of an eighth of a bit a key from 10
 /// bits, whose measured false-positive rate over `absent` is at most `fpp` once `present` is
@@ -357,7 +362,8 @@ fn print_target(rows: &[Row]) {
     let (batched, single) = ("bloomflow blocked, lookup3, batched queries", "bloomflow blocked, lookup3");
     println!("\ntarget (query cost = mean of hit and miss), at the same measured false-positive rate:");
     let (sbbf, sbbf_jenkins) = (find(SBBF_AT_OUR_RATE), find(SBBF_LOOKUP3_AT_OUR_RATE));
-    for (ours, peer) in [(batched, sbbf), (single, sbbf), (single, sbbf_jenkins)] {
+    let sbbf_parquet = find(SBBF_XXH64_AT_OUR_RATE);
+    for (ours, peer) in [(batched, sbbf), (single, sbbf), (single, sbbf_parquet), (single, sbbf_jenkins)] {
         line(ours, peer, |us, peer| peer.fpp <= us.fpp);
     }
     println!("\nalso, against sbbf-rs-safe at 10 bits a key (a higher false-positive rate):");
