@@ -24,8 +24,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
     /// Build a counting filter: a 4-bit counter per position instead of a bit (4 times the
-    /// memory and file size), so that keys can later be removed with `bloomflow remove`. Native
-    /// format only; `query`, `info`, `merge` and `semijoin --filter` read it as a plain filter.
+    /// memory and file size), so that keys can later be removed with `bloomflow remove` or
+    /// `subtract`. Native or Hadoop format (Hadoop's `CountingBloomFilter`; Spark has none);
+    /// `query`, `info`, `merge` and `semijoin --filter` read it as a plain filter.
     #[arg(long)]
     counting: bool,
     #[command(flatten)]

@@ -69,7 +69,10 @@ fn print_summary(s: &SubtractStats) {
     if s.absent_keys_skipped > 0 {
         println!("  absent keys        {} (skipped: the filter answers `no` for them)", s.absent_keys_skipped);
     }
-    println!("  keys in filter     {} -> {}", s.items_before, s.items_after);
+    match (s.items_before, s.items_after) {
+        (Some(before), Some(after)) => println!("  keys in filter     {before} -> {after}"),
+        _ => println!("  keys in filter     (not recorded: the file's format has no count)"),
+    }
     println!("  counters set       {}", s.counters_set);
     println!("  saturated counters {} (at 15, never decremented)", s.saturated_counters);
     println!("  elapsed            {:.3} s", s.elapsed_secs);

@@ -1,5 +1,5 @@
-//! Filter files: bloomflow's native `.bloom`, Hadoop's `BloomFilter` Writable and Spark's
-//! `BloomFilter.writeTo` layouts. Reading detects the format; writing picks it from the filter's
+//! Filter files: bloomflow's native `.bloom`, Hadoop's `BloomFilter` and `CountingBloomFilter`
+//! Writables and Spark's `BloomFilter.writeTo` layouts. Reading detects the format; writing picks it from the filter's
 //! scheme, so a filter always goes back to the system whose hashing it uses.
 
 mod foreign;
@@ -104,14 +104,17 @@ pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
         return Err(Error::bad_file(path, format!("file is {len} bytes, too short to be a filter file")));
     }
     let first = foreign::be_i32(&prefix, 0);
-    let legacy_len = (prefix.len() >= 8 && foreign::be_i32(&prefix, 4) > 0)
-        .then(|| hadoop::LEGACY_HEADER_LEN + (foreign::be_i32(&prefix, 4) as u64).div_ceil(8));
+    // The lengths a legacy Hadoop header implies: a BloomFilter's and a CountingBloomFilter's.
+    let legacy_lens = (prefix.len() >= 8 && foreign::be_i32(&prefix, 4) > 0).then(|| {
+        let (plain, counting) = hadoop::body_lengths(foreign::be_i32(&prefix, 4) as u64);
+        [plain, counting].map(|body| hadoop::LEGACY_HEADER_LEN + body)
+    });
     // Spark files start with 1 or 2, as a legacy Hadoop file with k = 1 or 2 does: the lengths
     // the two headers imply tell them apart.
     let (format, header_len) = match first {
         -1 => (FileFormat::Hadoop, hadoop::HEADER_LEN),
         1 | 2 if spark::implied_len(&prefix) == Some(len) => (FileFormat::Spark, spark::header_len(first)),
-        n if n > 0 && legacy_len == Some(len) => (FileFormat::HadoopLegacy, hadoop::LEGACY_HEADER_LEN),
+        n if n > 0 && legacy_lens.is_some_and(|lens| lens.contains(&len)) => (FileFormat::HadoopLegacy, hadoop::LEGACY_HEADER_LEN),
         // A Spark version whose length is off: report it as a damaged Spark file.
         1 | 2 => (FileFormat::Spark, spark::header_len(first)),
         _ => {
@@ -125,18 +128,43 @@ pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
     file.seek(SeekFrom::Start(header_len.min(len))).map_err(|e| Error::io(path, e))?;
     let mut input = std::io::BufReader::with_capacity(1 << 20, file);
     let filter = match format {
-        FileFormat::Spark => spark::read(path, &mut input, &prefix, len)?,
+        FileFormat::Spark => StoredFilter::Plain(spark::read(path, &mut input, &prefix, len)?),
         _ => hadoop::read(path, &mut input, &prefix, len, format == FileFormat::HadoopLegacy)?,
     };
-    Ok((StoredFilter::Plain(filter), format))
+    Ok((filter, format))
 }
 
 /// Writes a filter in the format its scheme belongs to (atomically: temporary name, rename).
 pub fn write(path: &Path, filter: &StoredFilter) -> Result<()> {
     match filter {
         StoredFilter::Plain(f) => write_plain(path, f),
-        StoredFilter::Counting(c) => native::write_counting(path, c),
+        StoredFilter::Counting(c) => write_counting(path, c),
     }
+}
+
+/// Writes a counting filter in the format its scheme belongs to: bloomflow's, or Hadoop's
+/// `CountingBloomFilter`. Spark has no counting filter.
+pub fn write_counting(path: &Path, c: &CountingBloomFilter) -> Result<()> {
+    match c.spec().scheme {
+        Scheme::Native | Scheme::NativeLookup3 => native::write_counting(path, c),
+        Scheme::Hadoop(_) => hadoop::write_counting(path, c),
+        Scheme::SparkV1 | Scheme::SparkV2 => Err(counting_refused(c.spec().scheme)),
+    }
+}
+
+/// Whether a counting filter of `scheme` can be written: Spark's format holds bits only.
+pub fn counting_supported(scheme: Scheme) -> Result<()> {
+    match scheme {
+        Scheme::SparkV1 | Scheme::SparkV2 => Err(counting_refused(scheme)),
+        _ => Ok(()),
+    }
+}
+
+fn counting_refused(scheme: Scheme) -> Error {
+    Error::invalid(
+        "--counting",
+        format!("Spark has no counting filter (its files hold bits), so a {scheme} filter cannot count: use the native or the Hadoop format"),
+    )
 }
 
 /// Writes a plain filter in the format its scheme belongs to.

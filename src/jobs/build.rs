@@ -44,7 +44,7 @@ pub struct BuildConfig {
     pub scheme: Scheme,
     pub layout: Layout,
     pub seed: u32,
-    /// Build a counting filter (4-bit counters, native format only), from which keys can be
+    /// Build a counting filter (4-bit counters; native or Hadoop format), from which keys can be
     /// removed, instead of a plain one.
     pub counting: bool,
     /// Where worker 0 writes the filter; `None` builds and reports only.
@@ -237,8 +237,8 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     }
     let source = Arc::new(Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?);
     let sized = size_filter(&config.sizing, &source, config.scheme, config.layout, config.seed)?;
-    if config.counting && !sized.spec.scheme.is_native() {
-        return Err(Error::invalid("--counting", "a counting filter is written in bloomflow's native format only (Hadoop's and Spark's files hold bits)"));
+    if config.counting {
+        format::counting_supported(sized.spec.scheme)?;
     }
     let workers = config.cluster.workers as u64;
     // A counting filter holds 4 bits a position.

@@ -62,9 +62,10 @@ pub struct SubtractStats {
     pub keys_removed: u64,
     /// Keys the filter answers `no` for, skipped (`--skip-absent`).
     pub absent_keys_skipped: u64,
-    /// The filter's count of keys inserted, before and after.
-    pub items_before: u64,
-    pub items_after: u64,
+    /// The filter's count of keys inserted, before and after: None for a Hadoop file, which
+    /// does not record it.
+    pub items_before: Option<u64>,
+    pub items_after: Option<u64>,
     /// Counters above zero after the removals, and those at 15 (never decremented).
     pub counters_set: u64,
     pub saturated_counters: u64,
@@ -228,7 +229,9 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
     progress.finish();
     let Some((counts, per_worker, mut timeline)) = joined? else { return Ok(None) };
 
-    let items_before = filter.items_inserted();
+    // Only native files record how many keys went in.
+    let recorded = filter.spec().scheme.is_native();
+    let items_before = recorded.then(|| filter.items_inserted());
     filter.subtract(&counts).map_err(|e| Error::Job(format!("{}: {e}; nothing was written", config.filter.display())))?;
     let written = StoredFilter::Counting(filter);
     format::write(&config.output, &written)?;
@@ -250,7 +253,7 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
         keys_removed: counts.items_inserted(),
         absent_keys_skipped: per_worker.iter().map(|r| r.absent_keys).sum(),
         items_before,
-        items_after: filter.items_inserted(),
+        items_after: recorded.then(|| filter.items_inserted()),
         counters_set: filter.to_bloom_filter().bits_set(),
         saturated_counters: filter.saturated_counters(),
         elapsed_secs: elapsed,

@@ -216,6 +216,119 @@ fn the_legacy_hadoop_layout_is_read() {
     assert_eq!(stored, reference);
 }
 
+/// Hadoop's `CountingBloomFilter` of `key-0`..`key-99` (m = 1000, k = 7) as its `add` and
+/// `write` make it, from the positions Hadoop computed (hadoop_positions.tsv): each position's
+/// 4-bit bucket incremented once per occurrence (saturating at 15), bucket i in long i / 16 under
+/// `15L << ((i % 16) * 4)`, the longs big-endian after the header.
+fn hadoop_counting_reference(hash: &str) -> Vec<u8> {
+    let mut buckets = vec![0u8; 1000];
+    for row in tsv("hadoop_positions.tsv").iter().filter(|row| row[0] == hash) {
+        for p in row[2].split(',') {
+            let b = &mut buckets[p.parse::<usize>().unwrap()];
+            *b = (*b + 1).min(15);
+        }
+    }
+    let mut longs = vec![0u64; (1000 - 1) / 16 + 1];
+    for (i, &b) in buckets.iter().enumerate() {
+        longs[i >> 4] |= (b as u64) << ((i & 15) << 2);
+    }
+    let hash_type = if hash == "JENKINS" { 0 } else { 1 };
+    let mut bytes = [&(-1i32).to_be_bytes()[..], &7i32.to_be_bytes(), &[hash_type], &1000i32.to_be_bytes()].concat();
+    bytes.extend(longs.iter().flat_map(|l| l.to_be_bytes()));
+    bytes
+}
+
+/// `build --counting --format hadoop` writes Hadoop's `CountingBloomFilter`, the same bytes for
+/// any number of workers and processes, whose counters above zero are the bits of the
+/// reference `BloomFilter` Hadoop wrote for the same keys.
+#[test]
+fn counting_builds_write_hadoops_counting_filter() {
+    let dir = tempdir();
+    let keys = dir.path().join("keys.txt");
+    // Every key twice, and a third time for a tenth of them: counts of 2 and 3, not just 1.
+    let lines: String = (0..3).flat_map(|round| (0..100).filter(move |i| round < 2 || i % 10 == 0)).map(|i| format!("key-{i}\n")).collect();
+    std::fs::write(&keys, lines).unwrap();
+    for (hash, flag, plain_reference) in [("JENKINS", "jenkins", "hadoop_bloom_jenkins.bin"), ("MURMUR", "murmur", "hadoop_bloom_murmur.bin")] {
+        let args = ["build", keys.to_str().unwrap(), "--no-header", "--key", "1", "--counting", "--format", "hadoop", "--hash", flag, "--bits", "1000", "--hashes", "7", "--no-progress"];
+        let once = path_str(dir.path(), &format!("{flag}.once.bin"));
+        let once_keys = dir.path().join("once.txt");
+        std::fs::write(&once_keys, (0..100).map(|i| format!("key-{i}\n")).collect::<String>()).unwrap();
+        let mut once_args = args.to_vec();
+        once_args[1] = once_keys.to_str().unwrap();
+        ok(&run(&[&once_args[..], &["-o", &once]].concat()));
+        assert_eq!(std::fs::read(&once).unwrap(), hadoop_counting_reference(hash), "{hash}: once each");
+
+        let (stored, detected) = format::load_any(Path::new(&once)).unwrap();
+        assert_eq!((detected, stored.kind()), (FileFormat::Hadoop, "counting-bloom"));
+        let plain = path_str(dir.path(), &format!("{flag}.plain.bin"));
+        format::write(Path::new(&plain), &format::StoredFilter::Plain(stored.into_plain())).unwrap();
+        assert_eq!(std::fs::read(&plain).unwrap(), std::fs::read(vectors().join(plain_reference)).unwrap(), "{hash}: the counters above zero");
+
+        let reference = path_str(dir.path(), &format!("{flag}.w1.bin"));
+        ok(&run(&[&args[..], &["-o", &reference, "-w", "1"]].concat()));
+        let counted = match format::load(Path::new(&reference)).unwrap() {
+            format::StoredFilter::Counting(c) => c,
+            other => panic!("{hash}: read back as {}", other.kind()),
+        };
+        let spec = FilterSpec::new(Scheme::Hadoop(if hash == "JENKINS" { HadoopHash::Jenkins } else { HadoopHash::Murmur }), 0, 1000, 7).unwrap();
+        let mut expected = bloomflow::CountingBloomFilter::new(spec);
+        (0..3).flat_map(|round| (0..100).filter(move |i| round < 2 || i % 10 == 0)).for_each(|i| expected.insert(format!("key-{i}").as_bytes()));
+        assert!(counted.words() == expected.words(), "{hash}: other counters than the keys inserted one by one");
+        let out = path_str(dir.path(), &format!("{flag}.w3.bin"));
+        ok(&run(&[&args[..], &["-o", &out, "-w", "3", "--split-size", "256"]].concat()));
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "{hash} -w 3");
+        let out = path_str(dir.path(), &format!("{flag}.p2.bin"));
+        all_ok(&run_cluster(dir.path(), 2, 1, &[&args[..], &["-o", &out, "--split-size", "256"]].concat(), std::time::Duration::from_secs(60)));
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap(), "{hash}: 2 processes");
+    }
+}
+
+/// A Hadoop counting file reads back to the same bytes, in its legacy layout too, keeps its
+/// format through `remove`, `subtract` and `merge`, and a body of neither kind's length is
+/// refused naming both.
+#[test]
+fn hadoop_counting_files_round_trip_and_keep_their_format() {
+    let dir = tempdir();
+    let current = path_str(dir.path(), "c.bin");
+    std::fs::write(&current, hadoop_counting_reference("JENKINS")).unwrap();
+    let (stored, _) = format::load_any(Path::new(&current)).unwrap();
+    let again = dir.path().join("again.bin");
+    format::write(&again, &stored).unwrap();
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&current).unwrap());
+
+    let bytes = std::fs::read(&current).unwrap();
+    let legacy = dir.path().join("legacy.bin");
+    std::fs::write(&legacy, [&bytes[4..8], &bytes[9..]].concat()).unwrap();
+    let (read, detected) = format::load_any(&legacy).unwrap();
+    assert_eq!((detected, &read), (FileFormat::HadoopLegacy, &stored));
+
+    let reason = bad_reason(&bytes[..bytes.len() - 8]);
+    assert!(reason.contains("138 (a BloomFilter) or 517 (a CountingBloomFilter)"), "{reason}");
+
+    // remove, subtract and merge write Hadoop's layout back.
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(&keys, (0..50).map(|i| format!("key-{i}\n")).collect::<String>()).unwrap();
+    let rest = dir.path().join("rest.txt");
+    std::fs::write(&rest, (50..100).map(|i| format!("key-{i}\n")).collect::<String>()).unwrap();
+    let (subtracted, built) = (path_str(dir.path(), "sub.bin"), path_str(dir.path(), "rest.bin"));
+    // Hadoop's files do not record how many keys went in: said so, not shown as 0.
+    let summary = ok(&run(&["subtract", &current, keys.to_str().unwrap(), "--no-header", "--key", "1", "-o", &subtracted]));
+    assert!(summary.contains("keys in filter     (not recorded"), "{summary}");
+    let info = ok(&run(&["info", &current]));
+    assert!(info.lines().any(|l| l.starts_with("items inserted") && l.ends_with("(not recorded)")), "{info}");
+    ok(&run(&["build", rest.to_str().unwrap(), "--no-header", "--key", "1", "--counting", "--format", "hadoop", "--bits", "1000", "--hashes", "7", "-o", &built, "--no-progress"]));
+    assert_eq!(std::fs::read(&subtracted).unwrap(), std::fs::read(&built).unwrap(), "subtract");
+    let removed = path_str(dir.path(), "removed.bin");
+    let listed: Vec<String> = (0..50).map(|i| format!("key-{i}")).collect();
+    ok(&run_with_stdin(&["remove", &current, "-o", &removed], listed.join("\n").as_bytes()));
+    assert_eq!(std::fs::read(&removed).unwrap(), std::fs::read(&built).unwrap(), "remove");
+    let merged = path_str(dir.path(), "merged.bin");
+    let half = path_str(dir.path(), "half.bin");
+    ok(&run(&["build", keys.to_str().unwrap(), "--no-header", "--key", "1", "--counting", "--format", "hadoop", "--bits", "1000", "--hashes", "7", "-o", &half, "--no-progress"]));
+    ok(&run(&["merge", &half, &built, "-o", &merged]));
+    assert_eq!(std::fs::read(&merged).unwrap(), bytes, "merge");
+}
+
 #[test]
 fn filters_of_different_schemes_do_not_merge() {
     let dir = tempdir();
