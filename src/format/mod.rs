@@ -1,6 +1,7 @@
 //! Filter files: bloomflow's native `.bloom`, Hadoop's `BloomFilter` and `CountingBloomFilter`
-//! Writables and Spark's `BloomFilter.writeTo` layouts. Reading detects the format; writing picks it from the filter's
-//! scheme, so a filter always goes back to the system whose hashing it uses.
+//! Writables and Spark's `BloomFilter.writeTo` layouts. Reading detects the format; writing
+//! picks it from the filter's scheme, so a filter always goes back to the system whose hashing
+//! it uses.
 
 mod foreign;
 pub mod hadoop;
@@ -148,7 +149,7 @@ pub fn write_counting(path: &Path, c: &CountingBloomFilter) -> Result<()> {
     match c.spec().scheme {
         Scheme::Native | Scheme::NativeLookup3 => native::write_counting(path, c),
         Scheme::Hadoop(_) => hadoop::write_counting(path, c),
-        Scheme::SparkV1 | Scheme::SparkV2 => Err(counting_refused(c.spec().scheme)),
+        Scheme::SparkV1 | Scheme::SparkV2 => counting_supported(c.spec().scheme),
     }
 }
 

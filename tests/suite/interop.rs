@@ -316,6 +316,8 @@ fn hadoop_counting_files_round_trip_and_keep_their_format() {
     assert!(summary.contains("keys in filter     (not recorded"), "{summary}");
     let info = ok(&run(&["info", &current]));
     assert!(info.lines().any(|l| l.starts_with("items inserted") && l.ends_with("(not recorded)")), "{info}");
+    let json: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &current, "--json"]))).unwrap();
+    assert!(json["items_inserted"].is_null() && json["kind"] == "counting-bloom", "{json}");
     ok(&run(&["build", rest.to_str().unwrap(), "--no-header", "--key", "1", "--counting", "--format", "hadoop", "--bits", "1000", "--hashes", "7", "-o", &built, "--no-progress"]));
     assert_eq!(std::fs::read(&subtracted).unwrap(), std::fs::read(&built).unwrap(), "subtract");
     let removed = path_str(dir.path(), "removed.bin");
