@@ -256,6 +256,30 @@ impl CountingBloomFilter {
         self.items_inserted = n;
     }
 
+    /// How many counters are above zero: the bits set of [`to_bloom_filter`], counted without
+    /// making it.
+    ///
+    /// [`to_bloom_filter`]: CountingBloomFilter::to_bloom_filter
+    pub fn counters_set(&self) -> u64 {
+        // Bit 4i of the OR is set where any bit of counter i is (the padding is zeros).
+        self.words.iter().map(|&w| ((w | w >> 1 | w >> 2 | w >> 3) & 0x1111_1111_1111_1111).count_ones() as u64).sum()
+    }
+
+    /// The estimated false-positive rate of the plain filter of its counters above zero
+    /// ([`BloomFilter::estimated_fpp`] of [`to_bloom_filter`]), without making it.
+    ///
+    /// [`to_bloom_filter`]: CountingBloomFilter::to_bloom_filter
+    pub fn estimated_fpp(&self) -> f64 {
+        match self.spec.layout {
+            Layout::Standard => crate::params::fpp_from_fill(self.counters_set() as f64 / self.spec.bits as f64, self.spec.hashes),
+            Layout::Blocked => {
+                let words_per_block = (BLOCK_BITS / COUNTERS_PER_WORD) as usize;
+                let blocks = self.words.chunks(words_per_block).map(|block| block.iter().map(|&w| non_zero_counters(w).count_ones()).sum());
+                crate::filter::blocked_fpp(self.spec.hashes, blocks)
+            }
+        }
+    }
+
     /// How many counters are saturated (at 15): they are never decremented, so a key whose
     /// counters all saturated cannot be removed, and answers `maybe` for good.
     pub fn saturated_counters(&self) -> u64 {
@@ -511,6 +535,23 @@ mod tests {
         assert!(holds < removing && holds == before.counter(counter) && removing == too_many.counter(counter), "{err}");
         assert_eq!(subtracted.words(), before.words());
         assert!(subtracted.subtract(&CountingBloomFilter::new(FilterSpec::native(2000, 3, 9).unwrap())).is_err());
+    }
+
+    /// The counters above zero, counted in place, are the plain filter's bits and the counters
+    /// read one by one, with counters at every value up to saturation; the estimated rate is
+    /// the plain filter's, to the bit.
+    #[test]
+    fn counters_set_counts_the_counters_above_zero() {
+        for layout in [Layout::Standard, Layout::Blocked] {
+            let mut f = CountingBloomFilter::new(FilterSpec::with_size(crate::hashing::Scheme::NativeLookup3, layout, 4096, 4, 1).unwrap());
+            assert_eq!(f.counters_set(), 0);
+            // Key i inserted i % 20 times: counters from 1 to past 15.
+            (0..300u32).for_each(|i| (0..i % 20).for_each(|_| f.insert(&i.to_le_bytes())));
+            let by_counter = (0..f.spec().bits).filter(|&i| f.counter(i) > 0).count() as u64;
+            assert!(by_counter > 0 && f.saturated_counters() > 0);
+            assert_eq!((f.counters_set(), f.to_bloom_filter().bits_set()), (by_counter, by_counter), "{layout:?}");
+            assert_eq!(f.estimated_fpp().to_bits(), f.to_bloom_filter().estimated_fpp().to_bits(), "{layout:?}");
+        }
     }
 
     /// The packed bits of a word's non-zero counters equal the counters tested one by one.

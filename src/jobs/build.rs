@@ -287,11 +287,9 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         let filter = &filter;
         let stats = || match filter {
             StoredFilter::Plain(plain) => (plain.bits_set(), plain.estimated_fpp()),
-            // The rates are those of its counters above zero: the plain filter's bits.
-            StoredFilter::Counting(counters) => {
-                let plain = counters.to_bloom_filter();
-                (plain.bits_set(), plain.estimated_fpp())
-            }
+            // The rates are those of its counters above zero: the plain filter's bits, counted
+            // without making it (a 31 MB allocation for 124 MiB of counters took 90-570 ms).
+            StoredFilter::Counting(counters) => (counters.counters_set(), counters.estimated_fpp()),
         };
         let ((bits_set, estimated_fpp), written) = beside(stats, || match &output {
             Some(path) => format::write(path, filter),

@@ -254,7 +254,7 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
         absent_keys_skipped: per_worker.iter().map(|r| r.absent_keys).sum(),
         items_before,
         items_after: recorded.then(|| filter.items_inserted()),
-        counters_set: filter.to_bloom_filter().bits_set(),
+        counters_set: filter.counters_set(),
         saturated_counters: filter.saturated_counters(),
         elapsed_secs: elapsed,
         mb_per_sec: mb_per_sec(scan.bytes, elapsed),
