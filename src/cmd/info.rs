@@ -50,12 +50,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let (stored, file_format) = format::load_any(&args.file)?;
     let bytes = std::fs::metadata(&args.file)?.len();
     let kind = stored.kind();
-    let (f, saturated_counters) = match stored {
-        StoredFilter::Plain(f) => (f, None),
-        // A counter is "set" when non-zero: the same statistics as the plain filter it implies.
-        StoredFilter::Counting(c) => (c.to_bloom_filter(), Some(c.saturated_counters())),
+    // A counter is "set" when non-zero: the same statistics as the plain filter it implies,
+    // counted in place.
+    let (bits_set, estimated_fpp, saturated_counters) = match &stored {
+        StoredFilter::Plain(f) => (f.bits_set(), f.estimated_fpp(), None),
+        StoredFilter::Counting(c) => (c.counters_set(), c.estimated_fpp(), Some(c.saturated_counters())),
     };
-    let spec = f.spec();
+    let (spec, items_inserted, expected_items, target_fpp, key_form) = match &stored {
+        StoredFilter::Plain(f) => (*f.spec(), f.items_inserted(), f.expected_items(), f.target_fpp(), f.key_form()),
+        StoredFilter::Counting(c) => (*c.spec(), c.items_inserted(), c.expected_items(), c.target_fpp(), c.key_form()),
+    };
     let info = Info {
         file: args.file.display().to_string(),
         kind,
@@ -71,14 +75,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bits: spec.bits,
         hashes: spec.hashes,
         bytes,
-        bits_set: f.bits_set(),
-        fill_ratio: f.fill_ratio(),
-        items_inserted: matches!(file_format, format::FileFormat::Native(_)).then(|| f.items_inserted()),
-        estimated_items: f.estimated_items(),
-        estimated_fpp: f.estimated_fpp(),
-        expected_items: (f.expected_items() > 0).then_some(f.expected_items()),
-        target_fpp: (f.target_fpp() > 0.0).then_some(f.target_fpp()),
-        key: f.key_form().map(|k| k.to_string()),
+        bits_set,
+        fill_ratio: bits_set as f64 / spec.bits as f64,
+        items_inserted: matches!(file_format, format::FileFormat::Native(_)).then_some(items_inserted),
+        estimated_items: params::estimated_items(spec.bits, spec.hashes, bits_set),
+        estimated_fpp,
+        expected_items: (expected_items > 0).then_some(expected_items),
+        target_fpp: (target_fpp > 0.0).then_some(target_fpp),
+        key: key_form.map(|k| k.to_string()),
         saturated_counters,
     };
     let mut out = std::io::stdout().lock();
