@@ -36,6 +36,9 @@ fuzz_target!(|data: &[u8]| {
     let mut plain = BloomFilter::new(spec);
     keys.iter().for_each(|key| plain.insert(key));
     assert!(one_by_one.to_bloom_filter().bits() == plain.bits(), "to_bloom_filter");
+    // The statistics counted in place are the plain filter's.
+    assert_eq!(one_by_one.counters_set(), plain.bits_set(), "counters_set");
+    assert_eq!(one_by_one.estimated_fpp().to_bits(), plain.estimated_fpp().to_bits(), "estimated_fpp");
 
     // Every other distinct key removed once per insert: the rest still answer maybe. Subtracting
     // a counting filter of those keys (the subtract job's step) leaves the same counters.
