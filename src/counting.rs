@@ -261,8 +261,7 @@ impl CountingBloomFilter {
     ///
     /// [`to_bloom_filter`]: CountingBloomFilter::to_bloom_filter
     pub fn counters_set(&self) -> u64 {
-        // Bit 4i of the OR is set where any bit of counter i is (the padding is zeros).
-        self.words.iter().map(|&w| ((w | w >> 1 | w >> 2 | w >> 3) & 0x1111_1111_1111_1111).count_ones() as u64).sum()
+        self.words.iter().map(|&w| above_zero_marks(w).count_ones() as u64).sum()
     }
 
     /// The estimated false-positive rate of the plain filter of its counters above zero
@@ -274,7 +273,7 @@ impl CountingBloomFilter {
             Layout::Standard => crate::params::fpp_from_fill(self.counters_set() as f64 / self.spec.bits as f64, self.spec.hashes),
             Layout::Blocked => {
                 let words_per_block = (BLOCK_BITS / COUNTERS_PER_WORD) as usize;
-                let blocks = self.words.chunks(words_per_block).map(|block| block.iter().map(|&w| non_zero_counters(w).count_ones()).sum());
+                let blocks = self.words.chunks(words_per_block).map(|block| block.iter().map(|&w| above_zero_marks(w).count_ones()).sum());
                 crate::filter::blocked_fpp(self.spec.hashes, blocks)
             }
         }
@@ -381,11 +380,17 @@ fn subtract_nibbles(ours: u64, theirs: u64) -> std::result::Result<u64, u32> {
     Ok((even & LOW) | (odd & LOW) << 4)
 }
 
+/// Bit 4i set where counter i of `word` is not zero (any of its bits set), the others clear:
+/// as many bits as counters above zero (the padding past m is zeros).
+#[inline]
+fn above_zero_marks(word: u64) -> u64 {
+    (word | word >> 1 | word >> 2 | word >> 3) & 0x1111_1111_1111_1111
+}
+
 /// The 16 counters of a word as 16 bits, bit i set where counter i is not zero.
 fn non_zero_counters(word: u64) -> u64 {
-    // Bit 4i: whether counter i has a bit set; then the bits 4 apart are packed together,
-    // halving the gaps at each step.
-    let mut x = (word | word >> 1 | word >> 2 | word >> 3) & 0x1111_1111_1111_1111;
+    // The marks 4 apart packed together, halving the gaps at each step.
+    let mut x = above_zero_marks(word);
     x = (x | x >> 3) & 0x0303_0303_0303_0303;
     x = (x | x >> 6) & 0x000F_000F_000F_000F;
     x = (x | x >> 12) & 0x0000_00FF_0000_00FF;

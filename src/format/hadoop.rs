@@ -102,18 +102,18 @@ pub fn read(path: &Path, input: &mut impl Read, prefix: &[u8], len: u64, legacy:
     }
     let spec = FilterSpec::new(Scheme::Hadoop(hash), 0, bits as u64, hashes as u32).map_err(|e| bad(format!("corrupt Hadoop header: {e}")))?;
     let (plain, counting) = body_lengths(spec.bits);
-    if len == header_len + counting {
-        check_length(path, len, header_len + counting, "Hadoop CountingBloomFilter")?;
-        return read_counting(path, input, spec, counting).map(StoredFilter::Counting);
-    }
-    if len != header_len + plain {
+    if len != header_len + plain && len != header_len + counting {
         return Err(bad(format!(
             "file is {len} bytes but its Hadoop header implies {} (a BloomFilter) or {} (a CountingBloomFilter): truncated or corrupt",
             header_len + plain,
             header_len + counting
         )));
     }
-    check_length(path, len, header_len + plain, "Hadoop")?;
+    // The length is one of the two: this checks that the body fits in memory.
+    check_length(path, len, len, "Hadoop")?;
+    if len == header_len + counting {
+        return read_counting(path, input, spec, counting).map(StoredFilter::Counting);
+    }
     let mut words = Vec::with_capacity(words_for_bits(spec.bits) as usize);
     let mut pending = Vec::with_capacity(8);
     stream_body(path, input, plain, |chunk| {
