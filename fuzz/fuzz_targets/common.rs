@@ -14,8 +14,10 @@ pub fn read(bytes: &[u8]) {
     let path = scratch_file();
     std::fs::write(&path, bytes).unwrap();
     if let Ok((stored, _format)) = bloomflow::format::load_any(&path) {
-        let filter = stored.into_plain();
-        let _ = filter.contains(b"probe");
-        let _ = filter.estimated_fpp();
+        let filter = stored.into_query_filter();
+        let mut answers = Vec::new();
+        filter.contains_batch(&[b"probe", b"", b"a longer key of thirty bytes.."], &mut answers);
+        assert_eq!(answers.len(), 3);
+        let _ = (filter.estimated_fpp(), filter.fill_ratio());
     }
 }

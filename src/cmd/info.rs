@@ -2,7 +2,8 @@
 
 use bloomflow::format::{self, StoredFilter};
 use bloomflow::hashing::{BlockKernel, Scheme};
-use bloomflow::Layout;
+use bloomflow::records::KeyForm;
+use bloomflow::{FilterSpec, Layout};
 use bloomflow::params;
 use serde::Serialize;
 use std::io::Write;
@@ -33,7 +34,8 @@ struct Info {
     bytes: u64,
     bits_set: u64,
     fill_ratio: f64,
-    /// None for Hadoop and Spark files, which do not record it.
+    /// None for Hadoop and Spark files, which do not record it (but a Hadoop
+    /// `DynamicBloomFilter`'s, which its counts of keys a row imply).
     items_inserted: Option<u64>,
     estimated_items: f64,
     estimated_fpp: f64,
@@ -44,22 +46,90 @@ struct Info {
     /// A counting filter's counters at 15, which `remove` never decrements.
     #[serde(skip_serializing_if = "Option::is_none")]
     saturated_counters: Option<u64>,
+    /// A Hadoop `DynamicBloomFilter`'s rows, each of `bits` bits.
+    #[serde(skip_serializing_if = "Option::is_none", flatten)]
+    rows: Option<Rows>,
+}
+
+/// A Hadoop `DynamicBloomFilter`'s rows and its counts.
+#[derive(Serialize, Clone, Copy)]
+struct Rows {
+    rows: u64,
+    /// Hadoop's `nr`: the keys a row takes before the next is added.
+    records_per_row: u32,
+    /// Hadoop's `currentNbRecord`.
+    last_row_records: u32,
+}
+
+/// The fields of `info` that each kind of filter gives in its own way.
+struct KindFields {
+    spec: FilterSpec,
+    /// Bits set; a counting filter's counters above zero (the statistics of the plain filter
+    /// it implies, counted in place); a dynamic filter's in all its rows.
+    bits_set: u64,
+    estimated_items: f64,
+    estimated_fpp: f64,
+    items_inserted: Option<u64>,
+    expected_items: u64,
+    target_fpp: f64,
+    key_form: Option<KeyForm>,
+    saturated_counters: Option<u64>,
+    rows: Option<Rows>,
+}
+
+impl KindFields {
+    /// The fields of `stored`; `native` when it was read from a native file, the only format
+    /// that records the keys inserted into a plain or counting filter.
+    fn of(stored: &StoredFilter, native: bool) -> KindFields {
+        let plain_estimate = |spec: &FilterSpec, set| params::estimated_items(spec.bits, spec.hashes, set);
+        match stored {
+            StoredFilter::Plain(f) => KindFields {
+                spec: *f.spec(),
+                bits_set: f.bits_set(),
+                estimated_items: f.estimated_items(),
+                estimated_fpp: f.estimated_fpp(),
+                items_inserted: native.then_some(f.items_inserted()),
+                expected_items: f.expected_items(),
+                target_fpp: f.target_fpp(),
+                key_form: f.key_form(),
+                saturated_counters: None,
+                rows: None,
+            },
+            StoredFilter::Counting(c) => KindFields {
+                spec: *c.spec(),
+                bits_set: c.counters_set(),
+                estimated_items: plain_estimate(c.spec(), c.counters_set()),
+                estimated_fpp: c.estimated_fpp(),
+                items_inserted: native.then_some(c.items_inserted()),
+                expected_items: c.expected_items(),
+                target_fpp: c.target_fpp(),
+                key_form: c.key_form(),
+                saturated_counters: Some(c.saturated_counters()),
+                rows: None,
+            },
+            StoredFilter::Dynamic(d) => KindFields {
+                spec: *d.spec(),
+                bits_set: d.bits_set(),
+                estimated_items: d.estimated_items(),
+                estimated_fpp: d.estimated_fpp(),
+                items_inserted: d.items_inserted(),
+                expected_items: 0,
+                target_fpp: 0.0,
+                key_form: None,
+                saturated_counters: None,
+                rows: Some(Rows { rows: d.rows().len() as u64, records_per_row: d.records_per_row(), last_row_records: d.last_row_records() }),
+            },
+        }
+    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let (stored, file_format) = format::load_any(&args.file)?;
     let bytes = std::fs::metadata(&args.file)?.len();
     let kind = stored.kind();
-    // A counter is "set" when non-zero: the same statistics as the plain filter it implies,
-    // counted in place.
-    let (bits_set, estimated_fpp, saturated_counters) = match &stored {
-        StoredFilter::Plain(f) => (f.bits_set(), f.estimated_fpp(), None),
-        StoredFilter::Counting(c) => (c.counters_set(), c.estimated_fpp(), Some(c.saturated_counters())),
-    };
-    let (spec, items_inserted, expected_items, target_fpp, key_form) = match &stored {
-        StoredFilter::Plain(f) => (*f.spec(), f.items_inserted(), f.expected_items(), f.target_fpp(), f.key_form()),
-        StoredFilter::Counting(c) => (*c.spec(), c.items_inserted(), c.expected_items(), c.target_fpp(), c.key_form()),
-    };
+    let native = matches!(file_format, format::FileFormat::Native(_));
+    let fields = KindFields::of(&stored, native);
+    let spec = fields.spec;
     let info = Info {
         file: args.file.display().to_string(),
         kind,
@@ -75,15 +145,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         bits: spec.bits,
         hashes: spec.hashes,
         bytes,
-        bits_set,
-        fill_ratio: bits_set as f64 / spec.bits as f64,
-        items_inserted: matches!(file_format, format::FileFormat::Native(_)).then_some(items_inserted),
-        estimated_items: params::estimated_items(spec.bits, spec.hashes, bits_set),
-        estimated_fpp,
-        expected_items: (expected_items > 0).then_some(expected_items),
-        target_fpp: (target_fpp > 0.0).then_some(target_fpp),
-        key: key_form.map(|k| k.to_string()),
-        saturated_counters,
+        bits_set: fields.bits_set,
+        fill_ratio: fields.bits_set as f64 / (spec.bits as f64 * fields.rows.map_or(1, |r| r.rows) as f64),
+        items_inserted: fields.items_inserted,
+        estimated_items: fields.estimated_items,
+        estimated_fpp: fields.estimated_fpp,
+        expected_items: (fields.expected_items > 0).then_some(fields.expected_items),
+        target_fpp: (fields.target_fpp > 0.0).then_some(fields.target_fpp),
+        key: fields.key_form.map(|k| k.to_string()),
+        saturated_counters: fields.saturated_counters,
+        rows: fields.rows,
     };
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -118,7 +189,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         ),
     ];
     let saturated = info.saturated_counters.map(|n| ("saturated counters", format!("{n} (at 15: never decremented by remove)")));
-    for (name, value) in rows.into_iter().chain(saturated) {
+    let dynamic = info.rows.map(|r| {
+        let full = format!("{} (of {} bits each; keys a row takes: {}, in the last: {})", r.rows, info.bits, r.records_per_row, r.last_row_records);
+        ("rows", full)
+    });
+    for (name, value) in rows.into_iter().chain(saturated).chain(dynamic) {
         writeln!(out, "{name:<22}{value}")?;
     }
     Ok(())

@@ -25,6 +25,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         match (&mut merged, &next) {
             (StoredFilter::Plain(a), StoredFilter::Plain(b)) => a.union(b).with_context(context)?,
             (StoredFilter::Counting(a), StoredFilter::Counting(b)) => a.merge(b).with_context(context)?,
+            (StoredFilter::Dynamic(_), _) | (_, StoredFilter::Dynamic(_)) => bail!(
+                "{}: a Hadoop DynamicBloomFilter's rows hold keys by the order they were added, and ORed with another \
+                 filter's they would answer \"maybe\" far more often: merge does not take it (query and semijoin --filter read it)",
+                context()
+            ),
             (a, b) => bail!(
                 "cannot merge {} into {}: filters are incompatible: kind differs ({} vs {})",
                 path.display(),

@@ -2,7 +2,7 @@
 
 use super::keys::{KeyArgs, KeyEncoder};
 use bloomflow::format;
-use bloomflow::BloomFilter;
+use bloomflow::QueryFilter;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -19,7 +19,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let filter = format::load(&args.file)?.into_plain();
+    let filter = format::load(&args.file)?.into_query_filter();
     let encoder = args.key_args.encoder(&args.keys, filter.key_form()).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     let mut answerer = Answerer { filter: &filter, encoder, answers: Vec::new(), text: AnswerText::default() };
     let mut out = std::io::stdout().lock();
@@ -40,7 +40,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// Answers keys a batch at a time, keeping its buffers from one batch to the next.
 struct Answerer<'f> {
-    filter: &'f BloomFilter,
+    filter: &'f QueryFilter,
     encoder: KeyEncoder,
     answers: Vec<bool>,
     /// The answer lines not written yet.

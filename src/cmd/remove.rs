@@ -32,13 +32,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let file = args.file.display();
-    let mut filter = match format::load(&args.file)? {
-        StoredFilter::Counting(filter) => filter,
-        StoredFilter::Plain(_) => anyhow::bail!(
-            "{file}: a plain Bloom filter, whose bits do not count the keys that set them: only a counting filter \
-             (built with `build --counting`) can have keys removed"
-        ),
-    };
+    let mut filter = format::load(&args.file)?.into_counting().map_err(|why| anyhow::anyhow!("{file}: {why}"))?;
     let mut encoder = args.key_args.encoder(&args.keys, filter.key_form()).map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
     let (mut removed, mut absent, mut nulls) = (0u64, 0u64, 0u64);
     args.key_args.for_each_batch(&args.keys, |keys, place| {

@@ -1,5 +1,5 @@
-//! Filter files: bloomflow's native `.bloom`, Hadoop's `BloomFilter` and `CountingBloomFilter`
-//! Writables and Spark's `BloomFilter.writeTo` layouts. Reading detects the format; writing
+//! Filter files: bloomflow's native `.bloom`, Hadoop's `BloomFilter`, `CountingBloomFilter` and
+//! `DynamicBloomFilter` Writables and Spark's `BloomFilter.writeTo` layouts. Reading detects the format; writing
 //! picks it from the filter's scheme, so a filter always goes back to the system whose hashing
 //! it uses.
 
@@ -9,17 +9,20 @@ pub mod native;
 pub mod spark;
 
 use crate::counting::CountingBloomFilter;
+use crate::dynamic::DynamicBloomFilter;
 use crate::error::{Error, Result};
 use crate::filter::BloomFilter;
 use crate::hashing::Scheme;
+use crate::query_filter::QueryFilter;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-/// A filter as stored in a file: plain or counting.
+/// A filter as stored in a file: plain, counting, or the rows of a Hadoop `DynamicBloomFilter`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum StoredFilter {
     Plain(BloomFilter),
     Counting(CountingBloomFilter),
+    Dynamic(DynamicBloomFilter),
 }
 
 impl StoredFilter {
@@ -28,6 +31,7 @@ impl StoredFilter {
         match self {
             StoredFilter::Plain(_) => "bloom",
             StoredFilter::Counting(_) => "counting-bloom",
+            StoredFilter::Dynamic(_) => "dynamic-bloom",
         }
     }
 
@@ -36,30 +40,65 @@ impl StoredFilter {
         match self {
             StoredFilter::Plain(f) => f.key_form(),
             StoredFilter::Counting(c) => c.key_form(),
+            StoredFilter::Dynamic(_) => None,
         }
     }
 
-    /// Records how the filter's keys were encoded (written to native files).
+    /// Records how the filter's keys were encoded (written to native files). A dynamic
+    /// filter, which only Hadoop's format holds, has nowhere to keep it.
     pub fn set_key_form(&mut self, form: Option<crate::records::KeyForm>) {
         match self {
             StoredFilter::Plain(f) => f.set_key_form(form),
             StoredFilter::Counting(c) => c.set_key_form(form),
+            StoredFilter::Dynamic(_) => {}
         }
     }
 
-    /// Sets the count of keys inserted (the jobs sum their workers' counts).
+    /// Sets the count of keys inserted (the jobs sum their workers' counts). A dynamic filter
+    /// counts its own ([`DynamicBloomFilter::items_inserted`]).
     pub fn set_items_inserted(&mut self, n: u64) {
         match self {
             StoredFilter::Plain(f) => f.set_items_inserted(n),
             StoredFilter::Counting(c) => c.set_items_inserted(n),
+            StoredFilter::Dynamic(_) => {}
         }
     }
 
-    /// The plain filter (a counting filter converted), for queries and joins.
-    pub fn into_plain(self) -> BloomFilter {
+    /// The plain filter: a counting filter's counters above zero as bits, a dynamic filter's
+    /// one row. A dynamic filter of several rows is refused: ORed into one filter, its rows
+    /// would answer "maybe" far more often than Hadoop's (see [`crate::dynamic`]).
+    pub fn into_plain(self) -> Result<BloomFilter> {
         match self {
-            StoredFilter::Plain(f) => f,
-            StoredFilter::Counting(c) => c.to_bloom_filter(),
+            StoredFilter::Plain(f) => Ok(f),
+            StoredFilter::Counting(c) => Ok(c.to_bloom_filter()),
+            StoredFilter::Dynamic(d) if d.rows().len() == 1 => Ok(d.into_rows().remove(0)),
+            StoredFilter::Dynamic(d) => Err(Error::invalid(
+                "filter",
+                format!("a Hadoop DynamicBloomFilter of {} rows is not one plain filter: its rows answer together", d.rows().len()),
+            )),
+        }
+    }
+
+    /// The counting filter, or why this one cannot have keys removed (for `remove` and
+    /// `subtract` to name with the file).
+    pub fn into_counting(self) -> std::result::Result<CountingBloomFilter, String> {
+        let what = match self {
+            StoredFilter::Counting(c) => return Ok(c),
+            StoredFilter::Plain(_) => "a plain Bloom filter",
+            StoredFilter::Dynamic(_) => "a Hadoop DynamicBloomFilter",
+        };
+        Err(format!(
+            "{what}, whose bits do not count the keys that set them: only a counting filter (built with `build --counting`) can have keys removed"
+        ))
+    }
+
+    /// The filter as queries and joins ask it: a counting filter's counters above zero as
+    /// bits, a dynamic filter's rows as they are.
+    pub fn into_query_filter(self) -> QueryFilter {
+        match self {
+            StoredFilter::Dynamic(d) => QueryFilter::Rows(d),
+            StoredFilter::Plain(f) => QueryFilter::One(f),
+            StoredFilter::Counting(c) => QueryFilter::One(c.to_bloom_filter()),
         }
     }
 }
@@ -93,7 +132,8 @@ pub fn load(path: &Path) -> Result<StoredFilter> {
 /// Reads a filter file and says which format it was in.
 pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
     let (mut file, len) = native::open_regular(path)?;
-    let mut prefix = vec![0u8; len.min(16) as usize];
+    // Enough for every format's header, and for a Hadoop dynamic filter's first row's.
+    let mut prefix = vec![0u8; len.min(hadoop::DETECTION_PREFIX) as usize];
     file.read_exact(&mut prefix).map_err(|e| Error::io(path, e))?;
     if native::is_native(&prefix) {
         return native::read(path).map(|f| {
@@ -105,17 +145,12 @@ pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
         return Err(Error::bad_file(path, format!("file is {len} bytes, too short to be a filter file")));
     }
     let first = foreign::be_i32(&prefix, 0);
-    // The lengths a legacy Hadoop header implies: a BloomFilter's and a CountingBloomFilter's.
-    let legacy_lens = (prefix.len() >= 8 && foreign::be_i32(&prefix, 4) > 0).then(|| {
-        let (plain, counting) = hadoop::body_lengths(foreign::be_i32(&prefix, 4) as u64);
-        [plain, counting].map(|body| hadoop::LEGACY_HEADER_LEN + body)
-    });
     // Spark files start with 1 or 2, as a legacy Hadoop file with k = 1 or 2 does: the lengths
     // the two headers imply tell them apart.
     let (format, header_len) = match first {
         -1 => (FileFormat::Hadoop, hadoop::HEADER_LEN),
         1 | 2 if spark::implied_len(&prefix) == Some(len) => (FileFormat::Spark, spark::header_len(first)),
-        n if n > 0 && legacy_lens.is_some_and(|lens| lens.contains(&len)) => (FileFormat::HadoopLegacy, hadoop::LEGACY_HEADER_LEN),
+        n if n > 0 && hadoop::kind(&prefix, len, true).is_some() => (FileFormat::HadoopLegacy, hadoop::LEGACY_HEADER_LEN),
         // A Spark version whose length is off: report it as a damaged Spark file.
         1 | 2 => (FileFormat::Spark, spark::header_len(first)),
         _ => {
@@ -140,6 +175,7 @@ pub fn write(path: &Path, filter: &StoredFilter) -> Result<()> {
     match filter {
         StoredFilter::Plain(f) => write_plain(path, f),
         StoredFilter::Counting(c) => write_counting(path, c),
+        StoredFilter::Dynamic(d) => hadoop::write_dynamic(path, d),
     }
 }
 

@@ -98,11 +98,13 @@ pub fn write_counting(path: &Path, f: &CountingBloomFilter) -> Result<()> {
     write(path, &header, f.key_form(), f.words())
 }
 
-/// Writes either kind.
+/// Writes a plain or a counting filter. A Hadoop `DynamicBloomFilter`'s rows have no native
+/// layout: they are refused.
 pub fn write_stored(path: &Path, f: &StoredFilter) -> Result<()> {
     match f {
         StoredFilter::Plain(p) => write_plain(path, p),
         StoredFilter::Counting(c) => write_counting(path, c),
+        StoredFilter::Dynamic(_) => Err(Error::invalid("format", "the native format holds one filter: a Hadoop DynamicBloomFilter is written in Hadoop's")),
     }
 }
 

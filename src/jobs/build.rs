@@ -290,6 +290,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
             // The rates are those of its counters above zero: the plain filter's bits, counted
             // without making it (a 31 MB allocation for 124 MiB of counters took 90-570 ms).
             StoredFilter::Counting(counters) => (counters.counters_set(), counters.estimated_fpp()),
+            StoredFilter::Dynamic(rows) => (rows.bits_set(), rows.estimated_fpp()),
         };
         let ((bits_set, estimated_fpp), written) = beside(stats, || match &output {
             Some(path) => format::write(path, filter),

@@ -19,6 +19,7 @@ use crate::cluster::{Agreement, ClusterConfig};
 use crate::error::{Error, Result};
 use crate::compressed::OutputCompression;
 use crate::filter::BloomFilter;
+use crate::query_filter::QueryFilter;
 use crate::format;
 use crate::hashing::Scheme;
 use crate::spec::Layout;
@@ -170,7 +171,7 @@ pub struct SemijoinStats {
 /// source is boxed: it is several times the size of the other variant.)
 enum PlannedFilter {
     Build { source: Box<Source>, sized: SizedSpec },
-    File { path: PathBuf, filter: Arc<BloomFilter> },
+    File { path: PathBuf, filter: Arc<QueryFilter> },
 }
 
 /// What every process of the job must agree on: both sides' plans, the filter and the output.
@@ -222,7 +223,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
             PlannedFilter::Build { source: Box::new(source), sized }
         }
         FilterSource::File(path) => {
-            let filter = format::load(path)?.into_plain();
+            let filter = format::load(path)?.into_query_filter();
             if let Some(form) = filter.key_form() {
                 let probe = &config.probe_scan;
                 form.check(probe.key.field_count(), probe.key_rules.key_type, "--probe-key").map_err(|e| Error::Job(format!("{}: {e}", path.display())))?;
@@ -410,7 +411,7 @@ impl Job {
                     return Err(Error::Job(failure));
                 }
                 check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "build")?;
-                (Arc::new(filter), reports)
+                (Arc::new(QueryFilter::One(filter)), reports)
             }
             PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
         };
@@ -661,7 +662,7 @@ impl Job {
     fn probe_bloom(
         &self,
         me: usize,
-        filter: &BloomFilter,
+        filter: &QueryFilter,
         exact: Option<&KeySet>,
         abort: &AtomicBool,
         counter: &AtomicU64,
@@ -737,7 +738,7 @@ impl Job {
 
     /// The job's statistics; `elsewhere`: the workers whose parts are in another host's output
     /// directory.
-    fn stats(&self, filter: &BloomFilter, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>, elsewhere: &[usize], timeline: Timeline) -> SemijoinStats {
+    fn stats(&self, filter: &QueryFilter, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>, elsewhere: &[usize], timeline: Timeline) -> SemijoinStats {
         let elapsed = self.started.elapsed().as_secs_f64();
         let mut scan = ScanStats::default();
         for r in &probe {

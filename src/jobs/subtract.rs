@@ -154,15 +154,7 @@ fn job_agreement(workers: usize, source: &Source, filter_plan: &str) -> Agreemen
 /// by it, refusing keys of another form than its keys'.
 fn load_counting(config: &mut SubtractConfig) -> Result<CountingBloomFilter> {
     let name = config.filter.display();
-    let filter = match format::load(&config.filter)? {
-        StoredFilter::Counting(filter) => filter,
-        StoredFilter::Plain(_) => {
-            return Err(Error::Job(format!(
-                "{name}: a plain Bloom filter, whose bits do not count the keys that set them: only a counting filter \
-                 (built with `build --counting`) can have keys removed"
-            )))
-        }
-    };
+    let filter = format::load(&config.filter)?.into_counting().map_err(|why| Error::Job(format!("{name}: {why}")))?;
     let rules = &mut config.scan.key_rules;
     rules.key_type = config.key_type.or(filter.key_form().map(|form| form.key_type)).unwrap_or(KeyType::Bytes);
     rules.reject_empty = filter.spec().scheme.refuses_empty_keys();

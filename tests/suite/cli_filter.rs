@@ -52,7 +52,7 @@ fn query_answers_many_stdin_lines_in_order() {
     for layout in [Layout::Standard, Layout::Blocked] {
         let spec = FilterSpec::sized_for(Scheme::NativeLookup3, layout, 1000, 0.01, 0).unwrap();
         let f = write_filter(dir.path(), "many.bloom", spec, &present);
-        let filter = native::read(std::path::Path::new(&f)).unwrap().into_plain();
+        let filter = native::read(std::path::Path::new(&f)).unwrap().into_plain().unwrap();
         let keys: Vec<String> = (0..3000).map(|i| format!("key-{i}")).collect();
         let input = keys.join("\n");
         let expected: String = keys.iter().map(|k| format!("{k}\t{}\n", if filter.contains(k.as_bytes()) { "maybe" } else { "no" })).collect();
@@ -72,7 +72,7 @@ fn query_echoes_keys_of_every_length() {
     let keys: Vec<String> = (0..30_000usize).map(|i| (0..i % 41).map(|j| (b'a' + ((i * 7 + j * 13) % 26) as u8) as char).collect()).collect();
     let present: Vec<&str> = keys.iter().step_by(2).map(String::as_str).collect();
     let f = write_filter(dir.path(), "a.bloom", FilterSpec::sized_for(Scheme::NativeLookup3, Layout::Blocked, 20_000, 0.01, 0).unwrap(), &present);
-    let filter = native::read(std::path::Path::new(&f)).unwrap().into_plain();
+    let filter = native::read(std::path::Path::new(&f)).unwrap().into_plain().unwrap();
     let expected: String = keys.iter().map(|k| format!("{k}\t{}\n", if filter.contains(k.as_bytes()) { "maybe" } else { "no" })).collect();
     assert_eq!(ok(&run_with_stdin(&["query", &f], keys.join("\n").as_bytes())), expected);
     assert!(present.iter().all(|k| expected.contains(&format!("\n{k}\tmaybe\n")) || k.is_empty()));

@@ -2,7 +2,7 @@
 //! processes, and `remove`.
 
 use crate::util::*;
-use bloomflow::format::{self, StoredFilter};
+use bloomflow::format;
 use bloomflow::CountingBloomFilter;
 use std::path::Path;
 use std::time::Duration;
@@ -18,10 +18,7 @@ fn write_repeating_csv(dir: &Path, rows: usize, distinct: usize) -> (String, Vec
 }
 
 fn load_counting(path: &str) -> CountingBloomFilter {
-    match format::load(Path::new(path)).unwrap() {
-        StoredFilter::Counting(c) => c,
-        StoredFilter::Plain(_) => panic!("{path}: a plain filter where a counting one was built"),
-    }
+    format::load(Path::new(path)).unwrap().into_counting().unwrap_or_else(|why| panic!("{path}: {why}, where a counting one was built"))
 }
 
 /// The library's counting filter of `keys`, inserted one by one, of `like`'s identity.

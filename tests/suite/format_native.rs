@@ -50,7 +50,7 @@ fn a_recorded_key_form_round_trips_as_version_2() {
     let dir = tempdir();
     let plain = write_sample(dir.path());
     assert_eq!(std::fs::read(&plain).unwrap()[8..12], 1u32.to_le_bytes());
-    assert_eq!(format::load(&plain).unwrap().into_plain().key_form(), None);
+    assert_eq!(format::load(&plain).unwrap().into_plain().unwrap().key_form(), None);
 
     let mut f = sample_plain();
     let form = KeyForm { fields: 3, key_type: KeyType::Bytes };
@@ -103,7 +103,7 @@ fn a_filter_above_2_pow_32_bits_round_trips() {
     f.insert(b"omega");
     let path = dir.path().join("big.bloom");
     native::write_plain(&path, &f).unwrap();
-    let back = format::load(&path).unwrap().into_plain();
+    let back = format::load(&path).unwrap().into_plain().unwrap();
     assert!(back.contains(b"alpha") && back.contains(b"omega"));
     assert_eq!(back.bits_set(), f.bits_set());
     assert_eq!(back.spec(), f.spec());

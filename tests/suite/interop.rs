@@ -176,7 +176,7 @@ fn spark_sizing_matches_the_params_table() {
         let file = vectors().join(&row[0]);
         if file.exists() {
             let (stored, _) = format::load_any(&file).unwrap();
-            let f = stored.into_plain();
+            let f = stored.into_plain().unwrap();
             assert_eq!(f.bits_set().to_string(), row[6], "cardinality is the bits set: {row:?}");
             assert_eq!((f.spec().seed as i32).to_string(), row[3]);
             assert_eq!(std::fs::metadata(&file).unwrap().len().to_string(), row[10]);
@@ -261,7 +261,7 @@ fn counting_builds_write_hadoops_counting_filter() {
         let (stored, detected) = format::load_any(Path::new(&once)).unwrap();
         assert_eq!((detected, stored.kind()), (FileFormat::Hadoop, "counting-bloom"));
         let plain = path_str(dir.path(), &format!("{flag}.plain.bin"));
-        format::write(Path::new(&plain), &format::StoredFilter::Plain(stored.into_plain())).unwrap();
+        format::write(Path::new(&plain), &format::StoredFilter::Plain(stored.into_plain().unwrap())).unwrap();
         assert_eq!(std::fs::read(&plain).unwrap(), std::fs::read(vectors().join(plain_reference)).unwrap(), "{hash}: the counters above zero");
 
         let reference = path_str(dir.path(), &format!("{flag}.w1.bin"));
@@ -331,6 +331,133 @@ fn hadoop_counting_files_round_trip_and_keep_their_format() {
     assert_eq!(std::fs::read(&merged).unwrap(), bytes, "merge");
 }
 
+/// A Hadoop `DynamicBloomFilter` file of the `BloomFilter` files `rows` (of one identity), in
+/// Hadoop's layout (`DynamicBloomFilter.write`): the first row's header, `nr`,
+/// `currentNbRecord` and the number of rows, then each row's file whole.
+fn dynamic_file(rows: &[Vec<u8>], nr: i32, last: i32) -> Vec<u8> {
+    let mut bytes = rows[0][..13].to_vec();
+    for n in [nr, last, rows.len() as i32] {
+        bytes.extend(n.to_be_bytes());
+    }
+    rows.iter().for_each(|row| bytes.extend(row));
+    bytes
+}
+
+/// The answers of `query FILE` for `keys`, "maybe" as true.
+fn query_answers(file: &str, keys: &[String]) -> Vec<bool> {
+    let input: String = keys.iter().map(|k| format!("{k}\n")).collect();
+    let out = ok(&run_with_stdin(&["query", file], input.as_bytes()));
+    out.lines().zip(keys).map(|(line, key)| line == format!("{key}\tmaybe")).collect()
+}
+
+/// The two rows of a dynamic filter of keys `key-0`..`key-179`, 100 a row, as Hadoop's `add`
+/// fills them: its own `BloomFilter` file of `key-0`..`key-99` (Jenkins, m = 1000, k = 7), and
+/// bloomflow's of the 80 keys after them.
+fn hadoop_dynamic_rows(dir: &Path) -> Vec<Vec<u8>> {
+    let later = dir.join("later.txt");
+    std::fs::write(&later, (100..180).map(|i| format!("key-{i}\n")).collect::<String>()).unwrap();
+    let row = path_str(dir, "row1.bin");
+    ok(&run(&["build", later.to_str().unwrap(), "--no-header", "--key", "1", "--format", "hadoop", "--hash", "jenkins", "--bits", "1000", "--hashes", "7", "-o", &row, "--no-progress"]));
+    vec![std::fs::read(vectors().join("hadoop_bloom_jenkins.bin")).unwrap(), std::fs::read(&row).unwrap()]
+}
+
+/// A Hadoop `DynamicBloomFilter` is read with all its rows, which answer together: `query`
+/// and `semijoin --filter` keep a key if any row may hold it, `info` tells its rows. The
+/// library's dynamic filter of the same keys writes the same bytes, and the file reads the
+/// same in the legacy layout.
+#[test]
+fn hadoop_dynamic_filters_answer_with_every_row() {
+    let dir = tempdir();
+    let rows = hadoop_dynamic_rows(dir.path());
+    let file = path_str(dir.path(), "dynamic.bin");
+    std::fs::write(&file, dynamic_file(&rows, 100, 80)).unwrap();
+
+    let spec = FilterSpec::new(Scheme::Hadoop(HadoopHash::Jenkins), 0, 1000, 7).unwrap();
+    let mut library = bloomflow::DynamicBloomFilter::new(spec, 100);
+    (0..180).for_each(|i| library.insert(format!("key-{i}").as_bytes()));
+    let written = dir.path().join("library.bin");
+    format::write(&written, &format::StoredFilter::Dynamic(library)).unwrap();
+    assert_eq!(std::fs::read(&written).unwrap(), std::fs::read(&file).unwrap(), "the library's rows and layout");
+
+    let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &file, "--json"]))).unwrap();
+    assert_eq!((info["kind"].as_str(), info["format"].as_str()), (Some("dynamic-bloom"), Some("hadoop writable")));
+    assert_eq!((info["rows"].as_u64(), info["records_per_row"].as_u64(), info["last_row_records"].as_u64()), (Some(2), Some(100), Some(80)));
+    assert_eq!((info["items_inserted"].as_u64(), info["bits"].as_u64()), (Some(180), Some(1000)));
+    let row_bits: Vec<u64> = rows.iter().map(|row| row[13..].iter().map(|b| b.count_ones() as u64).sum()).collect();
+    assert_eq!(info["bits_set"].as_u64(), Some(row_bits.iter().sum()));
+    assert!(ok(&run(&["info", &file])).contains("rows                  2 (of 1000 bits each; keys a row takes: 100, in the last: 80)"));
+
+    // Every key inserted is "maybe"; every other key's answer is the OR of the rows' own.
+    let keys: Vec<String> = (0..2000).map(|i| format!("key-{i}")).collect();
+    let row_files: Vec<String> = rows.iter().enumerate().map(|(i, row)| {
+        let path = path_str(dir.path(), &format!("row{i}.alone.bin"));
+        std::fs::write(&path, row).unwrap();
+        path
+    }).collect();
+    let (first, second) = (query_answers(&row_files[0], &keys), query_answers(&row_files[1], &keys));
+    let answers = query_answers(&file, &keys);
+    assert!(answers[..180].iter().all(|&maybe| maybe), "a key of the filter answered no");
+    for (i, &maybe) in answers.iter().enumerate() {
+        assert_eq!(maybe, first[i] || second[i], "{}", keys[i]);
+    }
+    assert!((100..180).any(|i| !first[i]), "the second row's keys are not all in the first row");
+
+    let probe = dir.path().join("probe.csv");
+    std::fs::write(&probe, std::iter::once("id,k\n".to_string()).chain(keys.iter().enumerate().map(|(i, k)| format!("{i},{k}\n"))).collect::<String>()).unwrap();
+    let out = path_str(dir.path(), "pruned");
+    ok(&run(&["semijoin", "--filter", &file, "--probe", probe.to_str().unwrap(), "--probe-key", "k", "-o", &out, "-w", "2", "--no-progress"]));
+    let mut kept: Vec<usize> = names_in(&out).iter().filter(|n| n.starts_with("part-")).flat_map(|part| {
+        std::fs::read_to_string(Path::new(&out).join(part)).unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().parse().unwrap()).collect::<Vec<usize>>()
+    }).collect();
+    kept.sort();
+    let want: Vec<usize> = (0..keys.len()).filter(|&i| answers[i]).collect();
+    assert_eq!(kept, want);
+
+    // The legacy layout: every header without its version and hash type.
+    let legacy_header = |header: &[u8]| [&header[4..8], &header[9..13]].concat();
+    let mut legacy = legacy_header(&rows[0]);
+    legacy.extend(&std::fs::read(&file).unwrap()[13..25]);
+    rows.iter().for_each(|row| legacy.extend([legacy_header(row), row[13..].to_vec()].concat()));
+    let legacy_path = dir.path().join("legacy.bin");
+    std::fs::write(&legacy_path, legacy).unwrap();
+    let (read, detected) = format::load_any(&legacy_path).unwrap();
+    assert_eq!((detected, read), (FileFormat::HadoopLegacy, format::load(Path::new(&file)).unwrap()));
+}
+
+/// A damaged dynamic filter is refused, saying what its header implies; the commands that
+/// cannot take one (merge, remove, subtract) say why; a one-row dynamic filter is its row.
+#[test]
+fn damaged_or_misused_hadoop_dynamic_filters_are_refused() {
+    let dir = tempdir();
+    let rows = hadoop_dynamic_rows(dir.path());
+    let bytes = dynamic_file(&rows, 100, 80);
+    let reason = bad_reason(&bytes[..bytes.len() - 1]);
+    assert!(reason.contains(&format!("{} (a DynamicBloomFilter of the 2 rows it names", bytes.len())), "{reason}");
+    // The second row's nbHash changed: the length still fits, the row's header does not.
+    let mut other_k = bytes.clone();
+    other_k[25 + rows[0].len() + 7] = 6;
+    let reason = bad_reason(&other_k);
+    assert!(reason.contains("row 1's header"), "{reason}");
+    let mut negative = bytes.clone();
+    negative[13..17].copy_from_slice(&(-5i32).to_be_bytes());
+    assert!(bad_reason(&negative).contains("nr = -5"));
+
+    let file = path_str(dir.path(), "dynamic.bin");
+    std::fs::write(&file, &bytes).unwrap();
+    assert!(format::load(Path::new(&file)).unwrap().into_plain().is_err());
+    let out = path_str(dir.path(), "out.bin");
+    fails_with(&run(&["merge", &file, &file, "-o", &out]), &["DynamicBloomFilter", "merge does not take it"]);
+    fails_with(&run(&["remove", &file, "key-1", "-o", &out]), &["a Hadoop DynamicBloomFilter, whose bits do not count"]);
+    let keys = dir.path().join("later.txt");
+    fails_with(&run(&["subtract", &file, keys.to_str().unwrap(), "--no-header", "-k", "1", "-o", &out]), &["a Hadoop DynamicBloomFilter, whose bits do not count"]);
+    assert!(!Path::new(&out).exists());
+
+    let one_row = path_str(dir.path(), "one.bin");
+    std::fs::write(&one_row, dynamic_file(&rows[..1], 100, 100)).unwrap();
+    let plain = format::load(Path::new(&one_row)).unwrap().into_plain().unwrap();
+    assert_eq!(format::StoredFilter::Plain(plain), format::load(&vectors().join("hadoop_bloom_jenkins.bin")).unwrap());
+}
+
 #[test]
 fn filters_of_different_schemes_do_not_merge() {
     let dir = tempdir();
@@ -344,7 +471,7 @@ fn filters_of_different_schemes_do_not_merge() {
     fails_with(&run(&["merge", v1.to_str().unwrap(), v2.to_str().unwrap(), "-o", &out]), &["hashing scheme differs"]);
     // Same scheme: the merge is the OR, written back in the same format.
     ok(&run(&["merge", v2.to_str().unwrap(), vectors().join("spark_bloom_long.bin").to_str().unwrap(), "-o", &out]));
-    let merged = format::load(Path::new(&out)).unwrap().into_plain();
+    let merged = format::load(Path::new(&out)).unwrap().into_plain().unwrap();
     assert_eq!(merged.spec().scheme, Scheme::SparkV2);
     assert!(merged.contains(b"key-7") && merged.contains(&7i64.to_le_bytes()));
 }

@@ -1343,7 +1343,7 @@ fn hadoop_and_spark_filters_prune_as_their_single_key_answers() {
         let out = path_str(dir.path(), &format!("out-{format}"));
         ok(&run(&["semijoin", "--filter", &filter, "--probe", &probe, "--probe-key", "key", "-o", &out, "-w", "2", "--split-size", "20000", "--no-progress"]));
         let got = read_output(Path::new(&out), "event,key,note\n");
-        let stored = bloomflow::format::load(Path::new(&filter)).unwrap().into_plain();
+        let stored = bloomflow::format::load(Path::new(&filter)).unwrap().into_plain().unwrap();
         let mut want = BTreeMap::new();
         for (i, key) in probe_keys.iter().enumerate() {
             if stored.contains(key.as_bytes()) {

@@ -5,7 +5,7 @@
 
 use super::{part_after_probe, survivor_wire_bytes, Job, Part, ProbeReport, Stealing};
 use crate::error::Result;
-use crate::filter::BloomFilter;
+use crate::query_filter::QueryFilter;
 use crate::jobs::join_key::JoinKey;
 use crate::jobs::rounds::{RoundClock, Sinks, Tick, WaitingRecords, LAG};
 use crate::jobs::shard_join::{ShardJoin, Survivor};
@@ -31,7 +31,7 @@ impl Job {
         &self,
         worker: &mut Worker,
         join: ShardJoin,
-        filter: &BloomFilter,
+        filter: &QueryFilter,
         abort: &AtomicBool,
         counter: &AtomicU64,
         report: &mut ProbeReport,
@@ -69,7 +69,7 @@ impl Job {
 struct ShuffleProbe<'a, 'w> {
     job: &'a Job,
     worker: &'w mut Worker,
-    filter: &'a BloomFilter,
+    filter: &'a QueryFilter,
     survivors_in: Handle<u64, Survivor>,
     answered: &'a ProbeHandle<u64>,
     matched: &'a RefCell<Vec<u64>>,
