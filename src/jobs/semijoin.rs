@@ -789,7 +789,10 @@ impl Job {
             workers_per_process: self.cluster.workers,
             filter: match &self.planned {
                 PlannedFilter::Build { sized, .. } => format!("built from the build side; {}", sized.note),
-                PlannedFilter::File { path, .. } => format!("read from {}", path.display()),
+                PlannedFilter::File { path, filter } => match &**filter {
+                    QueryFilter::Rows(rows) => format!("read from {} (a Hadoop DynamicBloomFilter: {} rows of the size below, asked in turn)", path.display(), rows.rows().len()),
+                    QueryFilter::One(_) => format!("read from {}", path.display()),
+                },
             },
             build_records: built.then_some(build_scan.records),
             build_keys: built.then(|| build.iter().map(|r| r.keys).sum()),

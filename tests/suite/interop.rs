@@ -405,7 +405,8 @@ fn hadoop_dynamic_filters_answer_with_every_row() {
     let probe = dir.path().join("probe.csv");
     std::fs::write(&probe, std::iter::once("id,k\n".to_string()).chain(keys.iter().enumerate().map(|(i, k)| format!("{i},{k}\n"))).collect::<String>()).unwrap();
     let out = path_str(dir.path(), "pruned");
-    ok(&run(&["semijoin", "--filter", &file, "--probe", probe.to_str().unwrap(), "--probe-key", "k", "-o", &out, "-w", "2", "--no-progress"]));
+    let summary = ok(&run(&["semijoin", "--filter", &file, "--probe", probe.to_str().unwrap(), "--probe-key", "k", "-o", &out, "-w", "2", "--no-progress"]));
+    assert!(summary.contains("(a Hadoop DynamicBloomFilter: 2 rows of the size below, asked in turn)"), "{summary}");
     let mut kept: Vec<usize> = names_in(&out).iter().filter(|n| n.starts_with("part-")).flat_map(|part| {
         std::fs::read_to_string(Path::new(&out).join(part)).unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().parse().unwrap()).collect::<Vec<usize>>()
     }).collect();
