@@ -28,6 +28,7 @@ pub use query_filter::QueryFilter;
 pub use spec::{FilterSpec, Layout};
 pub mod records;
 pub mod splits;
+pub mod globs;
 pub mod compressed;
 pub mod bzip2_blocks;
 pub mod hadoop_blocks;

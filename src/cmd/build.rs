@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Input files, directories (the files beneath them, in sorted order) or `-` for standard input. Files
+    /// Input files, directories (the files beneath them, in sorted order), globs (quoted, as
+    /// Hadoop takes them: `'logs/2026-11-*/part-*'`, `{a,b}`, `[0-9]`) or `-` for standard input. Files
     /// named `.gz`, `.zst`, `.deflate`, `.bz2`, `.snappy` or `.lz4` (Hadoop's framing) are
     /// decompressed; each is one split, read whole, but for `.bz2`, which is split at its blocks
     /// as Hadoop splits it.

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 #[command(group = clap::ArgGroup::new("side").required(true).args(["build", "filter"]))]
 pub struct Args {
-    /// Build-side inputs (files, directories or `-`; `.gz`, `.zst`, `.deflate`, `.bz2`, `.snappy`
+    /// Build-side inputs (files, directories, quoted globs or `-`; `.gz`, `.zst`, `.deflate`, `.bz2`, `.snappy`
     /// and `.lz4` files are decompressed): the keys to keep.
     #[arg(long, num_args = 1.., value_name = "INPUT", requires = "build_key")]
     build: Vec<PathBuf>,
@@ -23,7 +23,7 @@ pub struct Args {
     /// A prebuilt filter to prune with, instead of building one.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key", "build_delimiter", "build_no_header", "build_null_key"])]
     filter: Option<PathBuf>,
-    /// Probe-side inputs: the records to prune.
+    /// Probe-side inputs (files, directories, quoted globs or `-`): the records to prune.
     #[arg(long, required = true, num_args = 1.., value_name = "INPUT")]
     probe: Vec<PathBuf>,
     /// The probe side's key field (name or 1-based index); a composite key names as many fields

@@ -14,7 +14,7 @@ nothing is written.")]
 pub struct Args {
     /// The counting filter file (`build --counting`).
     filter: PathBuf,
-    /// Input files, directories or `-` for standard input, read as `build` reads them: each key
+    /// Input files, directories, quoted globs or `-` for standard input, read as `build` reads them: each key
     /// of the key field is removed once per record.
     #[arg(required = true, value_name = "INPUT")]
     inputs: Vec<PathBuf>,

@@ -638,6 +638,63 @@ fn a_partitioned_table_is_read_with_its_subdirectories() {
     }
 }
 
+/// A quoted glob is expanded by the job, as Hadoop's `FileInputFormat` expands one: over a
+/// partitioned table, `table/date=*/part-*` and `table/date=2026-11-{29,30}` build the filter of
+/// the files they match (at any worker count, and in 2 processes, each expanding it), a
+/// wildcard passes over `_temporary/`, a glob that matches nothing is refused naming it, and a
+/// file whose name holds a wildcard is read as itself.
+#[test]
+fn globs_are_expanded_as_hadoop_expands_them() {
+    let dir = tempdir();
+    let table = dir.path().join("table");
+    let mut direct = String::from("id,key\n");
+    for (part, rows) in [("date=2026-11-29", 0..40), ("date=2026-11-30", 40..90), ("date=2026-12-01", 90..100)] {
+        let at = table.join(part);
+        std::fs::create_dir_all(&at).unwrap();
+        let text: String = rows.map(|i| format!("{i},k{i}\n")).collect();
+        if part != "date=2026-12-01" {
+            direct.push_str(&text);
+        }
+        std::fs::write(at.join("part-00000.csv"), format!("id,key\n{text}")).unwrap();
+    }
+    // A failed job's leftovers, which `*` must not match.
+    std::fs::create_dir_all(table.join("_temporary")).unwrap();
+    std::fs::write(table.join("_temporary/part-00000.csv"), "id,key\n1,stale\n").unwrap();
+    let single = path_str(dir.path(), "november.csv");
+    std::fs::write(&single, &direct).unwrap();
+    let args = ["-k", "key", "--bits", "4096", "--hashes", "5"];
+    let (reference, o) = build(dir.path(), &single, &args);
+    ok(&o);
+
+    let every_part = table.join("*/part-*").to_string_lossy().into_owned();
+    let (all, o) = build(dir.path(), &every_part, &[&args[..], &["-w", "2"]].concat());
+    assert!(ok(&o).contains("records            100"), "the three dates, not _temporary/");
+    assert_ne!(std::fs::read(&all).unwrap(), std::fs::read(&reference).unwrap());
+    for pattern in ["date=2026-11-*/part-*", "date=2026-11-{29,30}", "date=2026-11-[23]?"] {
+        let glob = table.join(pattern).to_string_lossy().into_owned();
+        for workers in ["1", "3"] {
+            let (out, o) = build(dir.path(), &glob, &[&args[..], &["-w", workers]].concat());
+            assert!(ok(&o).contains("records            90"), "{pattern} -w {workers}");
+            assert!(std::fs::read(out).unwrap() == std::fs::read(&reference).unwrap(), "{pattern} -w {workers}");
+        }
+    }
+    let out = path_str(dir.path(), "p2.bloom");
+    let glob = table.join("date=2026-11-*").to_string_lossy().into_owned();
+    all_ok(&run_cluster(dir.path(), 2, 1, &["build", &glob, "-o", &out, "--no-progress", "-k", "key", "--bits", "4096", "--hashes", "5"], std::time::Duration::from_secs(60)));
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&reference).unwrap(), "2 processes");
+
+    let none = table.join("date=2025-*").to_string_lossy().into_owned();
+    let out = path_str(dir.path(), "none.bloom");
+    fails_with(&run(&[&["build", &none, "-o", &out][..], &args[..]].concat()), &["date=2025-*: the glob matches no file or directory"]);
+    assert!(!Path::new(&out).exists());
+    // A name with a wildcard in it, which exists, is the file itself.
+    let odd = path_str(dir.path(), "odd[1].csv");
+    std::fs::write(&odd, &direct).unwrap();
+    let (out, o) = build(dir.path(), &odd, &args);
+    ok(&o);
+    assert!(std::fs::read(out).unwrap() == std::fs::read(&reference).unwrap());
+}
+
 /// `--null-key`: records whose key is written as the NULL text are skipped, not inserted and
 /// not malformed: the filter is byte for byte the one built without them, at any worker count.
 /// A quoted `""` is the empty key. Hadoop's filters, which refuse the empty key, take empty
