@@ -67,6 +67,8 @@ struct KindFields {
     /// Bits set; a counting filter's counters above zero (the statistics of the plain filter
     /// it implies, counted in place); a dynamic filter's in all its rows.
     bits_set: u64,
+    /// Of all the bits (all rows' for a dynamic filter).
+    fill_ratio: f64,
     estimated_items: f64,
     estimated_fpp: f64,
     items_inserted: Option<u64>,
@@ -81,11 +83,11 @@ impl KindFields {
     /// The fields of `stored`; `native` when it was read from a native file, the only format
     /// that records the keys inserted into a plain or counting filter.
     fn of(stored: &StoredFilter, native: bool) -> KindFields {
-        let plain_estimate = |spec: &FilterSpec, set| params::estimated_items(spec.bits, spec.hashes, set);
         match stored {
             StoredFilter::Plain(f) => KindFields {
                 spec: *f.spec(),
                 bits_set: f.bits_set(),
+                fill_ratio: f.fill_ratio(),
                 estimated_items: f.estimated_items(),
                 estimated_fpp: f.estimated_fpp(),
                 items_inserted: native.then_some(f.items_inserted()),
@@ -98,7 +100,8 @@ impl KindFields {
             StoredFilter::Counting(c) => KindFields {
                 spec: *c.spec(),
                 bits_set: c.counters_set(),
-                estimated_items: plain_estimate(c.spec(), c.counters_set()),
+                fill_ratio: c.counters_set() as f64 / c.spec().bits as f64,
+                estimated_items: params::estimated_items(c.spec().bits, c.spec().hashes, c.counters_set()),
                 estimated_fpp: c.estimated_fpp(),
                 items_inserted: native.then_some(c.items_inserted()),
                 expected_items: c.expected_items(),
@@ -110,6 +113,7 @@ impl KindFields {
             StoredFilter::Dynamic(d) => KindFields {
                 spec: *d.spec(),
                 bits_set: d.bits_set(),
+                fill_ratio: d.fill_ratio(),
                 estimated_items: d.estimated_items(),
                 estimated_fpp: d.estimated_fpp(),
                 items_inserted: d.items_inserted(),
@@ -146,7 +150,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         hashes: spec.hashes,
         bytes,
         bits_set: fields.bits_set,
-        fill_ratio: fields.bits_set as f64 / (spec.bits as f64 * fields.rows.map_or(1, |r| r.rows) as f64),
+        fill_ratio: fields.fill_ratio,
         items_inserted: fields.items_inserted,
         estimated_items: fields.estimated_items,
         estimated_fpp: fields.estimated_fpp,

@@ -1,7 +1,7 @@
 //! Filter files: bloomflow's native `.bloom`, Hadoop's `BloomFilter`, `CountingBloomFilter` and
-//! `DynamicBloomFilter` Writables and Spark's `BloomFilter.writeTo` layouts. Reading detects the format; writing
-//! picks it from the filter's scheme, so a filter always goes back to the system whose hashing
-//! it uses.
+//! `DynamicBloomFilter` Writables and Spark's `BloomFilter.writeTo` layouts. Reading detects the
+//! format; writing picks it from the filter's scheme, so a filter always goes back to the system
+//! whose hashing it uses.
 
 mod foreign;
 pub mod hadoop;
