@@ -598,6 +598,21 @@ fn a_byte_order_mark_where_a_file_starts_is_dropped_as_hadoop_drops_it() {
     assert_eq!(answers, "0\tmaybe\n1\tmaybe\n");
 }
 
+/// Writes a partitioned table under `table`: for each (partition, rows), the records `i,k<i>` of
+/// those rows into `partition/part-00000.csv`, under a header. Returns each partition's records.
+fn partitioned_table(table: &Path, parts: &[(&str, std::ops::Range<u32>)]) -> Vec<String> {
+    parts
+        .iter()
+        .map(|(part, rows)| {
+            let at = table.join(part);
+            std::fs::create_dir_all(&at).unwrap();
+            let text: String = rows.clone().map(|i| format!("{i},k{i}\n")).collect();
+            std::fs::write(at.join("part-00000.csv"), format!("id,key\n{text}")).unwrap();
+            text
+        })
+        .collect()
+}
+
 /// A directory is read with the files beneath it, as Spark reads a partitioned table
 /// (`date=…/part-…`): the filter is that of all the files' records, in any worker count.
 /// Hidden and `_`-prefixed entries are skipped at every level (a job's `_temporary/`, a
@@ -606,14 +621,8 @@ fn a_byte_order_mark_where_a_file_starts_is_dropped_as_hadoop_drops_it() {
 fn a_partitioned_table_is_read_with_its_subdirectories() {
     let dir = tempdir();
     let table = dir.path().join("table");
-    let mut all = String::from("id,key\n");
-    for (part, rows) in [("date=2026-11-29", 0..40), ("date=2026-11-30", 40..90), ("date=2026-11-30/hour=07", 90..100)] {
-        let at = table.join(part);
-        std::fs::create_dir_all(&at).unwrap();
-        let text: String = rows.map(|i| format!("{i},k{i}\n")).collect();
-        all.push_str(&text);
-        std::fs::write(at.join("part-00000.csv"), format!("id,key\n{text}")).unwrap();
-    }
+    let parts = partitioned_table(&table, &[("date=2026-11-29", 0..40), ("date=2026-11-30", 40..90), ("date=2026-11-30/hour=07", 90..100)]);
+    let all = format!("id,key\n{}", parts.concat());
     // Skipped: a failed job's leftovers and Hadoop's checksum files.
     std::fs::create_dir_all(table.join("date=2026-11-30/_temporary/0")).unwrap();
     std::fs::write(table.join("date=2026-11-30/_temporary/0/part-00000.csv"), "id,key\n1,stale\n").unwrap();
@@ -647,16 +656,9 @@ fn a_partitioned_table_is_read_with_its_subdirectories() {
 fn globs_are_expanded_as_hadoop_expands_them() {
     let dir = tempdir();
     let table = dir.path().join("table");
-    let mut direct = String::from("id,key\n");
-    for (part, rows) in [("date=2026-11-29", 0..40), ("date=2026-11-30", 40..90), ("date=2026-12-01", 90..100)] {
-        let at = table.join(part);
-        std::fs::create_dir_all(&at).unwrap();
-        let text: String = rows.map(|i| format!("{i},k{i}\n")).collect();
-        if part != "date=2026-12-01" {
-            direct.push_str(&text);
-        }
-        std::fs::write(at.join("part-00000.csv"), format!("id,key\n{text}")).unwrap();
-    }
+    let parts = partitioned_table(&table, &[("date=2026-11-29", 0..40), ("date=2026-11-30", 40..90), ("date=2026-12-01", 90..100)]);
+    // November's records: the first two partitions'.
+    let direct = format!("id,key\n{}", parts[..2].concat());
     // A failed job's leftovers, which `*` must not match.
     std::fs::create_dir_all(table.join("_temporary")).unwrap();
     std::fs::write(table.join("_temporary/part-00000.csv"), "id,key\n1,stale\n").unwrap();
