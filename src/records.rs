@@ -293,12 +293,19 @@ impl KeyForm {
     }
 }
 
-impl std::fmt::Display for KeyForm {
+/// The type as `--key-type` names it.
+impl std::fmt::Display for KeyType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.key_type {
+        f.write_str(match self {
             KeyType::Bytes => "bytes",
             KeyType::Long => "long",
-        };
+        })
+    }
+}
+
+impl std::fmt::Display for KeyForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = self.key_type;
         match self.fields {
             1 => write!(f, "1 field ({kind})"),
             n => write!(f, "{n} fields (a composite key, {kind})"),

@@ -2,7 +2,9 @@
 //! `--anti --exact`, those whose key is not).
 
 use super::args::{parse_delimiter, ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
+use bloomflow::hashing::Scheme;
 use bloomflow::records::KeyRules;
+use bloomflow::Layout;
 use bloomflow::scan::ScanOptions;
 use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
 use bloomflow::compressed::{Compression, OutputCompression};
@@ -119,26 +121,36 @@ enum StrategyArg {
     Shuffle,
 }
 
+/// The build side of a job that builds its filter, of `scheme` and `layout`.
+fn build_side(args: &Args, scheme: Scheme, layout: Layout) -> anyhow::Result<FilterSource> {
+    if args.build_key.is_empty() {
+        anyhow::bail!("--build needs --build-key");
+    }
+    if args.build_key.len() != args.probe_key.len() {
+        anyhow::bail!(
+            "--build-key names {} field(s) and --probe-key {}: a composite key needs as many on both sides, in the same order",
+            args.build_key.len(),
+            args.probe_key.len()
+        );
+    }
+    let sides = &args.sides;
+    let scan = side_scan(args, "build", &args.build_key, (sides.build_delimiter.as_deref(), sides.build_no_header, sides.build_null_key.as_deref()), args.sizing.key_rules(scheme))?;
+    Ok(FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, layout, seed: args.sizing.seed()? })
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (scheme, layout) = args.sizing.shape(FAST_FILTER)?;
-    let filter = match &args.filter {
-        Some(path) => FilterSource::File(path.clone()),
-        None if args.build_key.is_empty() => anyhow::bail!("--build needs --build-key"),
+    let (filter, probe_rules) = match &args.filter {
+        // The filter's file says its scheme: the job checks `--key-type` against it (a Spark
+        // filter of longs takes `--key-type long` without `--format spark`) and refuses empty
+        // keys where its scheme does.
+        Some(path) => (FilterSource::File(path.clone()), KeyRules { key_type: args.sizing.key_type.into(), reject_empty: false }),
         None => {
-            if args.build_key.len() != args.probe_key.len() {
-                anyhow::bail!(
-                    "--build-key names {} field(s) and --probe-key {}: a composite key needs as many on both sides, in the same order",
-                    args.build_key.len(),
-                    args.probe_key.len()
-                );
-            }
-            let sides = &args.sides;
-            let scan = side_scan(&args, "build", &args.build_key, (sides.build_delimiter.as_deref(), sides.build_no_header, sides.build_null_key.as_deref()), args.sizing.key_rules(scheme))?;
-            FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, layout, seed: args.sizing.seed()? }
+            let (scheme, layout) = args.sizing.shape(FAST_FILTER)?;
+            (build_side(&args, scheme, layout)?, args.sizing.key_rules(scheme))
         }
     };
     let sides = &args.sides;
-    let probe_scan = side_scan(&args, "probe", &args.probe_key, (sides.probe_delimiter.as_deref(), sides.probe_no_header, sides.probe_null_key.as_deref()), args.sizing.key_rules(scheme))?;
+    let probe_scan = side_scan(&args, "probe", &args.probe_key, (sides.probe_delimiter.as_deref(), sides.probe_no_header, sides.probe_null_key.as_deref()), probe_rules)?;
     args.input.check_stdin_used(args.build.iter().chain(&args.probe))?;
     let config = SemijoinConfig {
         filter,

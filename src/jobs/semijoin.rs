@@ -22,6 +22,7 @@ use crate::filter::BloomFilter;
 use crate::query_filter::QueryFilter;
 use crate::format;
 use crate::hashing::Scheme;
+use crate::records::KeyType;
 use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
 use crate::report::{first_failure, mb_per_sec, Progress, Timeline, WorkerReport};
@@ -224,9 +225,13 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         }
         FilterSource::File(path) => {
             let filter = format::load(path)?.into_query_filter();
+            let probe = &config.probe_scan;
             if let Some(form) = filter.key_form() {
-                let probe = &config.probe_scan;
                 form.check(probe.key.field_count(), probe.key_rules.key_type, "--probe-key").map_err(|e| Error::Job(format!("{}: {e}", path.display())))?;
+            }
+            let scheme = filter.spec().scheme;
+            if probe.key_rules.key_type == KeyType::Long && !matches!(scheme, Scheme::SparkV1 | Scheme::SparkV2) {
+                return Err(Error::invalid("--key-type", format!("long hashes keys as Spark's putLong, for Spark filters: {} is a {scheme} filter", path.display())));
             }
             PlannedFilter::File { path: path.clone(), filter: Arc::new(filter) }
         }
@@ -761,6 +766,15 @@ impl Job {
             warnings.push(format!(
                 "the filter's estimated false-positive rate is {estimated_fpp:.3}: it is too small for its keys \
                  (give a larger --expected-items, or --bits)"
+            ));
+        }
+        // A file that does not record how its keys were encoded (Hadoop's, Spark's) answers "no"
+        // for every key encoded otherwise: say so, rather than leave an empty output unexplained.
+        if !built && looked_up > 0 && survivors == 0 && filter.key_form().is_none() && filter.bits_set() > 0 {
+            warnings.push(format!(
+                "the filter answered \"no\" for every one of the {looked_up} probe keys: if its keys were encoded otherwise than \
+                 --key-type {} encodes them (a Spark filter of a long column needs --key-type long), every record was dropped",
+                self.probe.options.key_rules.key_type
             ));
         }
         // An anti-join keeps what the filter drops: a filter that drops little is its usual case.

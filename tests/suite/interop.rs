@@ -558,3 +558,36 @@ fn semijoin_prunes_with_a_spark_filter() {
     let part = std::fs::read_to_string(Path::new(&out).join("part-00000")).unwrap();
     assert_eq!(part, "id,k\n1,key-5\n3,key-99\n");
 }
+
+/// A Spark filter of a long column prunes a probe whose keys are hashed as longs
+/// (`--key-type long`, which the filter file's scheme allows without `--format spark`): it keeps
+/// the rows of the keys Spark's `mightContainLong` answers true for. Hashed as bytes, it answers
+/// "no" for every key, and the job says so; a Hadoop filter refuses `--key-type long`.
+#[test]
+fn semijoin_prunes_with_a_spark_filter_of_longs() {
+    let dir = tempdir();
+    let rows = tsv("spark_membership_long.tsv");
+    let probe = dir.path().join("p.csv");
+    std::fs::write(&probe, std::iter::once("id,k\n".to_string()).chain(rows.iter().enumerate().map(|(i, r)| format!("{i},{}\n", r[0]))).collect::<String>()).unwrap();
+    let filter = vectors().join("spark_bloom_long.bin");
+    let out = path_str(dir.path(), "out");
+    let args = ["semijoin", "--filter", filter.to_str().unwrap(), "--probe", probe.to_str().unwrap(), "--probe-key", "k", "-o", &out, "--overwrite", "--no-progress"];
+    ok(&run(&[&args[..], &["--key-type", "long", "-w", "2"]].concat()));
+    let mut kept: Vec<String> = names_in(&out).iter().filter(|n| n.starts_with("part-")).flat_map(|part| {
+        std::fs::read_to_string(Path::new(&out).join(part)).unwrap().lines().skip(1).map(|l| l.split(',').nth(1).unwrap().to_string()).collect::<Vec<_>>()
+    }).collect();
+    kept.sort();
+    let mut want: Vec<String> = rows.iter().filter(|r| r[2] == "1").map(|r| r[0].clone()).collect();
+    want.sort();
+    assert!(!want.is_empty() && want.len() < rows.len());
+    assert_eq!(kept, want);
+
+    let as_bytes = run(&args);
+    ok(&as_bytes);
+    let stderr = String::from_utf8_lossy(&as_bytes.stderr);
+    assert!(stderr.contains(&format!("the filter answered \"no\" for every one of the {} probe keys", rows.len())) && stderr.contains("--key-type long"), "{stderr}");
+    let hadoop = vectors().join("hadoop_bloom_jenkins.bin");
+    let mut on_hadoop = args.to_vec();
+    on_hadoop[2] = hadoop.to_str().unwrap();
+    fails_with(&run(&[&on_hadoop[..], &["--key-type", "long"]].concat()), &["--key-type", "for Spark filters", "hadoop-jenkins filter"]);
+}
