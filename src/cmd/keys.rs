@@ -2,6 +2,7 @@
 //! filter hashes as the jobs made them: shared by `query` and `remove`.
 
 use super::args::KeyTypeArg;
+use bloomflow::hashing::Scheme;
 use bloomflow::records::{bom_len, composite_key_of_every_field, trim_line_end, KeyForm, KeyRules, KeyType};
 use bloomflow::splits::{run_lines, LineEnds, SplitReader, DEFAULT_MAX_RECORD};
 
@@ -37,11 +38,12 @@ impl KeyArgs {
     /// How keys are made into the bytes hashed, for a filter whose keys were made as `form`
     /// records (where known): keys made otherwise would be answered "no", so a mismatch is
     /// refused. `keys` are the keys given as arguments.
-    pub fn encoder(&self, keys: &[String], form: Option<KeyForm>) -> anyhow::Result<KeyEncoder> {
+    pub fn encoder(&self, keys: &[String], form: Option<KeyForm>, scheme: Scheme) -> anyhow::Result<KeyEncoder> {
         if !keys.is_empty() && self.stdin_compression.is_some() {
             anyhow::bail!("--stdin-compression is for keys read from standard input, and keys were given as arguments");
         }
         let mut encoding = KeyEncoding::for_filter(self, form)?;
+        scheme.check_key_type(encoding.rules.key_type)?;
         // The checks of the jobs' --null-key: what separates a composite key's fields, a quote or a
         // line end is in no unquoted field (and a line end in no key read from a line).
         encoding.null = self.null_key.as_deref().map(|text| super::args::null_text("--null-key", text, encoding.composite.unwrap_or(b'\n'))).transpose()?;

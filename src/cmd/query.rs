@@ -20,7 +20,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let filter = format::load(&args.file)?.into_query_filter();
-    let encoder = args.key_args.encoder(&args.keys, filter.key_form()).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let encoder = args.key_args.encoder(&args.keys, filter.key_form(), filter.spec().scheme).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     let mut answerer = Answerer { filter: &filter, encoder, answers: Vec::new(), text: AnswerText::default() };
     let mut out = std::io::stdout().lock();
     // The answer lines are written to `out` in large blocks as they fill.

@@ -33,7 +33,7 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<()> {
     let file = args.file.display();
     let mut filter = format::load(&args.file)?.into_counting().map_err(|why| anyhow::anyhow!("{file}: {why}"))?;
-    let mut encoder = args.key_args.encoder(&args.keys, filter.key_form()).map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+    let mut encoder = args.key_args.encoder(&args.keys, filter.key_form(), filter.spec().scheme).map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
     let (mut removed, mut absent, mut nulls) = (0u64, 0u64, 0u64);
     args.key_args.for_each_batch(&args.keys, |keys, place| {
         encoder.encode(keys, place, |hashed, is_null| {

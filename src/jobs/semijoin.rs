@@ -22,7 +22,6 @@ use crate::filter::BloomFilter;
 use crate::query_filter::QueryFilter;
 use crate::format;
 use crate::hashing::Scheme;
-use crate::records::KeyType;
 use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
 use crate::report::{first_failure, mb_per_sec, Progress, Timeline, WorkerReport};
@@ -229,10 +228,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
             if let Some(form) = filter.key_form() {
                 form.check(probe.key.field_count(), probe.key_rules.key_type, "--probe-key").map_err(|e| Error::Job(format!("{}: {e}", path.display())))?;
             }
-            let scheme = filter.spec().scheme;
-            if probe.key_rules.key_type == KeyType::Long && !matches!(scheme, Scheme::SparkV1 | Scheme::SparkV2) {
-                return Err(Error::invalid("--key-type", format!("long hashes keys as Spark's putLong, for Spark filters: {} is a {scheme} filter", path.display())));
-            }
+            filter.spec().scheme.check_key_type(probe.key_rules.key_type).map_err(|e| Error::Job(format!("{}: {e}", path.display())))?;
             PlannedFilter::File { path: path.clone(), filter: Arc::new(filter) }
         }
     };

@@ -161,6 +161,7 @@ fn load_counting(config: &mut SubtractConfig) -> Result<CountingBloomFilter> {
     if let Some(form) = filter.key_form() {
         form.check(config.scan.key.field_count(), rules.key_type, "--key").map_err(|e| Error::Job(format!("{name}: {e}")))?;
     }
+    filter.spec().scheme.check_key_type(rules.key_type).map_err(|e| Error::Job(format!("{name}: {e}")))?;
     Ok(filter)
 }
 

@@ -562,7 +562,8 @@ fn semijoin_prunes_with_a_spark_filter() {
 /// A Spark filter of a long column prunes a probe whose keys are hashed as longs
 /// (`--key-type long`, which the filter file's scheme allows without `--format spark`): it keeps
 /// the rows of the keys Spark's `mightContainLong` answers true for. Hashed as bytes, it answers
-/// "no" for every key, and the job says so; a Hadoop filter refuses `--key-type long`.
+/// "no" for every key, and the job says so; a Hadoop filter refuses `--key-type long`, in the
+/// semi-join and in `query`.
 #[test]
 fn semijoin_prunes_with_a_spark_filter_of_longs() {
     let dir = tempdir();
@@ -589,5 +590,6 @@ fn semijoin_prunes_with_a_spark_filter_of_longs() {
     let hadoop = vectors().join("hadoop_bloom_jenkins.bin");
     let mut on_hadoop = args.to_vec();
     on_hadoop[2] = hadoop.to_str().unwrap();
-    fails_with(&run(&[&on_hadoop[..], &["--key-type", "long"]].concat()), &["--key-type", "for Spark filters", "hadoop-jenkins filter"]);
+    fails_with(&run(&[&on_hadoop[..], &["--key-type", "long"]].concat()), &["hadoop_bloom_jenkins.bin: invalid --key-type", "which no Hadoop filter holds, and this is a hadoop-jenkins filter"]);
+    fails_with(&run(&["query", hadoop.to_str().unwrap(), "--key-type", "long", "42"]), &["hadoop_bloom_jenkins.bin: invalid --key-type", "hadoop-jenkins filter"]);
 }
