@@ -14,8 +14,8 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug)]
 #[command(group = clap::ArgGroup::new("side").required(true).args(["build", "filter"]))]
 pub struct Args {
-    /// Build-side inputs (files, directories, quoted globs or `-`; `.gz`, `.zst`, `.deflate`, `.bz2`, `.snappy`
-    /// and `.lz4` files are decompressed): the keys to keep.
+    /// Build-side inputs (files, directories, quoted globs or `-`; `.gz`, `.zst`, `.deflate`,
+    /// `.bz2`, `.snappy` and `.lz4` files are decompressed): the keys to keep.
     #[arg(long, num_args = 1.., value_name = "INPUT", requires = "build_key")]
     build: Vec<PathBuf>,
     /// The build side's key field (name or 1-based index); several, comma-separated or repeated,
