@@ -122,5 +122,13 @@ mod tests {
         let err = expand(Path::new("data/[a-")).unwrap_err().to_string();
         assert!(err.contains("data/[a-") && err.contains("not a valid glob"), "{err}");
         assert!(is_glob(Path::new("logs/2026-*")) && !is_glob(Path::new("logs/2026-11")));
+        // A name that is not UTF-8 is no glob, and expanding it is refused.
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let not_utf8 = Path::new(std::ffi::OsStr::from_bytes(b"logs/\xff*"));
+            assert!(!is_glob(not_utf8));
+            assert!(expand(not_utf8).unwrap_err().to_string().contains("a glob must be UTF-8"));
+        }
     }
 }

@@ -329,6 +329,12 @@ fn hadoop_counting_files_round_trip_and_keep_their_format() {
     ok(&run(&["build", keys.to_str().unwrap(), "--no-header", "--key", "1", "--counting", "--format", "hadoop", "--bits", "1000", "--hashes", "7", "-o", &half, "--no-progress"]));
     ok(&run(&["merge", &half, &built, "-o", &merged]));
     assert_eq!(std::fs::read(&merged).unwrap(), bytes, "merge");
+
+    // Spark's long keys, which no Hadoop filter holds, are refused before anything is written.
+    let refused = path_str(dir.path(), "refused.bin");
+    fails_with(&run(&["remove", &current, "--key-type", "long", "-o", &refused, "--", "7"]), &["c.bin", "which no Hadoop filter holds"]);
+    fails_with(&run(&["subtract", &current, keys.to_str().unwrap(), "--no-header", "--key", "1", "--key-type", "long", "-o", &refused]), &["c.bin", "which no Hadoop filter holds"]);
+    assert!(!Path::new(&refused).exists());
 }
 
 /// A Hadoop `DynamicBloomFilter` file of the `BloomFilter` files `rows` (of one identity), in
