@@ -263,6 +263,21 @@ pub enum KeyType {
     Bytes,
     /// A signed 64-bit decimal, hashed as Spark's `putLong` (its 8 little-endian bytes).
     Long,
+    /// The key's bytes as Hadoop's `Text` writes itself: the length as a Hadoop vint, then the
+    /// bytes. A `BloomMapFile` hashes each key as its `Writable` serializes it, so this is how
+    /// the `bloom` file of a map file of `Text` keys holds them.
+    Text,
+    /// A signed 64-bit decimal as Hadoop's `LongWritable` writes itself: 8 big-endian bytes.
+    LongWritable,
+    /// A signed 32-bit decimal as Hadoop's `IntWritable` writes itself: 4 big-endian bytes.
+    IntWritable,
+}
+
+impl KeyType {
+    /// Whether the type is a Hadoop `Writable`'s serialization (what a `BloomMapFile` hashes).
+    pub fn is_writable(self) -> bool {
+        matches!(self, KeyType::Text | KeyType::LongWritable | KeyType::IntWritable)
+    }
 }
 
 /// How a filter's keys were made into the bytes it hashed: how many fields (a composite key's
@@ -299,6 +314,9 @@ impl std::fmt::Display for KeyType {
         f.write_str(match self {
             KeyType::Bytes => "bytes",
             KeyType::Long => "long",
+            KeyType::Text => "text",
+            KeyType::LongWritable => "long-writable",
+            KeyType::IntWritable => "int-writable",
         })
     }
 }
@@ -322,29 +340,60 @@ pub struct KeyRules {
 }
 
 impl KeyRules {
-    /// The bytes to hash for `key`: the key itself, or a long's 8 little-endian bytes in `buf`.
-    /// Called once per record: the usual byte keys inline, longs parse out of line.
+    /// The bytes to hash for `key`: the key itself, or its encoding under the key type in
+    /// `buf`. Called once per record: the usual byte keys inline, the others out of line.
     #[inline(always)]
-    pub fn encode<'a>(&self, key: &'a [u8], buf: &'a mut [u8; 8]) -> Result<&'a [u8], KeyError> {
-        if self.reject_empty && key.is_empty() {
+    pub fn encode<'a>(&self, key: &'a [u8], buf: &'a mut Vec<u8>) -> Result<&'a [u8], KeyError> {
+        let encoded = match self.key_type {
+            KeyType::Bytes => key,
+            key_type => encode_typed(key, key_type, buf)?,
+        };
+        // Hadoop refuses an empty key, but not an empty `Text`, whose length byte is hashed.
+        if self.reject_empty && encoded.is_empty() {
             return Err(KeyError::Empty);
         }
-        match self.key_type {
-            KeyType::Bytes => Ok(key),
-            KeyType::Long => encode_long(key, buf),
-        }
+        Ok(encoded)
     }
 }
 
-/// A `--key-type long` key: its decimal text parsed, as 8 little-endian bytes.
+/// A key of a type other than bytes, encoded into `buf`.
 #[inline(never)]
-fn encode_long<'a>(key: &[u8], buf: &'a mut [u8; 8]) -> Result<&'a [u8], KeyError> {
-    let value = std::str::from_utf8(key)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or_else(|| KeyError::NotALong(String::from_utf8_lossy(key).into_owned()))?;
-    *buf = value.to_le_bytes();
+fn encode_typed<'a>(key: &[u8], key_type: KeyType, buf: &'a mut Vec<u8>) -> Result<&'a [u8], KeyError> {
+    buf.clear();
+    match key_type {
+        KeyType::Bytes => buf.extend_from_slice(key),
+        KeyType::Long => buf.extend_from_slice(&parse_number::<i64>(key, key_type)?.to_le_bytes()),
+        KeyType::LongWritable => buf.extend_from_slice(&parse_number::<i64>(key, key_type)?.to_be_bytes()),
+        KeyType::IntWritable => buf.extend_from_slice(&parse_number::<i32>(key, key_type)?.to_be_bytes()),
+        KeyType::Text => {
+            push_hadoop_vint(key.len() as i64, buf);
+            buf.extend_from_slice(key);
+        }
+    }
     Ok(&buf[..])
+}
+
+/// The signed decimal `key` as a number of the key type's width.
+fn parse_number<T: std::str::FromStr>(key: &[u8], key_type: KeyType) -> Result<T, KeyError> {
+    std::str::from_utf8(key)
+        .ok()
+        .and_then(|s| s.parse::<T>().ok())
+        .ok_or_else(|| KeyError::NotANumber { key: String::from_utf8_lossy(key).into_owned(), key_type })
+}
+
+/// Appends `value` as Hadoop's `WritableUtils.writeVLong` writes it (and `writeVInt`, which is
+/// the same for an int): -112..=127 as one byte; otherwise a byte that gives the sign and the
+/// number of bytes that follow (-113 to -120 for 1 to 8 positive bytes, -121 to -128 for a
+/// negative value's one's complement), then those bytes, big-endian.
+pub fn push_hadoop_vint(value: i64, out: &mut Vec<u8>) {
+    if (-112..=127).contains(&value) {
+        out.push(value as u8);
+        return;
+    }
+    let (magnitude, first) = if value < 0 { (!value, -120i32) } else { (value, -112i32) };
+    let bytes = 8 - (magnitude.leading_zeros() / 8) as usize;
+    out.push((first - bytes as i32) as u8);
+    out.extend_from_slice(&magnitude.to_be_bytes()[8 - bytes..]);
 }
 
 /// Drops a trailing LF and a CR before it. Written with indexes: with `strip_suffix` twice, the
@@ -385,8 +434,9 @@ pub enum KeyError {
     UnclosedQuote,
     /// Text after a closing quote and before the delimiter.
     StrayQuote,
-    /// `--key-type long` and the key is not a signed 64-bit decimal integer.
-    NotALong(String),
+    /// `--key-type long`, `long-writable` or `int-writable`, and the key is not a signed decimal
+    /// integer of the type's width.
+    NotANumber { key: String, key_type: KeyType },
     /// An empty key, which Hadoop filters refuse.
     Empty,
 }
@@ -403,7 +453,10 @@ impl KeyError {
                  (quoted fields with embedded newlines cannot be split; bloomflow does not support them)"
                 .into(),
             KeyError::StrayQuote => "characters after a closing quote (expected a delimiter or the end of the line)".into(),
-            KeyError::NotALong(key) => format!("key {key:?} is not a signed 64-bit decimal integer (--key-type long)"),
+            KeyError::NotANumber { key, key_type } => {
+                let bits = if *key_type == KeyType::IntWritable { 32 } else { 64 };
+                format!("key {key:?} is not a signed {bits}-bit decimal integer (--key-type {key_type})")
+            }
             KeyError::Empty => "empty key: Hadoop filters refuse empty keys (key length must be > 0)".into(),
         }
     }
@@ -823,5 +876,50 @@ mod tests {
         assert_eq!(composite(b"1,,b", b"").unwrap(), None);
         assert_eq!(composite(b"1,\"\",b", b"").unwrap(), Some(b"\x00\x01b".to_vec()));
         assert_eq!(composite(b"1,", b""), Err((2, KeyError::MissingField { fields: 2 })), "a NULL before a missing field");
+    }
+
+    /// Hadoop's `WritableUtils.writeVLong`, worked by hand from its source for each branch: one
+    /// byte, positive and negative lengths of one to eight bytes.
+    #[test]
+    fn hadoop_vints_are_written_as_writable_utils_writes_them() {
+        let cases: &[(i64, &[u8])] = &[
+            (0, &[0x00]),
+            (127, &[0x7f]),
+            (-112, &[0x90]),
+            (128, &[0x8f, 0x80]),
+            (255, &[0x8f, 0xff]),
+            (256, &[0x8e, 0x01, 0x00]),
+            (-113, &[0x87, 0x70]),
+            (-257, &[0x86, 0x01, 0x00]),
+            (i32::MAX as i64, &[0x8c, 0x7f, 0xff, 0xff, 0xff]),
+            (i64::MAX, &[0x88, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+            (i64::MIN, &[0x80, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]),
+        ];
+        for &(value, want) in cases {
+            let mut out = Vec::new();
+            push_hadoop_vint(value, &mut out);
+            assert_eq!(out, want, "{value}");
+        }
+    }
+
+    /// Each key type's bytes: Spark's little-endian long, and the Writables' serializations.
+    #[test]
+    fn keys_are_encoded_as_their_type_serializes_them() {
+        let encode = |key_type: KeyType, key: &[u8]| KeyRules { key_type, reject_empty: true }.encode(key, &mut Vec::new()).map(<[u8]>::to_vec);
+        assert_eq!(encode(KeyType::Bytes, b"abc"), Ok(b"abc".to_vec()));
+        assert_eq!(encode(KeyType::Long, b"-2"), Ok((-2i64).to_le_bytes().to_vec()));
+        assert_eq!(encode(KeyType::LongWritable, b"258"), Ok(vec![0, 0, 0, 0, 0, 0, 1, 2]));
+        assert_eq!(encode(KeyType::IntWritable, b"-1"), Ok(vec![0xff; 4]));
+        assert_eq!(encode(KeyType::Text, b"abc"), Ok(b"\x03abc".to_vec()));
+        let long_text = vec![b'x'; 200];
+        assert_eq!(encode(KeyType::Text, &long_text).unwrap()[..3], [0x8f, 200, b'x']);
+        // Hadoop refuses an empty key, not an empty Text (its length byte is hashed).
+        assert_eq!(encode(KeyType::Bytes, b""), Err(KeyError::Empty));
+        assert_eq!(encode(KeyType::Text, b""), Ok(vec![0]));
+        // A number out of the type's range, or not a number, is named with the type.
+        let not = |key: &str, key_type| Err(KeyError::NotANumber { key: key.into(), key_type });
+        assert_eq!(encode(KeyType::IntWritable, b"2147483648"), not("2147483648", KeyType::IntWritable));
+        assert_eq!(encode(KeyType::LongWritable, b"1e3"), not("1e3", KeyType::LongWritable));
+        assert!(KeyError::NotANumber { key: "x".into(), key_type: KeyType::IntWritable }.describe(0).contains("32-bit decimal integer (--key-type int-writable)"));
     }
 }

@@ -443,8 +443,8 @@ struct SetAside {
     scratch: Vec<u8>,
     /// A composite key is assembled here, then copied to the arena.
     composite: Vec<u8>,
-    /// A long key's 8 bytes.
-    long_buf: [u8; 8],
+    /// A key of a type other than bytes, as it is hashed.
+    encoded: Vec<u8>,
 }
 
 /// One split's scan, between its batches: where the key is, whether the header is still to come,
@@ -534,7 +534,7 @@ impl SplitLines<'_> {
             return Ok(());
         }
         stats.records += 1;
-        let SetAside { items, arena, nulls, scratch, composite, long_buf } = &mut self.set_aside;
+        let SetAside { items, arena, nulls, scratch, composite, encoded } = &mut self.set_aside;
         let (delimiter, null) = (opts.format.delimiter, opts.null_key.as_deref());
         // The field a malformed record is described by.
         let mut failed = self.fields.first;
@@ -566,7 +566,7 @@ impl SplitLines<'_> {
             }
             Err(err) => return self.malformed_at(err, failed, place, stats),
         };
-        match opts.key_rules.encode(key, long_buf) {
+        match opts.key_rules.encode(key, encoded) {
             Ok(key) => match locate_key(buf, key, arena) {
                 KeyAt::Buffer(key) if items.is_empty() => {
                     keys.push(&buf[key]);

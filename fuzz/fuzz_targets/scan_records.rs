@@ -28,7 +28,11 @@ fuzz_target!(|data: &[u8]| {
     let [control, size, text @ ..] = data else { return };
     let delimiter = b",|"[(control & 1) as usize];
     let rules = KeyRules {
-        key_type: if control & 2 != 0 { KeyType::Long } else { KeyType::Bytes },
+        // Bits 6 and 7 pick the type other than bytes.
+        key_type: match control & 2 {
+            0 => KeyType::Bytes,
+            _ => [KeyType::Long, KeyType::Text, KeyType::LongWritable, KeyType::IntWritable][(control >> 6) as usize],
+        },
         reject_empty: control & 4 != 0,
     };
     let has_header = control & 8 != 0;
@@ -99,7 +103,7 @@ fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rule
     } else {
         text
     };
-    let (mut scratch, mut long_buf) = (Vec::new(), [0u8; 8]);
+    let (mut scratch, mut encoded) = (Vec::new(), Vec::new());
     for (number, record) in text.split_inclusive(|&b| b == b'\n').enumerate().skip(has_header as usize) {
         let line = trim_line_end(record);
         if line.is_empty() {
@@ -117,7 +121,7 @@ fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rule
             Ok(Some(key)) => Ok(key),
             Err(e) => Err(e),
         };
-        match key.and_then(|key| rules.encode(key, &mut long_buf)) {
+        match key.and_then(|key| rules.encode(key, &mut encoded)) {
             Ok(key) => want.pairs.push((Some(key.to_vec()), record.to_vec())),
             Err(e) if e.is_fatal() => return None,
             Err(_) => {

@@ -135,7 +135,7 @@ impl InputArgs {
         let key = Key::parse(keys, format.has_header).with_context(|| format!("invalid {flag}"))?;
         let null_key = null_key.map(|(flag, text)| null_text(flag, text, format.delimiter)).transpose()?;
         if key.is_composite() && key_rules.key_type != KeyType::Bytes {
-            bail!("invalid {flag}: --key-type long takes a key of one field, not {}", keys.join(","));
+            bail!("invalid {flag}: --key-type {} takes a key of one field, not {}", key_rules.key_type, keys.join(","));
         }
         Ok(ScanOptions {
             format,
@@ -241,6 +241,12 @@ pub enum KeyTypeArg {
     Bytes,
     /// A signed 64-bit decimal, hashed as Spark's putLong.
     Long,
+    /// The bytes as Hadoop's Text serializes them (a vint length first), as a BloomMapFile hashes them.
+    Text,
+    /// A signed 64-bit decimal as Hadoop's LongWritable serializes it (8 big-endian bytes).
+    LongWritable,
+    /// A signed 32-bit decimal as Hadoop's IntWritable serializes it (4 big-endian bytes).
+    IntWritable,
 }
 
 impl From<KeyTypeArg> for KeyType {
@@ -248,6 +254,9 @@ impl From<KeyTypeArg> for KeyType {
         match arg {
             KeyTypeArg::Bytes => KeyType::Bytes,
             KeyTypeArg::Long => KeyType::Long,
+            KeyTypeArg::Text => KeyType::Text,
+            KeyTypeArg::LongWritable => KeyType::LongWritable,
+            KeyTypeArg::IntWritable => KeyType::IntWritable,
         }
     }
 }
@@ -283,7 +292,8 @@ pub struct SizingArgs {
     /// Spark filter version (with --format spark): 2 is Spark 4.1+'s default, 1 earlier Sparks'.
     #[arg(long, value_name = "1|2", value_parser = clap::value_parser!(u8).range(1..=2))]
     pub spark_version: Option<u8>,
-    /// How keys are hashed (long: with --format spark, as putLong).
+    /// How keys are hashed (long: with --format spark, as putLong; text, long-writable,
+    /// int-writable: with --format hadoop, as the Writable serializes them).
     #[arg(long, value_enum, default_value_t = KeyTypeArg::Bytes)]
     pub key_type: KeyTypeArg,
 }
@@ -308,6 +318,9 @@ impl SizingArgs {
         }
         if self.key_type == KeyTypeArg::Long && self.format != FormatArg::Spark {
             bail!("--key-type long is for --format spark (Spark's putLong)");
+        }
+        if KeyType::from(self.key_type).is_writable() && self.format != FormatArg::Hadoop {
+            bail!("--key-type {} is for --format hadoop (keys as a Hadoop Writable serializes them)", KeyType::from(self.key_type));
         }
         Ok(match (self.format, self.hash) {
             (FormatArg::Native, None) => native_scheme(defaults.native_hash),

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The filter file: native .bloom, Hadoop or Spark (detected).
+    /// The filter file: native .bloom, Hadoop or Spark (detected), or a BloomMapFile directory.
     file: PathBuf,
     /// Print one JSON object instead of aligned text.
     #[arg(long)]

@@ -10,8 +10,9 @@ use bloomflow::splits::{run_lines, LineEnds, SplitReader, DEFAULT_MAX_RECORD};
 #[derive(clap::Args, Debug)]
 pub struct KeyArgs {
     /// How keys are hashed: `long` parses each as a signed 64-bit decimal and hashes it as
-    /// Spark's putLong (for filters of Spark long columns). Default: the type the filter file
-    /// records (native files written by `build`), else `bytes`.
+    /// Spark's putLong (for filters of Spark long columns); `text`, `long-writable` and
+    /// `int-writable` as Hadoop's Writables serialize them (for a BloomMapFile's filter).
+    /// Default: the type the filter file records (native files written by `build`), else `bytes`.
     #[arg(long, value_enum)]
     key_type: Option<KeyTypeArg>,
     /// Each key is a composite key's fields separated by this delimiter (CSV quoting applies),
@@ -111,7 +112,7 @@ impl KeyEncoding {
         let key_type = args.key_type.map(KeyType::from).or(form.map(|form| form.key_type)).unwrap_or(KeyType::Bytes);
         let composite = match &args.composite {
             None => None,
-            Some(_) if key_type != KeyType::Bytes => anyhow::bail!("--composite keys are bytes: --key-type long takes a key of one field"),
+            Some(_) if key_type != KeyType::Bytes => anyhow::bail!("--composite keys are bytes: --key-type {key_type} takes a key of one field"),
             Some(d) => Some(super::args::parse_delimiter("--composite", d)?),
         };
         let fields = match form {
@@ -135,8 +136,8 @@ impl KeyEncoding {
 /// next.
 pub struct KeyEncoder {
     encoding: KeyEncoding,
-    /// The keys of `--key-type long` as the 8 bytes that are hashed.
-    encoded: Vec<[u8; 8]>,
+    /// The keys of a `--key-type` other than bytes, as they are hashed.
+    encoded: Vec<Vec<u8>>,
     /// Composite keys as they are hashed.
     composed: Vec<Vec<u8>>,
     /// Which keys of the batch are NULL (`--null-key`).
@@ -169,22 +170,19 @@ impl KeyEncoder {
                 self.nulls.extend(keys.iter().map(|&key| Some(key) == null));
                 Ok(then(keys, &self.nulls))
             }
-            (KeyType::Long, _) => {
-                self.encoded.clear();
-                for (i, &key) in keys.iter().enumerate() {
+            (_, _) => {
+                self.encoded.resize_with(keys.len(), Vec::new);
+                for (i, (&key, encoded)) in keys.iter().zip(&mut self.encoded).enumerate() {
                     let is_null = Some(key) == null;
-                    // A NULL is not parsed: zeros stand in for it.
-                    let encoded = if is_null {
-                        [0u8; 8]
+                    // A NULL is not parsed: an empty key stands in for it.
+                    if is_null {
+                        encoded.clear();
                     } else {
-                        let mut buf = [0u8; 8];
-                        let encoded = self.encoding.rules.encode(key, &mut buf).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
-                        encoded.try_into().expect("a long is 8 bytes")
-                    };
-                    self.encoded.push(encoded);
+                        self.encoding.rules.encode(key, encoded).map_err(|e| anyhow::anyhow!("{}: {}", place(i), e.describe(0)))?;
+                    }
                     self.nulls.push(is_null);
                 }
-                let hashed: Vec<&[u8]> = self.encoded.iter().map(|b| &b[..]).collect();
+                let hashed: Vec<&[u8]> = self.encoded[..keys.len()].iter().map(Vec::as_slice).collect();
                 Ok(then(&hashed, &self.nulls))
             }
         }

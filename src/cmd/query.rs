@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The filter file.
+    /// The filter file (or a BloomMapFile directory, whose `bloom` file is read).
     file: PathBuf,
     /// Keys to look up; when none are given, one key per line is read from standard input
     /// (a trailing CR is dropped, so CRLF input works; an empty line is the empty key; gzip,

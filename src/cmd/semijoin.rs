@@ -22,7 +22,8 @@ pub struct Args {
     /// make a composite key.
     #[arg(long, value_name = "FIELD", value_delimiter = ',')]
     build_key: Vec<String>,
-    /// A prebuilt filter to prune with, instead of building one.
+    /// A prebuilt filter to prune with, instead of building one (a filter file, or a
+    /// BloomMapFile directory).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key", "build_delimiter", "build_no_header", "build_null_key"])]
     filter: Option<PathBuf>,
     /// Probe-side inputs (files, directories, quoted globs or `-`): the records to prune.

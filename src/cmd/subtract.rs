@@ -29,8 +29,9 @@ pub struct Args {
     /// Skip (and count) keys the filter answers `no` for, instead of failing on the first.
     #[arg(long)]
     skip_absent: bool,
-    /// How keys are hashed: `long` parses each as a signed 64-bit decimal (Spark's putLong).
-    /// Default: the type the filter file records, else `bytes`.
+    /// How keys are hashed: `long` parses each as a signed 64-bit decimal (Spark's putLong);
+    /// `text`, `long-writable`, `int-writable` as Hadoop's Writables serialize them. Default: the
+    /// type the filter file records, else `bytes`.
     #[arg(long, value_enum)]
     key_type: Option<KeyTypeArg>,
     /// Also write the statistics as JSON to this file.

@@ -24,6 +24,10 @@
 //! rows, then each row as a `BloomFilter` writes itself, header included: 12 + rows · (13 +
 //! ⌈m/8⌉) bytes after the header. Its rows' headers are the filter's own; a file whose length
 //! is a dynamic filter's and whose first row starts with the filter's header is read as one.
+//!
+//! A `BloomMapFile` is a directory of a `MapFile` (`data`, `index`) and a `bloom` file, a
+//! `DynamicBloomFilter` over each key as its `Writable` serializes it (`--key-type text` for
+//! `Text` keys). Hadoop's reader is given the directory; so is ours.
 
 use super::foreign::{be_i32, check_length, stream_body};
 use crate::atomic::AtomicFile;
@@ -37,6 +41,13 @@ use crate::hashing::{HadoopHash, Scheme};
 use crate::spec::FilterSpec;
 use std::io::{Read, Write};
 use std::path::Path;
+
+/// The `bloom` file of a `BloomMapFile` directory (one that holds `bloom` and a `MapFile`'s
+/// `index`), where `path` is such a directory.
+pub fn bloom_map_file_filter(path: &Path) -> Option<std::path::PathBuf> {
+    let bloom = path.join("bloom");
+    (path.is_dir() && bloom.is_file() && path.join("index").is_file()).then_some(bloom)
+}
 
 pub const VERSION: i32 = -1;
 pub const HEADER_LEN: u64 = 13;

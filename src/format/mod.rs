@@ -131,6 +131,8 @@ pub fn load(path: &Path) -> Result<StoredFilter> {
 
 /// Reads a filter file and says which format it was in.
 pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
+    let bloom_file = hadoop::bloom_map_file_filter(path);
+    let path = bloom_file.as_deref().unwrap_or(path);
     let (mut file, len) = native::open_regular(path)?;
     // Enough for every format's header, and for a Hadoop dynamic filter's first row's.
     let mut prefix = vec![0u8; len.min(hadoop::DETECTION_PREFIX) as usize];

@@ -118,11 +118,11 @@ impl Scheme {
         }
     }
 
-    /// Hadoop refuses empty keys (`key length must be > 0`).
     /// Whether keys of `key_type` can be in a filter of this scheme: not a long key (Spark's
     /// `putLong`, 8 little-endian bytes) in a Hadoop filter, since Hadoop has no such key (its
     /// `LongWritable` writes itself big-endian), so every such key would be answered "no".
-    /// Refused with the reason (the caller names the file).
+    /// Nor a Hadoop `Writable`'s serialization in a Spark filter, which hashes strings, binaries
+    /// and longs only. Refused with the reason (the caller names the file).
     pub fn check_key_type(self, key_type: crate::records::KeyType) -> crate::Result<()> {
         if key_type == crate::records::KeyType::Long && matches!(self, Scheme::Hadoop(_)) {
             return Err(crate::Error::invalid(
@@ -130,9 +130,16 @@ impl Scheme {
                 format!("long hashes keys as Spark's putLong (8 little-endian bytes), which no Hadoop filter holds, and this is a {self} filter"),
             ));
         }
+        if key_type.is_writable() && matches!(self, Scheme::SparkV1 | Scheme::SparkV2) {
+            return Err(crate::Error::invalid(
+                "--key-type",
+                format!("{key_type} hashes keys as a Hadoop Writable serializes them, which no Spark filter holds, and this is a {self} filter"),
+            ));
+        }
         Ok(())
     }
 
+    /// Hadoop refuses empty keys (`key length must be > 0`).
     pub fn refuses_empty_keys(self) -> bool {
         matches!(self, Scheme::Hadoop(_))
     }

@@ -769,7 +769,8 @@ impl Job {
         if !built && looked_up > 0 && survivors == 0 && filter.key_form().is_none() && filter.bits_set() > 0 {
             warnings.push(format!(
                 "the filter answered \"no\" for every one of the {looked_up} probe keys: if its keys were encoded otherwise than \
-                 --key-type {} encodes them (a Spark filter of a long column needs --key-type long), every record was dropped",
+                 --key-type {} encodes them (a Spark filter of a long column needs --key-type long, a BloomMapFile's bloom file of Text keys \
+                 --key-type text), every record was dropped",
                 self.probe.options.key_rules.key_type
             ));
         }

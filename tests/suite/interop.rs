@@ -351,9 +351,94 @@ fn dynamic_file(rows: &[Vec<u8>], nr: i32, last: i32) -> Vec<u8> {
 
 /// The answers of `query FILE` for `keys`, "maybe" as true.
 fn query_answers(file: &str, keys: &[String]) -> Vec<bool> {
+    query_answers_with(file, &[], keys)
+}
+
+/// The answers of `query FILE FLAGS...` for `keys`, "maybe" as true.
+fn query_answers_with(file: &str, flags: &[&str], keys: &[String]) -> Vec<bool> {
     let input: String = keys.iter().map(|k| format!("{k}\n")).collect();
-    let out = ok(&run_with_stdin(&["query", file], input.as_bytes()));
+    let out = ok(&run_with_stdin(&[&["query", file][..], flags].concat(), input.as_bytes()));
+    assert_eq!(out.lines().count(), keys.len(), "{out}");
     out.lines().zip(keys).map(|(line, key)| line == format!("{key}\tmaybe")).collect()
+}
+
+/// A `BloomMapFile` directory as Hadoop writes one: `data` and `index` (left empty here: only
+/// `bloom` is read), and `bloom`, a Murmur `DynamicBloomFilter` of 60 keys a row over each key as
+/// `serialize` makes its `Writable`.
+fn bloom_map_file(dir: &Path, name: &str, keys: &[String], serialize: impl Fn(&str) -> Vec<u8>) -> String {
+    let map = dir.join(name);
+    std::fs::create_dir(&map).unwrap();
+    std::fs::write(map.join("data"), b"").unwrap();
+    std::fs::write(map.join("index"), b"").unwrap();
+    let spec = FilterSpec::new(Scheme::Hadoop(HadoopHash::Murmur), 0, 3000, 5).unwrap();
+    let mut bloom = bloomflow::DynamicBloomFilter::new(spec, 60);
+    keys.iter().for_each(|key| bloom.insert(&serialize(key)));
+    format::write(&map.join("bloom"), &format::StoredFilter::Dynamic(bloom)).unwrap();
+    map.to_str().unwrap().to_string()
+}
+
+/// A `BloomMapFile`'s filter holds each key as its `Writable` serializes it: given the map
+/// file's directory and the key's type, `query` and `semijoin --filter` find every key of the
+/// map file (and, as bytes, next to none of them); a key that is not of the type is an error.
+#[test]
+fn bloom_map_files_are_asked_about_keys_as_their_writables() {
+    let dir = tempdir();
+    // Text writes a vint length: one byte below 128, else 0x8f and one byte up to 255.
+    let text = |key: &str| {
+        let len = key.len();
+        let prefix = if len < 128 { vec![len as u8] } else { vec![0x8f, len as u8] };
+        [prefix, key.as_bytes().to_vec()].concat()
+    };
+    let mut keys: Vec<String> = (0..150).map(|i| format!("id-{i}")).collect();
+    keys.push("k".repeat(130));
+    let map = bloom_map_file(dir.path(), "texts.map", &keys, text);
+    let others: Vec<String> = (150..1150).map(|i| format!("id-{i}")).collect();
+    let asked = [keys.clone(), others].concat();
+    let answers = query_answers_with(&map, &["--key-type", "text"], &asked);
+    assert!(answers[..keys.len()].iter().all(|&maybe| maybe), "a key of the map file answered no");
+    let false_positives = answers[keys.len()..].iter().filter(|&&maybe| maybe).count();
+    assert!(false_positives < 100, "{false_positives} of 1000 other keys answered maybe");
+    assert_eq!(answers, query_answers_with(&format!("{map}/bloom"), &["--key-type", "text"], &asked), "the directory is its bloom file");
+    let as_bytes = query_answers(&map, &keys).iter().filter(|&&maybe| maybe).count();
+    assert!(as_bytes < 30, "{as_bytes} of the map file's keys answered maybe as bytes");
+
+    let probe = dir.path().join("probe.csv");
+    std::fs::write(&probe, std::iter::once("n,id\n".to_string()).chain(asked.iter().enumerate().map(|(i, k)| format!("{i},{k}\n"))).collect::<String>()).unwrap();
+    let out = path_str(dir.path(), "pruned");
+    ok(&run(&["semijoin", "--filter", &map, "--key-type", "text", "--probe", probe.to_str().unwrap(), "--probe-key", "id", "-o", &out, "-w", "2", "--no-progress"]));
+    let mut kept: Vec<usize> = names_in(&out).iter().filter(|n| n.starts_with("part-")).flat_map(|part| {
+        std::fs::read_to_string(Path::new(&out).join(part)).unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().parse().unwrap()).collect::<Vec<usize>>()
+    }).collect();
+    kept.sort();
+    assert_eq!(kept, (0..asked.len()).filter(|&i| answers[i]).collect::<Vec<usize>>());
+
+    // The build job hashes keys as the Writable serializes them, into a Hadoop filter only.
+    let keys_file = dir.path().join("keys.txt");
+    std::fs::write(&keys_file, keys.iter().map(|k| format!("{k}\n")).collect::<String>()).unwrap();
+    let built = path_str(dir.path(), "texts.bin");
+    let build = |format: &str| run(&["build", keys_file.to_str().unwrap(), "--no-header", "--key", "1", "--format", format, "--key-type", "text", "--bits", "3000", "--hashes", "5", "-o", &built, "-w", "2", "--no-progress"]);
+    ok(&build("hadoop"));
+    let spec = FilterSpec::new(Scheme::Hadoop(HadoopHash::Jenkins), 0, 3000, 5).unwrap();
+    let mut library = bloomflow::BloomFilter::new(spec);
+    keys.iter().for_each(|key| library.insert(&text(key)));
+    let written = dir.path().join("library.bin");
+    format::write(&written, &format::StoredFilter::Plain(library)).unwrap();
+    assert_eq!(std::fs::read(&built).unwrap(), std::fs::read(&written).unwrap(), "the build's filter of Text keys");
+    fails_with(&build("native"), &["--key-type text is for --format hadoop"]);
+
+    // IntWritable and LongWritable write themselves big-endian.
+    let numbers: Vec<String> = (-40..60).map(|i| (i * 1_000_003).to_string()).collect();
+    let ints = bloom_map_file(dir.path(), "ints.map", &numbers, |key| key.parse::<i32>().unwrap().to_be_bytes().to_vec());
+    let longs = bloom_map_file(dir.path(), "longs.map", &numbers, |key| key.parse::<i64>().unwrap().to_be_bytes().to_vec());
+    assert!(query_answers_with(&ints, &["--key-type", "int-writable"], &numbers).iter().all(|&maybe| maybe));
+    assert!(query_answers_with(&longs, &["--key-type", "long-writable"], &numbers).iter().all(|&maybe| maybe));
+    fails_with(&run_with_stdin(&["query", &ints, "--key-type", "int-writable"], b"12\n3000000000\n"), &["\"3000000000\" is not a signed 32-bit decimal integer (--key-type int-writable)"]);
+
+    // A Spark filter holds no Writable; a directory that is no map file is no filter.
+    let spark = vectors().join("spark_bloom.bin");
+    fails_with(&run(&["query", spark.to_str().unwrap(), "--key-type", "text", "x"]), &["no Spark filter holds"]);
+    std::fs::remove_file(Path::new(&map).join("index")).unwrap();
+    fails_with(&run(&["query", &map, "--key-type", "text", "x"]), &["is a directory"]);
 }
 
 /// The two rows of a dynamic filter of keys `key-0`..`key-179`, 100 a row, as Hadoop's `add`
