@@ -6,6 +6,11 @@
 //! never cross a `/`: each component of the pattern is matched against the names in the
 //! directories the components before it matched, as Hadoop's `Globber` walks them. The patterns
 //! themselves are compiled by `globset` (ripgrep's).
+//!
+//! Braces are expanded first, into the brace-free patterns they stand for, whose matches are
+//! taken together: `{a,b/c}` (Hadoop's `GlobExpander` expands braces that hold a `/` so), nested
+//! braces `{a,b{c,d}}`, and empty alternatives `x{,.gz}`, which Hadoop's `GlobPattern` matches
+//! and `globset` would drop (silently leaving `x` unread).
 
 use crate::error::{Error, Result};
 use crate::splits::is_hidden;
@@ -28,6 +33,81 @@ pub fn is_glob(arg: &Path) -> bool {
 /// or a directory cannot be listed; none where nothing matches (the caller says so).
 pub fn expand(pattern: &Path) -> Result<Vec<PathBuf>> {
     let text = pattern.to_str().ok_or_else(|| Error::invalid("input", format!("{}: a glob must be UTF-8", pattern.display())))?;
+    let mut alternatives = Vec::new();
+    expand_braces(text, &mut alternatives).map_err(|reason| Error::invalid("input", format!("{}: {reason}", pattern.display())))?;
+    let mut matched = Vec::new();
+    for alternative in &alternatives {
+        matched.extend(expand_one(pattern, alternative)?);
+    }
+    // Two alternatives may match one path: it is read once.
+    matched.sort();
+    matched.dedup();
+    Ok(matched)
+}
+
+/// The most brace-free patterns one glob may stand for: enough for any listing of dates or
+/// partitions, and a bound on the directory walks of a pattern like `{a,b}{c,d}...`.
+const MAX_ALTERNATIVES: usize = 4096;
+
+/// Adds the brace-free patterns `text` stands for to `out`, leftmost brace first, as Hadoop's
+/// `GlobExpander` does. A brace inside `[...]` or escaped is a character, and one never closed is
+/// left for the glob's compiler to refuse.
+fn expand_braces(text: &str, out: &mut Vec<String>) -> std::result::Result<(), String> {
+    let Some((open, close, commas)) = outer_braces(text) else {
+        if out.len() == MAX_ALTERNATIVES {
+            return Err(format!("its braces stand for more than {MAX_ALTERNATIVES} patterns"));
+        }
+        out.push(text.to_string());
+        return Ok(());
+    };
+    let (before, after) = (&text[..open], &text[close + 1..]);
+    let mut start = open + 1;
+    for end in commas.into_iter().chain([close]) {
+        expand_braces(&format!("{before}{}{after}", &text[start..end]), out)?;
+        start = end + 1;
+    }
+    Ok(())
+}
+
+/// The byte offsets of the leftmost `{`, of the `}` that closes it and of the commas between them
+/// that are not inside a nested pair: `None` where `text` has no closed pair.
+fn outer_braces(text: &str) -> Option<(usize, usize, Vec<usize>)> {
+    let bytes = text.as_bytes();
+    let (mut open, mut depth, mut commas) = (None, 0usize, Vec::new());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            // A class: `[` then (`!` or `^`) then a first `]` that is a member, up to its `]`.
+            b'[' => {
+                let mut j = i + 1;
+                j += usize::from(matches!(bytes.get(j), Some(b'!' | b'^')));
+                j += usize::from(bytes.get(j) == Some(&b']'));
+                match bytes[j.min(bytes.len())..].iter().position(|&b| b == b']') {
+                    Some(at) => i = j + at,
+                    None => return None,
+                }
+            }
+            b'{' => {
+                open.get_or_insert(i);
+                depth += 1;
+            }
+            b',' if depth == 1 => commas.push(i),
+            b'}' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    return open.map(|open| (open, i, commas));
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The paths one brace-free pattern matches, as [`expand`] says.
+fn expand_one(pattern: &Path, text: &str) -> Result<Vec<PathBuf>> {
     let start = if text.starts_with('/') { PathBuf::from("/") } else { PathBuf::new() };
     let mut matched = vec![start];
     for component in text.split('/').filter(|c| !c.is_empty() && *c != ".") {
@@ -44,7 +124,6 @@ pub fn expand(pattern: &Path) -> Result<Vec<PathBuf>> {
     }
     // The components written out may name nothing.
     matched.retain(|path| path.exists());
-    matched.sort();
     Ok(matched)
 }
 
@@ -112,6 +191,33 @@ mod tests {
         assert_eq!(matches(d, "a/_temporary/*"), ["a/_temporary/part-00002"]);
         assert_eq!(matches(d, "odd\\[1\\].*"), ["odd[1].csv"]);
         assert_eq!(matches(d, "nothing-*"), Vec::<String>::new());
+    }
+
+    /// Braces as Hadoop takes them: holding a `/`, nested, with an empty alternative; a path
+    /// two alternatives match is listed once.
+    #[test]
+    fn braces_stand_for_each_of_their_alternatives() {
+        let dir = tree();
+        let d = dir.path();
+        assert_eq!(matches(d, "{a/part-00001,b/*0}"), ["a/part-00001", "b/part-00000", "b/part-00010"]);
+        assert_eq!(matches(d, "{a,b}/part-000{0{0,1},10}"), ["a/part-00000", "a/part-00001", "b/part-00000", "b/part-00010"]);
+        assert_eq!(matches(d, "c{,.csv}"), ["c.csv"]);
+        assert_eq!(matches(d, "b/part-0001{0,}"), ["b/part-00010"]);
+        assert_eq!(matches(d, "b/part-000{,1}0"), ["b/part-00010"]);
+        assert_eq!(matches(d, "{a,a,*}/part-00000"), ["a/part-00000", "b/part-00000"]);
+        // In a class or escaped, a brace is a character.
+        let mut out = Vec::new();
+        expand_braces("x[{]{1,2}\\{3,4}", &mut out).unwrap();
+        assert_eq!(out, ["x[{]1\\{3,4}", "x[{]2\\{3,4}"]);
+        out.clear();
+        expand_braces("[]{]{1,2}", &mut out).unwrap();
+        assert_eq!(out, ["[]{]1", "[]{]2"]);
+        // A brace never closed is left to the compiler, which refuses it.
+        let err = expand(&d.join("{a,b/part-0000*")).unwrap_err().to_string();
+        assert!(err.contains("not a valid glob"), "{err}");
+        let many = "{0,1,2,3}".repeat(7);
+        let err = expand(&d.join(&many)).unwrap_err().to_string();
+        assert!(err.contains("more than 4096 patterns"), "{err}");
     }
 
     #[test]
