@@ -128,14 +128,15 @@ impl KindFields {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let (stored, file_format) = format::load_any(&args.file)?;
-    let bytes = std::fs::metadata(&args.file)?.len();
+    let file = format::filter_file(&args.file);
+    let (stored, file_format) = format::load_any(&file)?;
+    let bytes = std::fs::metadata(&file)?.len();
     let kind = stored.kind();
     let native = matches!(file_format, format::FileFormat::Native(_));
     let fields = KindFields::of(&stored, native);
     let spec = fields.spec;
     let info = Info {
-        file: args.file.display().to_string(),
+        file: file.display().to_string(),
         kind,
         format: match (file_format, spec.scheme) {
             (format::FileFormat::Spark, Scheme::SparkV1) => "spark v1".into(),

@@ -124,6 +124,11 @@ impl std::fmt::Display for FileFormat {
     }
 }
 
+/// The file a filter path names: itself, or the `bloom` file of a `BloomMapFile` directory.
+pub fn filter_file(path: &Path) -> std::path::PathBuf {
+    hadoop::bloom_map_file_filter(path).unwrap_or_else(|| path.to_path_buf())
+}
+
 /// Reads a filter file of any supported format.
 pub fn load(path: &Path) -> Result<StoredFilter> {
     load_any(path).map(|(f, _)| f)
@@ -131,8 +136,7 @@ pub fn load(path: &Path) -> Result<StoredFilter> {
 
 /// Reads a filter file and says which format it was in.
 pub fn load_any(path: &Path) -> Result<(StoredFilter, FileFormat)> {
-    let bloom_file = hadoop::bloom_map_file_filter(path);
-    let path = bloom_file.as_deref().unwrap_or(path);
+    let path = &filter_file(path);
     let (mut file, len) = native::open_regular(path)?;
     // Enough for every format's header, and for a Hadoop dynamic filter's first row's.
     let mut prefix = vec![0u8; len.min(hadoop::DETECTION_PREFIX) as usize];

@@ -399,6 +399,9 @@ fn bloom_map_files_are_asked_about_keys_as_their_writables() {
     let false_positives = answers[keys.len()..].iter().filter(|&&maybe| maybe).count();
     assert!(false_positives < 100, "{false_positives} of 1000 other keys answered maybe");
     assert_eq!(answers, query_answers_with(&format!("{map}/bloom"), &["--key-type", "text"], &asked), "the directory is its bloom file");
+    let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &map, "--json"]))).unwrap();
+    let bloom_len = std::fs::metadata(Path::new(&map).join("bloom")).unwrap().len();
+    assert_eq!((info["file"].as_str(), info["kind"].as_str(), info["bytes"].as_u64()), (Some(&*format!("{map}/bloom")), Some("dynamic-bloom"), Some(bloom_len)));
     let as_bytes = query_answers(&map, &keys).iter().filter(|&&maybe| maybe).count();
     assert!(as_bytes < 30, "{as_bytes} of the map file's keys answered maybe as bytes");
 
