@@ -362,26 +362,48 @@ fn query_answers_with(file: &str, flags: &[&str], keys: &[String]) -> Vec<bool> 
     out.lines().zip(keys).map(|(line, key)| line == format!("{key}\tmaybe")).collect()
 }
 
-/// A `BloomMapFile` directory as Hadoop writes one: `data` and `index` (left empty here: only
-/// `bloom` is read), and `bloom`, a Murmur `DynamicBloomFilter` of 60 keys a row over each key as
-/// `serialize` makes its `Writable`.
-fn bloom_map_file(dir: &Path, name: &str, keys: &[String], serialize: impl Fn(&str) -> Vec<u8>) -> String {
-    let map = dir.join(name);
-    std::fs::create_dir(&map).unwrap();
-    std::fs::write(map.join("data"), b"").unwrap();
-    std::fs::write(map.join("index"), b"").unwrap();
-    let spec = FilterSpec::new(Scheme::Hadoop(HadoopHash::Murmur), 0, 3000, 5).unwrap();
-    let mut bloom = bloomflow::DynamicBloomFilter::new(spec, 60);
-    keys.iter().for_each(|key| bloom.insert(&serialize(key)));
-    format::write(&map.join("bloom"), &format::StoredFilter::Dynamic(bloom)).unwrap();
-    map.to_str().unwrap().to_string()
+/// Hadoop's own `BloomMapFile`s (tests/data/interop/bloommapfile/): given the directory and its
+/// keys' type, `query` answers every key as Hadoop's `probablyHasKey` does, and `semijoin
+/// --filter` keeps exactly the records whose key it answers "maybe" for. As bytes, the keys of
+/// the Text map file are not found.
+#[test]
+fn hadoop_bloom_map_files_answer_as_hadoop_does() {
+    let dir = tempdir();
+    for (name, key_type, rows) in [("text", "text", 3), ("long", "long-writable", 2), ("int", "int-writable", 2)] {
+        let map = path_str(&vectors().join("bloommapfile"), &format!("{name}.map"));
+        let vectors = tsv(&format!("bloommapfile/{name}_membership.tsv"));
+        let keys: Vec<String> = vectors.iter().map(|row| row[0].clone()).collect();
+        let hadoop: Vec<bool> = vectors.iter().map(|row| row[2] == "true").collect();
+        assert!(vectors.iter().all(|row| row[1] == "false" || row[2] == "true"), "{name}: the vectors' inserted keys");
+        let ours = query_answers_with(&map, &["--key-type", key_type], &keys);
+        let differ: Vec<&String> = keys.iter().zip(ours.iter().zip(&hadoop)).filter(|(_, (a, b))| a != b).map(|(key, _)| key).collect();
+        assert!(differ.is_empty(), "{name}: {} keys answered otherwise than Hadoop's reader, the first {:?}", differ.len(), differ[0]);
+
+        let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &map, "--json"]))).unwrap();
+        assert_eq!((info["kind"].as_str(), info["rows"].as_u64()), (Some("dynamic-bloom"), Some(rows)), "{name}");
+
+        let probe = dir.path().join(format!("{name}.csv"));
+        std::fs::write(&probe, std::iter::once("n,key\n".to_string()).chain(keys.iter().enumerate().map(|(i, k)| format!("{i},{k}\n"))).collect::<String>()).unwrap();
+        let out = path_str(dir.path(), &format!("{name}-pruned"));
+        ok(&run(&["semijoin", "--filter", &map, "--key-type", key_type, "--probe", probe.to_str().unwrap(), "--probe-key", "key", "-o", &out, "-w", "2", "--no-progress"]));
+        let mut kept: Vec<usize> = names_in(&out).iter().filter(|n| n.starts_with("part-")).flat_map(|part| {
+            std::fs::read_to_string(Path::new(&out).join(part)).unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().parse().unwrap()).collect::<Vec<usize>>()
+        }).collect();
+        kept.sort();
+        assert_eq!(kept, (0..keys.len()).filter(|&i| hadoop[i]).collect::<Vec<usize>>(), "{name}");
+    }
+    let text = path_str(&vectors().join("bloommapfile"), "text.map");
+    let inserted: Vec<String> = tsv("bloommapfile/text_membership.tsv").into_iter().filter(|row| row[1] == "true").map(|row| row[0].clone()).collect();
+    let as_bytes = query_answers(&text, &inserted).iter().filter(|&&maybe| maybe).count();
+    assert!(as_bytes < 20, "{as_bytes} of {} keys answered maybe as bytes", inserted.len());
 }
 
-/// A `BloomMapFile`'s filter holds each key as its `Writable` serializes it: given the map
-/// file's directory and the key's type, `query` and `semijoin --filter` find every key of the
-/// map file (and, as bytes, next to none of them); a key that is not of the type is an error.
+/// `--key-type text` and the other Writables: the build job hashes keys as the Writable
+/// serializes them (into a Hadoop filter only: a native or Spark one refuses them), a key that
+/// is not a number of the type is an error, a Spark filter refuses a Writable key, and a
+/// directory that is no map file is no filter.
 #[test]
-fn bloom_map_files_are_asked_about_keys_as_their_writables() {
+fn writable_keys_are_built_as_hadoop_serializes_them_and_misuses_refused() {
     let dir = tempdir();
     // Text writes a vint length: one byte below 128, else 0x8f and one byte up to 255.
     let text = |key: &str| {
@@ -391,31 +413,6 @@ fn bloom_map_files_are_asked_about_keys_as_their_writables() {
     };
     let mut keys: Vec<String> = (0..150).map(|i| format!("id-{i}")).collect();
     keys.push("k".repeat(130));
-    let map = bloom_map_file(dir.path(), "texts.map", &keys, text);
-    let others: Vec<String> = (150..1150).map(|i| format!("id-{i}")).collect();
-    let asked = [keys.clone(), others].concat();
-    let answers = query_answers_with(&map, &["--key-type", "text"], &asked);
-    assert!(answers[..keys.len()].iter().all(|&maybe| maybe), "a key of the map file answered no");
-    let false_positives = answers[keys.len()..].iter().filter(|&&maybe| maybe).count();
-    assert!(false_positives < 100, "{false_positives} of 1000 other keys answered maybe");
-    assert_eq!(answers, query_answers_with(&format!("{map}/bloom"), &["--key-type", "text"], &asked), "the directory is its bloom file");
-    let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &map, "--json"]))).unwrap();
-    let bloom_len = std::fs::metadata(Path::new(&map).join("bloom")).unwrap().len();
-    assert_eq!((info["file"].as_str(), info["kind"].as_str(), info["bytes"].as_u64()), (Some(&*format!("{map}/bloom")), Some("dynamic-bloom"), Some(bloom_len)));
-    let as_bytes = query_answers(&map, &keys).iter().filter(|&&maybe| maybe).count();
-    assert!(as_bytes < 30, "{as_bytes} of the map file's keys answered maybe as bytes");
-
-    let probe = dir.path().join("probe.csv");
-    std::fs::write(&probe, std::iter::once("n,id\n".to_string()).chain(asked.iter().enumerate().map(|(i, k)| format!("{i},{k}\n"))).collect::<String>()).unwrap();
-    let out = path_str(dir.path(), "pruned");
-    ok(&run(&["semijoin", "--filter", &map, "--key-type", "text", "--probe", probe.to_str().unwrap(), "--probe-key", "id", "-o", &out, "-w", "2", "--no-progress"]));
-    let mut kept: Vec<usize> = names_in(&out).iter().filter(|n| n.starts_with("part-")).flat_map(|part| {
-        std::fs::read_to_string(Path::new(&out).join(part)).unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().parse().unwrap()).collect::<Vec<usize>>()
-    }).collect();
-    kept.sort();
-    assert_eq!(kept, (0..asked.len()).filter(|&i| answers[i]).collect::<Vec<usize>>());
-
-    // The build job hashes keys as the Writable serializes them, into a Hadoop filter only.
     let keys_file = dir.path().join("keys.txt");
     std::fs::write(&keys_file, keys.iter().map(|k| format!("{k}\n")).collect::<String>()).unwrap();
     let built = path_str(dir.path(), "texts.bin");
@@ -428,20 +425,17 @@ fn bloom_map_files_are_asked_about_keys_as_their_writables() {
     format::write(&written, &format::StoredFilter::Plain(library)).unwrap();
     assert_eq!(std::fs::read(&built).unwrap(), std::fs::read(&written).unwrap(), "the build's filter of Text keys");
     fails_with(&build("native"), &["--key-type text is for --format hadoop"]);
+    fails_with(&build("spark"), &["--key-type text is for --format hadoop"]);
 
-    // IntWritable and LongWritable write themselves big-endian.
-    let numbers: Vec<String> = (-40..60).map(|i| (i * 1_000_003).to_string()).collect();
-    let ints = bloom_map_file(dir.path(), "ints.map", &numbers, |key| key.parse::<i32>().unwrap().to_be_bytes().to_vec());
-    let longs = bloom_map_file(dir.path(), "longs.map", &numbers, |key| key.parse::<i64>().unwrap().to_be_bytes().to_vec());
-    assert!(query_answers_with(&ints, &["--key-type", "int-writable"], &numbers).iter().all(|&maybe| maybe));
-    assert!(query_answers_with(&longs, &["--key-type", "long-writable"], &numbers).iter().all(|&maybe| maybe));
-    fails_with(&run_with_stdin(&["query", &ints, "--key-type", "int-writable"], b"12\n3000000000\n"), &["\"3000000000\" is not a signed 32-bit decimal integer (--key-type int-writable)"]);
-
-    // A Spark filter holds no Writable; a directory that is no map file is no filter.
+    let ints = path_str(&vectors().join("bloommapfile"), "int.map");
+    fails_with(&run_with_stdin(&["query", &ints, "--key-type", "int-writable"], b"12\n3000000000\n"), &["line 2", "\"3000000000\" is not a signed 32-bit decimal integer (--key-type int-writable)"]);
     let spark = vectors().join("spark_bloom.bin");
     fails_with(&run(&["query", spark.to_str().unwrap(), "--key-type", "text", "x"]), &["no Spark filter holds"]);
-    std::fs::remove_file(Path::new(&map).join("index")).unwrap();
-    fails_with(&run(&["query", &map, "--key-type", "text", "x"]), &["is a directory"]);
+    // A directory with a `bloom` file but no MapFile `index` is no map file.
+    let not_a_map = dir.path().join("not.map");
+    std::fs::create_dir(&not_a_map).unwrap();
+    std::fs::copy(Path::new(&ints).join("bloom"), not_a_map.join("bloom")).unwrap();
+    fails_with(&run(&["query", not_a_map.to_str().unwrap(), "--key-type", "int-writable", "12"]), &["is a directory"]);
 }
 
 /// The two rows of a dynamic filter of keys `key-0`..`key-179`, 100 a row, as Hadoop's `add`
