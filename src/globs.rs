@@ -11,6 +11,12 @@
 //! taken together: `{a,b/c}` (Hadoop's `GlobExpander` expands braces that hold a `/` so), nested
 //! braces `{a,b{c,d}}`, and empty alternatives `x{,.gz}`, which Hadoop's `GlobPattern` matches
 //! and `globset` would drop (silently leaving `x` unread).
+//!
+//! A match whose own name is hidden (`_SUCCESS`, `_temporary`, `.crc` files) is left out, as
+//! `FileInputFormat`'s hidden-file filter leaves it out of `globStatus`: the last component's
+//! name only, written out or matched, while the directories on the way are not filtered
+//! (`d/*/x.csv` reaches `d/_y/x.csv`, as in Hadoop). Checked against Hadoop 3.4.1's
+//! `globStatus` on a tree of such names, pattern by pattern.
 
 use crate::error::{Error, Result};
 use crate::splits::is_hidden;
@@ -26,11 +32,10 @@ pub fn is_glob(arg: &Path) -> bool {
     arg.to_str().is_some_and(|s| s.contains(WILDCARDS))
 }
 
-/// The paths `pattern` matches, sorted (files and directories, which the caller expands as it
-/// does any argument). A name a wildcard component matched is left out when it is hidden
-/// (`_SUCCESS`, `_temporary`, `.crc` files), as Hadoop's input listing leaves it out; a name
-/// written out in the pattern is taken as written. An error where the pattern does not compile
-/// or a directory cannot be listed; none where nothing matches (the caller says so).
+/// The paths `pattern` matches, sorted, each once, hidden names left out as the module says
+/// (files and directories, which the caller expands as it does any argument). An error where
+/// the pattern does not compile or a directory cannot be listed; none where nothing matches
+/// (the caller says so).
 pub fn expand(pattern: &Path) -> Result<Vec<PathBuf>> {
     let text = pattern.to_str().ok_or_else(|| Error::invalid("input", format!("{}: a glob must be UTF-8", pattern.display())))?;
     let mut alternatives = Vec::new();
@@ -119,12 +124,24 @@ fn expand_one(pattern: &Path, text: &str) -> Result<Vec<PathBuf>> {
             }
             next
         } else {
-            matched.into_iter().map(|path| path.join(component)).collect()
+            let name = unescape(component);
+            matched.into_iter().map(|path| path.join(&name)).collect()
         };
     }
-    // The components written out may name nothing.
-    matched.retain(|path| path.exists());
+    // The components written out may name nothing; a hidden name is no input.
+    matched.retain(|path| path.exists() && !path.file_name().is_some_and(|name| is_hidden(&name.to_string_lossy())));
     Ok(matched)
+}
+
+/// A component without wildcards as the name it stands for: each `\` escape is the character
+/// after it (`e\,f` in braces is the name `e,f`).
+fn unescape(component: &str) -> String {
+    let mut name = String::with_capacity(component.len());
+    let mut chars = component.chars();
+    while let Some(c) = chars.next() {
+        name.push(if c == '\\' { chars.next().unwrap_or(c) } else { c });
+    }
+    name
 }
 
 /// One component of `pattern`, compiled: `/` is never matched (each component is matched alone
@@ -134,8 +151,8 @@ fn compile(pattern: &Path, component: &str) -> Result<GlobMatcher> {
     glob.map(|g| g.compile_matcher()).map_err(|e| Error::invalid("input", format!("{}: not a valid glob: {e}", pattern.display())))
 }
 
-/// Adds the paths of the names in directory `dir` that `glob` matches, hidden names left out, to
-/// `out`. A `dir` that is no directory (a file a component before matched) holds none.
+/// Adds the paths of the names in directory `dir` that `glob` matches to `out`. A `dir` that is
+/// no directory (a file a component before matched) holds none.
 fn names_matching(dir: &Path, glob: &GlobMatcher, out: &mut Vec<PathBuf>) -> Result<()> {
     let listed = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let entries = match std::fs::read_dir(listed) {
@@ -145,7 +162,7 @@ fn names_matching(dir: &Path, glob: &GlobMatcher, out: &mut Vec<PathBuf>) -> Res
     };
     for entry in entries {
         let name = entry.map_err(|e| Error::io(listed, e))?.file_name();
-        if !is_hidden(&name.to_string_lossy()) && glob.is_match(&name) {
+        if glob.is_match(&name) {
             out.push(dir.join(name));
         }
     }
@@ -183,12 +200,15 @@ mod tests {
         assert_eq!(matches(d, "[ab]/part-0000[!0]"), ["a/part-00001"]);
         assert_eq!(matches(d, "{b,c.csv}"), ["b", "c.csv"]);
         assert_eq!(matches(d, "{a,b}/part-00000"), ["a/part-00000", "b/part-00000"]);
-        // A wildcard never crosses a `/`, and matches no hidden name.
+        // A wildcard never crosses a `/`; a match whose own name is hidden is no match.
         assert_eq!(matches(d, "*"), ["a", "b", "c.csv", "odd[1].csv"]);
         assert_eq!(matches(d, "a/*"), ["a/part-00000", "a/part-00001"]);
         assert_eq!(matches(d, "*/part-00002"), Vec::<String>::new());
-        // Written out, a hidden name is taken as written; an escaped bracket is a bracket.
+        assert_eq!(matches(d, "a/{_SUCCESS,part-00000}"), ["a/part-00000"]);
+        // A hidden directory on the way to a match is walked, written out or matched; an escaped
+        // bracket is a bracket.
         assert_eq!(matches(d, "a/_temporary/*"), ["a/_temporary/part-00002"]);
+        assert_eq!(matches(d, "a/*/*"), ["a/_temporary/part-00002"]);
         assert_eq!(matches(d, "odd\\[1\\].*"), ["odd[1].csv"]);
         assert_eq!(matches(d, "nothing-*"), Vec::<String>::new());
     }

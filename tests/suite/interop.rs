@@ -398,6 +398,31 @@ fn hadoop_bloom_map_files_answer_as_hadoop_does() {
     assert!(as_bytes < 20, "{as_bytes} of {} keys answered maybe as bytes", inserted.len());
 }
 
+/// Input globs expand as Hadoop's `FileInputFormat` expands them: for every pattern of
+/// tests/data/interop/globs/, the paths Hadoop 3.4.1's `globStatus` with its hidden-file filter
+/// matched in the same tree, or an error where it refused the pattern.
+#[test]
+fn globs_match_what_hadoops_glob_status_matches() {
+    let dir = tempdir();
+    let root = dir.path().canonicalize().unwrap();
+    let reference = vectors().join("globs");
+    for file in std::fs::read_to_string(reference.join("tree.txt")).unwrap().lines() {
+        let path = root.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "x\n").unwrap();
+    }
+    let rows = tsv("globs/hadoop_globs.tsv");
+    assert!(rows.len() >= 50, "{} patterns", rows.len());
+    for row in rows {
+        let (pattern, hadoop) = (&row[0], &row[1]);
+        let ours = match bloomflow::globs::expand(&root.join(pattern)) {
+            Ok(paths) => paths.iter().map(|p| p.strip_prefix(&root).unwrap().to_str().unwrap().to_string()).collect::<Vec<String>>().join(" "),
+            Err(_) => "ERROR".to_string(),
+        };
+        assert_eq!(&ours, hadoop, "pattern {pattern}");
+    }
+}
+
 /// `--key-type text` and the other Writables: the build job hashes keys as the Writable
 /// serializes them (into a Hadoop filter only: a native or Spark one refuses them), a key that
 /// is not a number of the type is an error, a Spark filter refuses a Writable key, and a
