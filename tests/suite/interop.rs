@@ -423,6 +423,30 @@ fn globs_match_what_hadoops_glob_status_matches() {
     }
 }
 
+/// Files written by Hadoop's own codecs (tests/data/interop/codecs/: gzip, deflate, bzip2, and
+/// Snappy and LZ4 in many blocks of Hadoop's framing) are read as the text they hold: each
+/// builds the filter of the uncompressed file, every record once, in one worker or in three
+/// with small splits.
+#[test]
+fn files_compressed_by_hadoops_codecs_are_read_as_their_text() {
+    let dir = tempdir();
+    let codecs = vectors().join("codecs");
+    let args = ["-k", "key", "--bits", "65536", "--hashes", "5", "--split-size", "4096", "--no-progress"];
+    let filter = |input: &Path, workers: &str| {
+        let out = dir.path().join("f.bloom");
+        let _ = std::fs::remove_file(&out);
+        let summary = ok(&run(&[&["build", input.to_str().unwrap(), "-o", out.to_str().unwrap(), "-w", workers][..], &args[..]].concat()));
+        assert!(summary.contains("records            1500\n"), "{}: {summary}", input.display());
+        std::fs::read(&out).unwrap()
+    };
+    let plain = filter(&codecs.join("keys.csv"), "1");
+    for suffix in ["gz", "deflate", "bz2", "snappy", "lz4"] {
+        for workers in ["1", "3"] {
+            assert!(filter(&codecs.join(format!("keys.csv.{suffix}")), workers) == plain, "{suffix} -w {workers}");
+        }
+    }
+}
+
 /// `--key-type text` and the other Writables: the build job hashes keys as the Writable
 /// serializes them (into a Hadoop filter only: a native or Spark one refuses them), a key that
 /// is not a number of the type is an error, a Spark filter refuses a Writable key, and a
