@@ -116,6 +116,13 @@ impl CountingBloomFilter {
         self.spec.positions(key).all(|pos| self.counter(pos) > 0)
     }
 
+    /// How many times `key` may have been inserted, as Hadoop's `approximateCount` answers: the
+    /// smallest of its k counters (0: definitely not a member; 15: 15 or more, the counters
+    /// being saturated). Never less than the true count of a key inserted and not removed.
+    pub fn approximate_count(&self, key: &[u8]) -> u8 {
+        self.spec.positions(key).map(|pos| self.counter(pos)).min().unwrap_or(0)
+    }
+
     /// Decrements the k counters of `key`. A key that is definitely not a member is refused and
     /// nothing changes; saturated counters stay at 15.
     pub fn remove(&mut self, key: &[u8]) -> Result<()> {

@@ -283,6 +283,41 @@ fn counting_builds_write_hadoops_counting_filter() {
     }
 }
 
+/// Hadoop's own `CountingBloomFilter`s (tests/data/interop/counting/): `build --counting` of
+/// the same keys, then `remove` of the keys Hadoop deleted, writes Hadoop's bytes (counters
+/// saturated at 15 included); `query` answers as its `membershipTest`, and the library's
+/// `approximate_count` as its `approximateCount`.
+#[test]
+fn hadoops_counting_filters_are_built_removed_and_counted_as_hadoop_does() {
+    let dir = tempdir();
+    let keys = dir.path().join("keys.txt");
+    let inserted: Vec<String> = (0..100).map(|i| format!("key-{i}")).chain(std::iter::repeat_n("key-0".to_string(), 19)).chain(std::iter::repeat_n("key-1".to_string(), 2)).collect();
+    std::fs::write(&keys, inserted.iter().map(|k| format!("{k}\n")).collect::<String>()).unwrap();
+    let deleted: Vec<String> = (50..60).map(|i| format!("key-{i}")).collect();
+    for hash in ["jenkins", "murmur"] {
+        let reference = vectors().join(format!("counting/hadoop_counting_{hash}.bin"));
+        let built = path_str(dir.path(), &format!("{hash}.bin"));
+        ok(&run(&["build", keys.to_str().unwrap(), "--no-header", "--key", "1", "--counting", "--format", "hadoop", "--hash", hash, "--bits", "1000", "--hashes", "7", "-o", &built, "--no-progress"]));
+        let removed = path_str(dir.path(), &format!("{hash}-removed.bin"));
+        let args: Vec<&str> = ["remove", &built, "-o", &removed].into_iter().chain(deleted.iter().map(String::as_str)).collect();
+        ok(&run(&args));
+        assert!(std::fs::read(&removed).unwrap() == std::fs::read(&reference).unwrap(), "{hash}: Hadoop's bytes");
+
+        let rows = tsv(&format!("counting/hadoop_counting_{hash}.tsv"));
+        let asked: Vec<String> = rows.iter().map(|row| row[0].clone()).collect();
+        let hadoop: Vec<bool> = rows.iter().map(|row| row[1] == "true").collect();
+        assert_eq!(query_answers(reference.to_str().unwrap(), &asked), hadoop, "{hash}");
+        let filter = match format::load(&reference).unwrap() {
+            format::StoredFilter::Counting(c) => c,
+            other => panic!("{hash}: read as {}", other.kind()),
+        };
+        for row in &rows {
+            assert_eq!(filter.approximate_count(row[0].as_bytes()).to_string(), row[2], "{hash}: {}", row[0]);
+        }
+        assert_eq!(filter.approximate_count(b"key-0"), 15);
+    }
+}
+
 /// A Hadoop counting file reads back to the same bytes, in its legacy layout too, keeps its
 /// format through `remove`, `subtract` and `merge`, and a body of neither kind's length is
 /// refused naming both.
