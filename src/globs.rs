@@ -38,8 +38,7 @@ pub fn is_glob(arg: &Path) -> bool {
 /// (the caller says so).
 pub fn expand(pattern: &Path) -> Result<Vec<PathBuf>> {
     let text = pattern.to_str().ok_or_else(|| Error::invalid("input", format!("{}: a glob must be UTF-8", pattern.display())))?;
-    let mut alternatives = Vec::new();
-    expand_braces(text, &mut alternatives).map_err(|reason| Error::invalid("input", format!("{}: {reason}", pattern.display())))?;
+    let alternatives = expand_braces(text).map_err(|reason| Error::invalid("input", format!("{}: {reason}", pattern.display())))?;
     let mut matched = Vec::new();
     for alternative in &alternatives {
         matched.extend(expand_one(pattern, alternative)?);
@@ -54,24 +53,36 @@ pub fn expand(pattern: &Path) -> Result<Vec<PathBuf>> {
 /// partitions, and a bound on the directory walks of a pattern like `{a,b}{c,d}...`.
 const MAX_ALTERNATIVES: usize = 4096;
 
-/// Adds the brace-free patterns `text` stands for to `out`, leftmost brace first, as Hadoop's
-/// `GlobExpander` does. A brace inside `[...]` or escaped is a character, and one never closed is
-/// left for the glob's compiler to refuse.
-fn expand_braces(text: &str, out: &mut Vec<String>) -> std::result::Result<(), String> {
-    let Some((open, close, commas)) = outer_braces(text) else {
-        if out.len() == MAX_ALTERNATIVES {
-            return Err(format!("its braces stand for more than {MAX_ALTERNATIVES} patterns"));
+/// The most braces expanded for one glob: a bound on the work of a hostile pattern of many
+/// pairs that each stand for one pattern (`{a}{a}{a}...`), each of whose expansions copies it.
+const MAX_EXPANSIONS: usize = 4 * MAX_ALTERNATIVES;
+
+/// The brace-free patterns `text` stands for, in order, leftmost brace first, as Hadoop's
+/// `GlobExpander` expands them. A brace inside `[...]` or escaped is a character, and one never
+/// closed is left for the glob's compiler to refuse. Iterative, so that the nesting of a pattern
+/// does not deepen the stack.
+fn expand_braces(text: &str) -> std::result::Result<Vec<String>, String> {
+    // The patterns still to expand, the next one last.
+    let mut pending = vec![text.to_string()];
+    let (mut out, mut expansions) = (Vec::new(), 0);
+    while let Some(pattern) = pending.pop() {
+        let Some((open, close, commas)) = outer_braces(&pattern) else {
+            if out.len() == MAX_ALTERNATIVES {
+                return Err(format!("its braces stand for more than {MAX_ALTERNATIVES} patterns"));
+            }
+            out.push(pattern);
+            continue;
+        };
+        expansions += 1;
+        if expansions > MAX_EXPANSIONS {
+            return Err(format!("it has more braces than bloomflow expands ({MAX_EXPANSIONS})"));
         }
-        out.push(text.to_string());
-        return Ok(());
-    };
-    let (before, after) = (&text[..open], &text[close + 1..]);
-    let mut start = open + 1;
-    for end in commas.into_iter().chain([close]) {
-        expand_braces(&format!("{before}{}{after}", &text[start..end]), out)?;
-        start = end + 1;
+        let (before, after) = (&pattern[..open], &pattern[close + 1..]);
+        let starts = std::iter::once(open + 1).chain(commas.iter().map(|&comma| comma + 1));
+        let alternatives: Vec<String> = starts.zip(commas.iter().copied().chain([close])).map(|(start, end)| format!("{before}{}{after}", &pattern[start..end])).collect();
+        pending.extend(alternatives.into_iter().rev());
     }
-    Ok(())
+    Ok(out)
 }
 
 /// The byte offsets of the leftmost `{`, of the `}` that closes it and of the commas between them
@@ -226,18 +237,20 @@ mod tests {
         assert_eq!(matches(d, "b/part-000{,1}0"), ["b/part-00010"]);
         assert_eq!(matches(d, "{a,a,*}/part-00000"), ["a/part-00000", "b/part-00000"]);
         // In a class or escaped, a brace is a character.
-        let mut out = Vec::new();
-        expand_braces("x[{]{1,2}\\{3,4}", &mut out).unwrap();
-        assert_eq!(out, ["x[{]1\\{3,4}", "x[{]2\\{3,4}"]);
-        out.clear();
-        expand_braces("[]{]{1,2}", &mut out).unwrap();
-        assert_eq!(out, ["[]{]1", "[]{]2"]);
+        assert_eq!(expand_braces("x[{]{1,2}\\{3,4}").unwrap(), ["x[{]1\\{3,4}", "x[{]2\\{3,4}"]);
+        assert_eq!(expand_braces("[]{]{1,2}").unwrap(), ["[]{]1", "[]{]2"]);
+        assert_eq!(expand_braces("{a,{b,c}d,}e").unwrap(), ["ae", "bde", "cde", "e"]);
         // A brace never closed is left to the compiler, which refuses it.
         let err = expand(&d.join("{a,b/part-0000*")).unwrap_err().to_string();
         assert!(err.contains("not a valid glob"), "{err}");
         let many = "{0,1,2,3}".repeat(7);
         let err = expand(&d.join(&many)).unwrap_err().to_string();
         assert!(err.contains("more than 4096 patterns"), "{err}");
+        // Pairs that each stand for one pattern: bounded work, no deep stack.
+        let chained = "{a}".repeat(40_000);
+        let err = expand(&d.join(&chained)).unwrap_err().to_string();
+        assert!(err.contains("more braces than bloomflow expands (16384)"), "{}", &err[err.len() - 80..]);
+        assert_eq!(expand_braces(&"{a}".repeat(1000)).unwrap(), ["a".repeat(1000)]);
     }
 
     #[test]
