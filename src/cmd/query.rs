@@ -2,7 +2,8 @@
 
 use super::keys::{KeyArgs, KeyEncoder};
 use bloomflow::format;
-use bloomflow::QueryFilter;
+use bloomflow::records::KeyForm;
+use bloomflow::{CountingBloomFilter, FilterSpec, QueryFilter};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -14,14 +15,23 @@ pub struct Args {
     /// (a trailing CR is dropped, so CRLF input works; an empty line is the empty key; gzip,
     /// zstd, bzip2, LZ4-frame or Snappy-framed input is decompressed).
     keys: Vec<String>,
+    /// Print how many times each key may have been inserted (`KEY<TAB>N`, the smallest of its
+    /// counters, as Hadoop's approximateCount; 0 for a key that is definitely absent) instead of
+    /// maybe or no: for counting filters (`build --counting`).
+    #[arg(long)]
+    count: bool,
     #[command(flatten)]
     key_args: KeyArgs,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let filter = format::load(&args.file)?.into_query_filter();
-    let encoder = args.key_args.encoder(&args.keys, filter.key_form(), filter.spec().scheme).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
-    let mut answerer = Answerer { filter: &filter, encoder, answers: Vec::new(), text: AnswerText::default() };
+    let asked = match format::load(&args.file)? {
+        format::StoredFilter::Counting(counting) if args.count => Asked::Counts(counting),
+        other if args.count => anyhow::bail!("{}: --count needs a counting filter (build --counting), and this is a {} filter", args.file.display(), other.kind()),
+        other => Asked::Answers(other.into_query_filter()),
+    };
+    let encoder = args.key_args.encoder(&args.keys, asked.key_form(), asked.spec().scheme).map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
+    let mut answerer = Answerer { asked, encoder, answers: Vec::new(), text: AnswerText::default() };
     let mut out = std::io::stdout().lock();
     // The answer lines are written to `out` in large blocks as they fill.
     let answered = args.key_args.for_each_batch(&args.keys, |keys, place| {
@@ -39,21 +49,53 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 }
 
 /// Answers keys a batch at a time, keeping its buffers from one batch to the next.
-struct Answerer<'f> {
-    filter: &'f QueryFilter,
+/// What `query` asks about each key: whether a filter may hold it, or (`--count`) how many
+/// times a counting filter may hold it.
+enum Asked {
+    Answers(QueryFilter),
+    Counts(CountingBloomFilter),
+}
+
+impl Asked {
+    fn key_form(&self) -> Option<KeyForm> {
+        match self {
+            Asked::Answers(filter) => filter.key_form(),
+            Asked::Counts(counting) => counting.key_form(),
+        }
+    }
+
+    fn spec(&self) -> &FilterSpec {
+        match self {
+            Asked::Answers(filter) => filter.spec(),
+            Asked::Counts(counting) => counting.spec(),
+        }
+    }
+}
+
+struct Answerer {
+    asked: Asked,
     encoder: KeyEncoder,
     answers: Vec<bool>,
     /// The answer lines not written yet.
     text: AnswerText,
 }
 
-impl Answerer<'_> {
+impl Answerer {
     /// Adds `key<TAB>maybe` or `key<TAB>no` for each of `keys`, in order, to `self.text`: `no`
     /// for a NULL key, without a lookup. A key that cannot be encoded fails the command, named
     /// by `place(i)` (where key `i` came from).
     fn answer(&mut self, keys: &[&[u8]], place: &dyn Fn(usize) -> String) -> anyhow::Result<()> {
-        let Answerer { filter, encoder, answers, text } = self;
+        let Answerer { asked, encoder, answers, text } = self;
         encoder.encode(keys, place, |hashed, nulls| {
+            let filter = match asked {
+                Asked::Answers(filter) => filter,
+                Asked::Counts(counting) => {
+                    for ((key, hashed), &is_null) in keys.iter().zip(hashed).zip(nulls) {
+                        text.push_count(key, if is_null { 0 } else { counting.approximate_count(hashed) });
+                    }
+                    return;
+                }
+            };
             filter.contains_batch(hashed, answers);
             for ((key, &maybe), &is_null) in keys.iter().zip(answers.iter()).zip(nulls) {
                 text.push(key, maybe && !is_null);
@@ -105,6 +147,20 @@ impl AnswerText {
         let (answer, len): (&[u8; 8], usize) = if maybe { (b"\tmaybe\n\0", 7) } else { (b"\tno\n\0\0\0\0", 4) };
         self.bytes[end..end + 8].copy_from_slice(answer);
         self.len = end + len;
+    }
+}
+
+impl AnswerText {
+    /// Adds `key<TAB>count`.
+    fn push_count(&mut self, key: &[u8], count: u8) {
+        let end = self.len + key.len();
+        if end + Self::SLACK > self.bytes.len() {
+            self.bytes.resize((end + Self::SLACK).max(2 * self.bytes.len()), 0);
+        }
+        self.bytes[self.len..end].copy_from_slice(key);
+        let line = format!("\t{count}\n");
+        self.bytes[end..end + line.len()].copy_from_slice(line.as_bytes());
+        self.len = end + line.len();
     }
 }
 

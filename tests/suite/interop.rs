@@ -286,7 +286,7 @@ fn counting_builds_write_hadoops_counting_filter() {
 /// Hadoop's own `CountingBloomFilter`s (tests/data/interop/counting/): `build --counting` of
 /// the same keys, then `remove` of the keys Hadoop deleted, writes Hadoop's bytes (counters
 /// saturated at 15 included); `query` answers as its `membershipTest`, and the library's
-/// `approximate_count` as its `approximateCount`.
+/// `approximate_count` and `query --count` as its `approximateCount`.
 #[test]
 fn hadoops_counting_filters_are_built_removed_and_counted_as_hadoop_does() {
     let dir = tempdir();
@@ -315,7 +315,14 @@ fn hadoops_counting_filters_are_built_removed_and_counted_as_hadoop_does() {
             assert_eq!(filter.approximate_count(row[0].as_bytes()).to_string(), row[2], "{hash}: {}", row[0]);
         }
         assert_eq!(filter.approximate_count(b"key-0"), 15);
+        // `query --count` prints the same counts.
+        let input: String = asked.iter().map(|k| format!("{k}\n")).collect();
+        let counted = ok(&run_with_stdin(&["query", reference.to_str().unwrap(), "--count"], input.as_bytes()));
+        let want: String = rows.iter().map(|row| format!("{}\t{}\n", row[0], row[2])).collect();
+        assert_eq!(counted, want, "{hash}");
     }
+    let plain = vectors().join("hadoop_bloom_jenkins.bin");
+    fails_with(&run(&["query", plain.to_str().unwrap(), "--count", "key-1"]), &["--count needs a counting filter (build --counting), and this is a bloom filter"]);
 }
 
 /// A Hadoop counting file reads back to the same bytes, in its legacy layout too, keeps its
