@@ -48,7 +48,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Answers keys a batch at a time, keeping its buffers from one batch to the next.
 /// What `query` asks about each key: whether a filter may hold it, or (`--count`) how many
 /// times a counting filter may hold it.
 enum Asked {
@@ -72,6 +71,7 @@ impl Asked {
     }
 }
 
+/// Answers keys a batch at a time, keeping its buffers from one batch to the next.
 struct Answerer {
     asked: Asked,
     encoder: KeyEncoder,
@@ -81,9 +81,9 @@ struct Answerer {
 }
 
 impl Answerer {
-    /// Adds `key<TAB>maybe` or `key<TAB>no` for each of `keys`, in order, to `self.text`: `no`
-    /// for a NULL key, without a lookup. A key that cannot be encoded fails the command, named
-    /// by `place(i)` (where key `i` came from).
+    /// Adds `key<TAB>maybe` or `key<TAB>no` (with `--count`, `key<TAB>N`) for each of `keys`, in
+    /// order, to `self.text`: `no` (0) for a NULL key, without a lookup. A key that cannot be
+    /// encoded fails the command, named by `place(i)` (where key `i` came from).
     fn answer(&mut self, keys: &[&[u8]], place: &dyn Fn(usize) -> String) -> anyhow::Result<()> {
         let Answerer { asked, encoder, answers, text } = self;
         encoder.encode(keys, place, |hashed, nulls| {
@@ -136,27 +136,29 @@ impl AnswerText {
         written
     }
 
+    /// Makes room for a line of `key` and an answer; returns where the key will end.
     #[inline(always)]
-    fn push(&mut self, key: &[u8], maybe: bool) {
+    fn room_for(&mut self, key: &[u8]) -> usize {
         let end = self.len + key.len();
         if end + Self::SLACK > self.bytes.len() {
             self.bytes.resize((end + Self::SLACK).max(2 * self.bytes.len()), 0);
         }
+        end
+    }
+
+    #[inline(always)]
+    fn push(&mut self, key: &[u8], maybe: bool) {
+        let end = self.room_for(key);
         copy_short(&mut self.bytes[self.len..], key);
         // The answer as 8 bytes, the line's length counting only its own.
         let (answer, len): (&[u8; 8], usize) = if maybe { (b"\tmaybe\n\0", 7) } else { (b"\tno\n\0\0\0\0", 4) };
         self.bytes[end..end + 8].copy_from_slice(answer);
         self.len = end + len;
     }
-}
 
-impl AnswerText {
-    /// Adds `key<TAB>count`.
+    /// Adds `key<TAB>count` (for `--count`, off the answers' fast path).
     fn push_count(&mut self, key: &[u8], count: u8) {
-        let end = self.len + key.len();
-        if end + Self::SLACK > self.bytes.len() {
-            self.bytes.resize((end + Self::SLACK).max(2 * self.bytes.len()), 0);
-        }
+        let end = self.room_for(key);
         self.bytes[self.len..end].copy_from_slice(key);
         let line = format!("\t{count}\n");
         self.bytes[end..end + line.len()].copy_from_slice(line.as_bytes());
