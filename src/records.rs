@@ -271,12 +271,15 @@ pub enum KeyType {
     LongWritable,
     /// A signed 32-bit decimal as Hadoop's `IntWritable` writes itself: 4 big-endian bytes.
     IntWritable,
+    /// The key's bytes as Hadoop's `BytesWritable` writes itself: the length as a big-endian
+    /// int, then the bytes.
+    BytesWritable,
 }
 
 impl KeyType {
     /// Whether the type is a Hadoop `Writable`'s serialization (what a `BloomMapFile` hashes).
     pub fn is_writable(self) -> bool {
-        matches!(self, KeyType::Text | KeyType::LongWritable | KeyType::IntWritable)
+        matches!(self, KeyType::Text | KeyType::LongWritable | KeyType::IntWritable | KeyType::BytesWritable)
     }
 }
 
@@ -317,6 +320,7 @@ impl std::fmt::Display for KeyType {
             KeyType::Text => "text",
             KeyType::LongWritable => "long-writable",
             KeyType::IntWritable => "int-writable",
+            KeyType::BytesWritable => "bytes-writable",
         })
     }
 }
@@ -367,6 +371,11 @@ fn encode_typed<'a>(key: &[u8], key_type: KeyType, buf: &'a mut Vec<u8>) -> Resu
         KeyType::IntWritable => buf.extend_from_slice(&parse_number::<i32>(key, key_type)?.to_be_bytes()),
         KeyType::Text => {
             push_hadoop_vint(key.len() as i64, buf);
+            buf.extend_from_slice(key);
+        }
+        KeyType::BytesWritable => {
+            // A field longer than an int's range is no Hadoop key; no line is that long here.
+            buf.extend_from_slice(&(key.len() as i32).to_be_bytes());
             buf.extend_from_slice(key);
         }
     }
@@ -911,6 +920,7 @@ mod tests {
         assert_eq!(encode(KeyType::LongWritable, b"258"), Ok(vec![0, 0, 0, 0, 0, 0, 1, 2]));
         assert_eq!(encode(KeyType::IntWritable, b"-1"), Ok(vec![0xff; 4]));
         assert_eq!(encode(KeyType::Text, b"abc"), Ok(b"\x03abc".to_vec()));
+        assert_eq!(encode(KeyType::BytesWritable, b"abc"), Ok(b"\0\0\0\x03abc".to_vec()));
         let long_text = vec![b'x'; 200];
         assert_eq!(encode(KeyType::Text, &long_text).unwrap()[..3], [0x8f, 200, b'x']);
         // Hadoop refuses an empty key, not an empty Text (its length byte is hashed).

@@ -247,6 +247,8 @@ pub enum KeyTypeArg {
     LongWritable,
     /// A signed 32-bit decimal as Hadoop's IntWritable serializes it (4 big-endian bytes).
     IntWritable,
+    /// The bytes as Hadoop's BytesWritable serializes them (a big-endian int length first).
+    BytesWritable,
 }
 
 impl From<KeyTypeArg> for KeyType {
@@ -257,6 +259,7 @@ impl From<KeyTypeArg> for KeyType {
             KeyTypeArg::Text => KeyType::Text,
             KeyTypeArg::LongWritable => KeyType::LongWritable,
             KeyTypeArg::IntWritable => KeyType::IntWritable,
+            KeyTypeArg::BytesWritable => KeyType::BytesWritable,
         }
     }
 }
@@ -293,7 +296,7 @@ pub struct SizingArgs {
     #[arg(long, value_name = "1|2", value_parser = clap::value_parser!(u8).range(1..=2))]
     pub spark_version: Option<u8>,
     /// How keys are hashed (long: with --format spark, as putLong; text, long-writable,
-    /// int-writable: with --format hadoop, as the Writable serializes them).
+    /// int-writable, bytes-writable: with --format hadoop, as the Writable serializes them).
     #[arg(long, value_enum, default_value_t = KeyTypeArg::Bytes)]
     pub key_type: KeyTypeArg,
 }

@@ -10,8 +10,9 @@ use bloomflow::splits::{run_lines, LineEnds, SplitReader, DEFAULT_MAX_RECORD};
 #[derive(clap::Args, Debug)]
 pub struct KeyArgs {
     /// How keys are hashed: `long` parses each as a signed 64-bit decimal and hashes it as
-    /// Spark's putLong (for filters of Spark long columns); `text`, `long-writable` and
-    /// `int-writable` as Hadoop's Writables serialize them (for a BloomMapFile's filter).
+    /// Spark's putLong (for filters of Spark long columns); `text`, `long-writable`,
+    /// `int-writable` and `bytes-writable` as Hadoop's Writables serialize them (for a
+    /// BloomMapFile's filter).
     /// Default: the type the filter file records (native files written by `build`), else `bytes`.
     #[arg(long, value_enum)]
     key_type: Option<KeyTypeArg>,

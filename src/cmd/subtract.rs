@@ -30,8 +30,8 @@ pub struct Args {
     #[arg(long)]
     skip_absent: bool,
     /// How keys are hashed: `long` parses each as a signed 64-bit decimal (Spark's putLong);
-    /// `text`, `long-writable`, `int-writable` as Hadoop's Writables serialize them. Default: the
-    /// type the filter file records, else `bytes`.
+    /// `text`, `long-writable`, `int-writable`, `bytes-writable` as Hadoop's Writables serialize
+    /// them. Default: the type the filter file records, else `bytes`.
     #[arg(long, value_enum)]
     key_type: Option<KeyTypeArg>,
     /// Also write the statistics as JSON to this file.

@@ -411,7 +411,7 @@ fn query_answers_with(file: &str, flags: &[&str], keys: &[String]) -> Vec<bool> 
 #[test]
 fn hadoop_bloom_map_files_answer_as_hadoop_does() {
     let dir = tempdir();
-    for (name, key_type, rows) in [("text", "text", 3), ("long", "long-writable", 2), ("int", "int-writable", 2)] {
+    for (name, key_type, rows) in [("text", "text", 3), ("long", "long-writable", 2), ("int", "int-writable", 2), ("bytes", "bytes-writable", 3)] {
         let map = path_str(&vectors().join("bloommapfile"), &format!("{name}.map"));
         let vectors = tsv(&format!("bloommapfile/{name}_membership.tsv"));
         let keys: Vec<String> = vectors.iter().map(|row| row[0].clone()).collect();

@@ -11,6 +11,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.hadoop.io.BloomMapFile;
+import org.apache.hadoop.io.BytesWritable;
 import org.apache.hadoop.io.IntWritable;
 import org.apache.hadoop.io.LongWritable;
 import org.apache.hadoop.io.MapFile;
@@ -40,6 +41,13 @@ public class MakeBloomMapFiles {
         write(out, "text.map", "murmur", texts, otherTexts, Text::new, Text.class);
         write(out, "long.map", "jenkins", longs, otherNumbers, s -> new LongWritable(Long.parseLong(s)), LongWritable.class);
         write(out, "int.map", "murmur", ints, otherNumbers, s -> new IntWritable(Integer.parseInt(s)), IntWritable.class);
+        List<String> bytes = new ArrayList<>(texts);
+        Collections.sort(bytes, (a, b) -> bytesOf(a).compareTo(bytesOf(b)));
+        write(out, "bytes.map", "jenkins", bytes, otherTexts, MakeBloomMapFiles::bytesOf, BytesWritable.class);
+    }
+
+    static BytesWritable bytesOf(String text) {
+        return new BytesWritable(text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
     }
 
     static void write(String out, String name, String hash, List<String> keys, List<String> others, Make make, Class<? extends WritableComparable> keyClass) throws Exception {
