@@ -3,6 +3,7 @@
 
 use crate::error::{Error, Result};
 use std::f64::consts::LN_2;
+use std::fmt;
 
 /// The smallest and largest number of hash functions a filter may use.
 pub const MIN_HASHES: u32 = 1;
@@ -10,6 +11,22 @@ pub const MAX_HASHES: u32 = 32;
 
 /// The largest bit count a filter may have: positions are u64 and the word count must fit a usize.
 pub const MAX_BITS: u64 = 1 << 60;
+
+/// A false-positive rate as people write it: `0.01` as it is, but `1e-300` in exponent form,
+/// where the decimal would be three hundred digits.
+#[derive(Clone, Copy, Debug)]
+pub struct Rate(pub f64);
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.0.abs();
+        if p != 0.0 && !(1e-4..1e6).contains(&p) {
+            write!(f, "{:e}", self.0)
+        } else {
+            write!(f, "{}", self.0)
+        }
+    }
+}
 
 /// Bits m and hash count k for `n` expected items at false-positive rate `p`:
 /// m = ⌈−n·ln p / (ln 2)²⌉ and k = round((m/n)·ln 2), clamped to [1, 32].
@@ -20,7 +37,7 @@ pub fn optimal_params(n: u64, p: f64) -> Result<(u64, u32)> {
     if !(m.is_finite() && m <= MAX_BITS as f64) {
         return Err(Error::invalid(
             "expected items",
-            format!("{n} items at rate {p} need {m} bits, more than the maximum {MAX_BITS}"),
+            format!("{n} items at rate {} need {m} bits, more than the maximum {MAX_BITS}", Rate(p)),
         ));
     }
     let m = (m as u64).max(1);
@@ -35,7 +52,7 @@ pub fn spark_params(n: u64, p: f64) -> Result<(u64, u32)> {
     validate_fpp(p)?;
     let requested = (-(n as f64) * p.ln() / (LN_2 * LN_2)) as i64;
     if requested <= 0 {
-        return Err(Error::invalid("expected items", format!("{n} items at rate {p} give Spark no bits")));
+        return Err(Error::invalid("expected items", format!("{n} items at rate {} give Spark no bits", Rate(p))));
     }
     // Java's Math.round(x) is floor(x + 0.5).
     let k = (requested as f64 / n as f64 * LN_2 + 0.5).floor().max(1.0);
@@ -82,7 +99,7 @@ pub fn blocked_params(n: u64, p: f64) -> Result<(u64, u32)> {
         }
         bits_per_key *= 1.01;
     }
-    Err(Error::invalid("false-positive rate", format!("a blocked filter cannot reach {p} for {n} items; use --layout standard")))
+    Err(Error::invalid("false-positive rate", format!("a blocked filter cannot reach {} for {n} items; use --layout standard", Rate(p))))
 }
 
 /// k = round((m/n)·ln 2), clamped to [1, 32].
@@ -104,7 +121,7 @@ pub fn validate_fpp(p: f64) -> Result<()> {
     if !(p > 0.0 && p < 1.0) {
         return Err(Error::invalid(
             "false-positive rate",
-            format!("{p} is not strictly between 0 and 1"),
+            format!("{} is not strictly between 0 and 1", Rate(p)),
         ));
     }
     Ok(())

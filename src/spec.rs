@@ -107,7 +107,10 @@ impl FilterSpec {
     /// A spec with explicit m and k (Spark rounds m up to whole 64-bit words, the blocked
     /// layout to whole 512-bit blocks).
     pub fn with_size(scheme: Scheme, layout: Layout, bits: u64, hashes: u32, seed: u32) -> Result<Self> {
+        // A size past the limit is refused as it was given: rounded up, a number near u64::MAX
+        // would wrap round to 0, and be refused as that.
         let bits = match (scheme, layout) {
+            _ if bits > scheme.max_bits() => bits,
             (Scheme::SparkV1 | Scheme::SparkV2, _) => bits.div_ceil(64) * 64,
             (_, Layout::Blocked) => bits.div_ceil(BLOCK_BITS) * BLOCK_BITS,
             _ => bits,

@@ -25,13 +25,13 @@ struct Scanned {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let [control, size, text @ ..] = data else { return };
+    let [control, size, kind, text @ ..] = data else { return };
     let delimiter = b",|"[(control & 1) as usize];
     let rules = KeyRules {
-        // Bits 6 and 7 pick the type other than bytes.
+        // The third byte picks the type other than bytes.
         key_type: match control & 2 {
             0 => KeyType::Bytes,
-            _ => [KeyType::Long, KeyType::Text, KeyType::LongWritable, KeyType::IntWritable][(control >> 6) as usize],
+            _ => [KeyType::Long, KeyType::Text, KeyType::LongWritable, KeyType::IntWritable, KeyType::BytesWritable][*kind as usize % 5],
         },
         reject_empty: control & 4 != 0,
     };

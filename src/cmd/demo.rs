@@ -46,9 +46,7 @@ fn write(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.workers == 0 {
-        anyhow::bail!("invalid --workers: must be at least 1");
-    }
+    bloomflow::cluster::check_workers(args.workers)?;
     let dir = &args.dir;
     let data = dir.join("data");
     std::fs::create_dir_all(&data).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", data.display()))?;

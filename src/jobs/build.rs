@@ -102,21 +102,23 @@ pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, layout: Lay
             spec: FilterSpec::sized_for(scheme, layout, items, fpp, seed)?,
             expected_items: items,
             target_fpp: fpp,
-            note: format!("sized for {items} expected items at false-positive rate {fpp}"),
+            note: format!("sized for {items} expected items at false-positive rate {}", params::Rate(fpp)),
         }),
-        Sizing::Explicit { bits, hashes } => Ok(SizedSpec {
-            spec: FilterSpec::with_size(scheme, layout, bits, hashes, seed)?,
-            expected_items: 0,
-            target_fpp: 0.0,
-            note: format!("explicit size: {bits} bits, {hashes} hashes"),
-        }),
+        Sizing::Explicit { bits, hashes } => {
+            let spec = FilterSpec::with_size(scheme, layout, bits, hashes, seed)?;
+            let rounded = match spec.bits {
+                m if m == bits => String::new(),
+                m => format!(" (rounded up to {m}, a whole number of {})", if layout == Layout::Blocked { "512-bit blocks" } else { "64-bit words" }),
+            };
+            Ok(SizedSpec { spec, expected_items: 0, target_fpp: 0.0, note: format!("explicit size: {bits} bits{rounded}, {hashes} hashes") })
+        }
         Sizing::Estimate { fpp } => {
             let (items, note) = estimate_items(source)?;
             Ok(SizedSpec {
                 spec: FilterSpec::sized_for(scheme, layout, items, fpp, seed)?,
                 expected_items: items,
                 target_fpp: fpp,
-                note: format!("{note}; sized for it at false-positive rate {fpp} (give --expected-items to size exactly)"),
+                note: format!("{note}; sized for it at false-positive rate {} (give --expected-items to size exactly)", params::Rate(fpp)),
             })
         }
     }

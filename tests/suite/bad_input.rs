@@ -196,6 +196,11 @@ fn invalid_sizes_and_rates() {
         (vec!["--split-size", "0"], vec!["--split-size"]),
         (vec!["--max-record-bytes", "0"], vec!["--max-record-bytes"]),
         (vec!["-w", "0"], vec!["-w", "at least 1"]),
+        (vec!["-w", "100000"], vec!["-w", "100000 is more than the 1024 a process runs"]),
+        // Rounded up to whole blocks, this size would wrap round to 0.
+        (vec!["--bits", "18446744073709551615", "--hashes", "3"], vec!["bits", "18446744073709551615 is not between 1 and"]),
+        (vec!["--format", "spark", "--bits", "18446744073709551610", "--hashes", "3"], vec!["bits", "18446744073709551610 is not between 1 and"]),
+        (vec!["--fpp", "1e-300"], vec!["cannot reach 1e-300 for"]),
         (vec!["-n", "2", "-p", "2"], vec!["-p", "not below the number of processes"]),
         (vec!["--format", "spark", "--hash", "murmur"], vec!["--hash murmur is not a hash of --format spark"]),
         (vec!["--hash", "jenkins"], vec!["--hash jenkins is not a hash of --format native"]),

@@ -478,6 +478,23 @@ fn estimated_sizing_is_an_upper_bound_and_says_so() {
 }
 
 #[test]
+fn an_explicit_size_rounded_up_says_so() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 100);
+    for (flags, bits, note) in [
+        (&["--bits", "1000"][..], 1024, "1000 bits (rounded up to 1024, a whole number of 512-bit blocks), 3 hashes"),
+        (&["--bits", "100", "--format", "spark"][..], 128, "100 bits (rounded up to 128, a whole number of 64-bit words), 3 hashes"),
+        (&["--bits", "1024"][..], 1024, "explicit size: 1024 bits, 3 hashes"),
+    ] {
+        let (out, o) = build(dir.path(), &input, &[&["-k", "key", "--hashes", "3"][..], flags].concat());
+        let summary = ok(&o);
+        assert!(summary.contains(note), "{summary}");
+        let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &out, "--json"]))).unwrap();
+        assert_eq!(info["bits"].as_u64(), Some(bits));
+    }
+}
+
+#[test]
 fn stats_json_holds_the_summary() {
     let dir = tempdir();
     let input = write_csv(dir.path(), "in.csv", 100);
