@@ -258,7 +258,7 @@ fn wait_for_connection(listener: &TcpListener, timeout: Duration) {
 /// answers with its own, and both fail unless the two agree.
 fn connect_peers(config: &ClusterConfig, agreement: &Agreement) -> Result<Vec<Option<TcpStream>>> {
     let me = config.process;
-    let deadline = Instant::now() + config.connect_timeout;
+    let deadline = deadline_after(config.connect_timeout);
     let gave_up = |waiting_for: usize| {
         Error::Job(format!(
             "process {me} could not connect to all peers within {}s (--connect-timeout): process {waiting_for} at {} \
@@ -323,6 +323,14 @@ fn connect_peers(config: &ClusterConfig, agreement: &Agreement) -> Result<Vec<Op
     Ok(sockets)
 }
 
+/// The instant `timeout` from now, or a century from now for a longer timeout: `Instant`'s `+`
+/// panics past the clock's range, which `--connect-timeout 18446744073709551615` reached.
+fn deadline_after(timeout: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    let now = Instant::now();
+    now.checked_add(timeout.min(CENTURY)).unwrap_or(now)
+}
+
 /// Time left until `deadline`, at least a millisecond (a zero timeout means none).
 fn remaining(deadline: Instant) -> Duration {
     deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1))
@@ -341,6 +349,18 @@ fn read_agreement(stream: &mut TcpStream, deadline: Instant) -> std::io::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--connect-timeout 18446744073709551615` panicked in `Instant`'s `+`; it now waits a
+    /// century, and a usual timeout is kept as it is.
+    #[test]
+    fn a_timeout_past_the_clock_s_range_waits_a_century() {
+        let year = Duration::from_secs(365 * 24 * 3600);
+        assert!(deadline_after(Duration::from_secs(u64::MAX)) > Instant::now() + 99 * year);
+        assert!(deadline_after(Duration::MAX) > Instant::now() + 99 * year);
+        let before = Instant::now();
+        let deadline = deadline_after(Duration::from_secs(20));
+        assert!(deadline >= before + Duration::from_secs(20) && deadline <= Instant::now() + Duration::from_secs(20));
+    }
 
     /// A worker that panics ends its process with status 1 and a message naming it, instead of
     /// leaving its siblings waiting for it forever. The test runs itself again as a child
