@@ -13,6 +13,45 @@ use crate::error::{Error, Result};
 pub struct RecordFormat {
     pub delimiter: u8,
     pub has_header: bool,
+    /// Quoted fields may hold line breaks (`--multiline`, Spark's `multiLine`): a record then
+    /// ends at the first newline outside quotes, and each input is read whole by one worker,
+    /// since a split could start inside a quoted field. Otherwise every line is a record.
+    pub multiline: bool,
+}
+
+/// The end (just past its newline) of each record of `bytes`, which start at a record's start,
+/// where a quoted field may hold newlines: a newline ends a record unless it is inside a field
+/// that opens with a quote at its start, up to that field's closing quote (`""` inside it is an
+/// escaped quote). A quote inside an unquoted field is a plain byte, as the record parser reads
+/// it. The last record, if it runs past the end of `bytes`, is not given.
+pub fn record_ends(bytes: &[u8], delimiter: u8) -> impl Iterator<Item = usize> + '_ {
+    let mut at = 0;
+    let mut field_start = true;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            if field_start && bytes[at] == b'"' {
+                // Past the closing quote; a quote that is the last byte may be the first of an
+                // escaped pair whose second is not read yet: the record is not known to end.
+                let mut pos = at + 1;
+                loop {
+                    let quote = pos + memchr::memchr(b'"', &bytes[pos..])?;
+                    match bytes.get(quote + 1) {
+                        Some(b'"') => pos = quote + 2,
+                        Some(_) => break at = quote + 1,
+                        None => return None,
+                    }
+                }
+                field_start = false;
+                continue;
+            }
+            let end = at + memchr::memchr2(delimiter, b'\n', &bytes[at..])?;
+            (at, field_start) = (end + 1, true);
+            if bytes[end] == b'\n' {
+                return Some(at);
+            }
+        }
+        None
+    })
 }
 
 /// Which field holds the key, as the user named it.
@@ -458,8 +497,8 @@ impl KeyError {
                 "record has {fields} field(s), but the key is field {}",
                 key_index + 1
             ),
-            KeyError::UnclosedQuote => "unclosed quote: a quoted field runs past the end of the line \
-                 (quoted fields with embedded newlines cannot be split; bloomflow does not support them)"
+            KeyError::UnclosedQuote => "unclosed quote: a quoted field is not closed before the record's end (its line's end; \
+                 with --multiline, which reads quoted fields that hold line breaks, the input's end)"
                 .into(),
             KeyError::StrayQuote => "characters after a closing quote (expected a delimiter or the end of the line)".into(),
             KeyError::NotANumber { key, key_type } => {
@@ -769,6 +808,29 @@ mod tests {
         assert_eq!(key(&commas, 69).unwrap(), "");
         assert_eq!(key(&commas, 70).unwrap(), "");
         assert_eq!(key(&commas, 71), Err(KeyError::MissingField { fields: 71 }));
+    }
+
+    /// Records end at newlines outside quoted fields; a quote inside an unquoted field is a
+    /// plain byte; a record not known to end (its quote open, or a quote as the last byte,
+    /// which may be the first of an escaped pair) is not given.
+    #[test]
+    fn record_ends_are_the_newlines_outside_quoted_fields() {
+        let ends = |text: &str, delimiter: u8| record_ends(text.as_bytes(), delimiter).collect::<Vec<_>>();
+        assert_eq!(ends("a,b\n1,2\n", b','), [4, 8]);
+        assert_eq!(ends("1,\"x\ny\"\n2,z\n", b','), [8, 12]);
+        assert_eq!(ends("1,\"a\"\"\nb\"\n", b','), [10]);
+        assert_eq!(ends("1,\"a,\n\",3\r\n4\n", b','), [11, 13]);
+        assert_eq!(ends("1,a\"b\n2,c\n", b','), [6, 10]);
+        assert_eq!(ends("\"\n\",x\n\n", b','), [6, 7]);
+        assert_eq!(ends(",\"\n\"\n", b','), [5]);
+        assert_eq!(ends("1|\"a|\nb\"\n", b'|'), [9]);
+        // A comma is no delimiter for `|`: the quote does not open a field.
+        assert_eq!(ends("1,\"a\n2\n", b'|'), [5, 7]);
+        assert_eq!(ends("1,a\n2,b", b','), [4]);
+        assert_eq!(ends("1,a\n2,\"b\n", b','), [4]);
+        assert_eq!(ends("1,a\n2,\"b\"", b','), [4]);
+        assert_eq!(ends("1,\"b\"\"", b','), Vec::<usize>::new());
+        assert_eq!(ends("", b','), Vec::<usize>::new());
     }
 
     #[test]

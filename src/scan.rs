@@ -131,7 +131,11 @@ impl Source {
         // Balanced bzip2 splits stay large (each decodes a block past its end); a smaller size
         // asked for is used as it is.
         let bzip2_split_size = split_size.max(options.split_size.min(splits::MIN_BALANCED_BZIP2_SPLIT));
-        let splits = splits::plan_splits(&inputs, split_size, bzip2_split_size)?;
+        // With --multiline a split could start inside a quoted field: each input is one.
+        let splits = match options.format.multiline {
+            true => splits::plan_splits(&inputs, u64::MAX, u64::MAX)?,
+            false => splits::plan_splits(&inputs, split_size, bzip2_split_size)?,
+        };
         let mut key_index = Vec::with_capacity(inputs.len());
         let mut line_ends = Vec::with_capacity(inputs.len());
         let (mut header, mut other_header) = (None::<Header>, None);
@@ -287,6 +291,7 @@ impl Source {
             line: 0,
             set_aside: SetAside::default(),
         };
+        reader.set_multiline(self.options.format.multiline.then_some(self.options.format.delimiter));
         // A byte order mark is dropped where the input starts, as Hadoop drops it.
         let mut at_input_start = from_text_start;
         let mut ticks = ProgressTicks { progress, compressed, read: 0, reported: 0, ticked: 0 };
@@ -497,10 +502,17 @@ impl SplitLines<'_> {
                     break;
                 }
             }
-            let end = memchr::memchr(b'\n', &buf[at..end_of_region]).map_or(end_of_region, |i| at + i + 1);
+            let mut end = memchr::memchr(b'\n', &buf[at..end_of_region]).map_or(end_of_region, |i| at + i + 1);
+            let quoted = end > quote;
+            let first_line = line + 1;
+            if quoted && opts.format.multiline {
+                // The record runs on to the newline that ends it outside quotes (the region
+                // ends at a record's end); its lines are counted.
+                end = crate::records::record_ends(&buf[at..end_of_region], opts.format.delimiter).next().map_or(end_of_region, |len| at + len);
+                line += memchr::memchr_iter(b'\n', &buf[at..end - 1]).count() as u64;
+            }
             let range = at..end;
             (taken, at) = (taken + 1, end);
-            let quoted = end > quote;
             if quoted {
                 quote = region.quote_from(end);
             }
@@ -514,7 +526,7 @@ impl SplitLines<'_> {
                 }
                 continue;
             }
-            let place = LinePlace { line, offset: region.offset + (range.start - region.start) as u64 };
+            let place = LinePlace { line: first_line, offset: region.offset + (range.start - region.start) as u64 };
             self.general_record(buf, range, quoted, place, keys, records, stats)?;
         }
         (region.at, region.quote, self.line) = (at, quote, line);
@@ -829,7 +841,7 @@ mod tests {
     /// of `split_size` bytes.
     fn csv_options(split_size: u64) -> ScanOptions {
         ScanOptions {
-            format: RecordFormat { delimiter: b',', has_header: false },
+            format: RecordFormat { delimiter: b',', has_header: false, multiline: false },
             key: Key::single(KeyField::Index(2)),
             split_size,
             max_record: 1 << 20,
@@ -914,7 +926,7 @@ mod tests {
         std::fs::write(&first_field, "x,1\n\r\ny,2\n\n").unwrap();
         for (file, field, reject_empty) in [(&path, 2, false), (&path, 2, true), (&first_field, 1, false)] {
             let options = ScanOptions {
-                format: RecordFormat { delimiter: b',', has_header: false },
+                format: RecordFormat { delimiter: b',', has_header: false, multiline: false },
                 key: Key::single(KeyField::Index(field)),
                 split_size: 64 << 10,
                 max_record: 1 << 20,

@@ -362,6 +362,9 @@ pub struct SplitReader<R> {
     /// With [`LineEnds::Cr`], each CR read is turned into an LF as it arrives, so that every
     /// step after the read, which looks for LF, sees the lines.
     line_ends: LineEnds,
+    /// With `--multiline`, the delimiter of records whose quoted fields may hold newlines: the
+    /// ranges given end at records' ends, not at every line's.
+    multiline: Option<u8>,
 }
 
 /// Bytes asked of each `read`. The kernel copies them into the buffer and the scan reads them
@@ -430,7 +433,16 @@ impl<R: Read> SplitReader<R> {
             records: 0,
             numbering: if offset == 0 { Numbering::FromReaderStart } else { Numbering::CountedInFile },
             line_ends: LineEnds::Lf,
+            multiline: None,
         }
+    }
+
+    /// Makes [`next_lines`](Self::next_lines) end its ranges at records' ends where quoted
+    /// fields may hold newlines (`--multiline`), fields being cut at `delimiter`; `None`: at
+    /// every line's end. A reader given a delimiter must start at a record's start, as one
+    /// reading a whole input does.
+    pub fn set_multiline(&mut self, delimiter: Option<u8>) {
+        self.multiline = delimiter;
     }
 
     /// Makes the reader read lines that end in `line_ends` (before it reads anything).
@@ -562,8 +574,9 @@ impl<R: Read> SplitReader<R> {
             path: self.name.clone(),
             line,
             reason: format!(
-                "record is longer than the limit of {} bytes (--max-record-bytes)",
-                self.max_record
+                "record is longer than the limit of {} bytes (--max-record-bytes){}",
+                self.max_record,
+                if self.multiline.is_some() { "; with --multiline, a quote left open makes the rest of the input one record" } else { "" }
             ),
         }
     }
@@ -622,12 +635,17 @@ impl<R: Read> SplitReader<R> {
                 return Ok((offset, self.pos..self.pos));
             }
             let ready = &self.buf[self.pos..self.filled];
-            // The split's last record holds its byte end - 1, and ends at the first newline
-            // from there; if that is not in the buffer yet, the records before it are ready.
-            let last = (self.end - offset - 1).min(ready.len() as u64) as usize;
-            let complete = memchr::memchr(b'\n', &ready[last..])
-                .map(|i| last + i + 1)
-                .or_else(|| memchr::memrchr(b'\n', &ready[..last]).map(|i| i + 1));
+            let complete = match self.multiline {
+                // Read whole (one split an input): the records ready are those that end.
+                Some(delimiter) => crate::records::record_ends(ready, delimiter).last(),
+                None => {
+                    // The split's last record holds its byte end - 1, and ends at the first
+                    // newline from there; if that is not in the buffer yet, the records before
+                    // it are ready.
+                    let last = (self.end - offset - 1).min(ready.len() as u64) as usize;
+                    memchr::memchr(b'\n', &ready[last..]).map(|i| last + i + 1).or_else(|| memchr::memrchr(b'\n', &ready[..last]).map(|i| i + 1))
+                }
+            };
             let len = match complete {
                 Some(len) => len,
                 // The input's last line, without a newline (or nothing: the split is done).
@@ -652,13 +670,18 @@ impl<R: Read> SplitReader<R> {
     #[cold]
     fn check_lengths(&mut self, len: usize) -> Result<()> {
         let mut start = 0;
-        let ends = memchr::memchr_iter(b'\n', &self.buf[self.pos..self.pos + len]).map(|i| i + 1).chain(std::iter::once(len));
-        for end in ends {
+        let ready = &self.buf[self.pos..self.pos + len];
+        let ends: Vec<usize> = match self.multiline {
+            Some(delimiter) => crate::records::record_ends(ready, delimiter).collect(),
+            None => memchr::memchr_iter(b'\n', ready).map(|i| i + 1).collect(),
+        };
+        for end in ends.into_iter().chain(std::iter::once(len)) {
             if end - start > self.max_record {
                 self.offset += start as u64;
                 return Err(self.too_long());
             }
-            self.records += 1;
+            // Lines, by which records are numbered: more than one for a record of --multiline.
+            self.records += memchr::memchr_iter(b'\n', &self.buf[self.pos + start..self.pos + end]).count().max(1) as u64;
             start = end;
         }
         Ok(())

@@ -52,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
     let path = std::path::PathBuf::from(format!("/dev/shm/bloomflow-fuzz-scan-{}", std::process::id()));
     std::fs::write(&path, text).unwrap();
     let options = ScanOptions {
-        format: RecordFormat { delimiter, has_header },
+        format: RecordFormat { delimiter, has_header, multiline: false },
         key: Key::single(KeyField::Index(field)),
         split_size,
         max_record: 1 << 20,

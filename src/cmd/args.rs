@@ -70,6 +70,12 @@ pub struct InputArgs {
     /// field is always text. Default: none, and an empty field is the empty key.
     #[arg(long, value_name = "TEXT")]
     pub null_key: Option<String>,
+    /// Quoted fields may hold line breaks, as Spark's `multiLine` and RFC 4180 read them: a
+    /// record ends at the first newline outside quotes. Each input is then read whole by one
+    /// worker (a split could start inside a quoted field): give several files to use several
+    /// workers.
+    #[arg(long)]
+    pub multiline: bool,
     /// Fail on the first malformed record instead of counting and skipping it.
     #[arg(long)]
     pub strict: bool,
@@ -109,7 +115,7 @@ impl InputArgs {
     }
 
     pub fn format(&self) -> anyhow::Result<RecordFormat> {
-        Ok(RecordFormat { delimiter: parse_delimiter("--delimiter", &self.delimiter)?, has_header: !self.no_header })
+        Ok(RecordFormat { delimiter: parse_delimiter("--delimiter", &self.delimiter)?, has_header: !self.no_header, multiline: self.multiline })
     }
 
     /// Scan settings for the key fields `keys` (each as `--key` takes it) given with `flag`,

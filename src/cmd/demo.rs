@@ -29,7 +29,7 @@ pub struct Args {
 
 fn scan(key: &str) -> ScanOptions {
     ScanOptions {
-        format: RecordFormat { delimiter: b',', has_header: true },
+        format: RecordFormat { delimiter: b',', has_header: true, multiline: false },
         key: Key::single(KeyField::Name(key.into())),
         split_size: DEMO_SPLIT,
         max_record: DEFAULT_MAX_RECORD,

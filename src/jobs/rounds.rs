@@ -67,6 +67,9 @@ struct Round {
     first: u64,
     lines: Vec<u8>,
     count: u64,
+    /// Where each record ends in `lines`, kept only for records that may hold newlines
+    /// (`--multiline`); otherwise each line is a record.
+    ends: Vec<usize>,
     /// Runs of lines for one sink each (see [`Sinks`]): the sink, and where its run starts in
     /// `lines`; a run ends where the next one starts. Never empty: the last run takes new lines.
     runs: Vec<(usize, usize)>,
@@ -74,7 +77,7 @@ struct Round {
 
 impl Round {
     fn new(time: u64, first: u64, sink: usize) -> Self {
-        Round { time, first, lines: Vec::new(), count: 0, runs: vec![(sink, 0)] }
+        Round { time, first, lines: Vec::new(), count: 0, ends: Vec::new(), runs: vec![(sink, 0)] }
     }
 
     /// The sink new lines go to.
@@ -108,13 +111,22 @@ pub struct WaitingRecords {
     open: Round,
     /// Whether a matched record is written (the semi-join) or every other one (the anti-join).
     keep_matched: bool,
+    /// Whether a record may hold newlines (`--multiline`): then its end is kept.
+    multiline: bool,
 }
 
 impl WaitingRecords {
     /// No records yet; the first round's survivors enter the join at `time`, and its records go
     /// to sink 0.
     pub fn new(time: u64, keep_matched: bool) -> Self {
-        WaitingRecords { closed: VecDeque::new(), open: Round::new(time, 0, 0), keep_matched }
+        WaitingRecords { closed: VecDeque::new(), open: Round::new(time, 0, 0), keep_matched, multiline: false }
+    }
+
+    /// Records that may hold newlines (`--multiline`) are kept with their ends, not cut at
+    /// their newlines when written.
+    pub fn with_multiline_records(mut self, multiline: bool) -> Self {
+        self.multiline = multiline;
+        self
     }
 
     /// Adds `record` to the open round (with a newline where its input's last line lacked one)
@@ -124,6 +136,9 @@ impl WaitingRecords {
         round.lines.extend_from_slice(record);
         if !record.ends_with(b"\n") {
             round.lines.push(b'\n');
+        }
+        if self.multiline {
+            round.ends.push(round.lines.len());
         }
         round.count += 1;
         round.first + round.count - 1
@@ -178,7 +193,13 @@ impl WaitingRecords {
         let mut lines = Selection::new(&ours, self.keep_matched);
         let ends = round.runs.iter().skip(1).map(|&(_, start)| start).chain([round.lines.len()]);
         for (&(sink, start), end) in round.runs.iter().zip(ends) {
-            lines.copy(&round.lines[start..end], sinks.file(sink)?)?;
+            let block = &round.lines[start..end];
+            if self.multiline {
+                let records = round.ends.partition_point(|&e| e <= start)..round.ends.partition_point(|&e| e <= end);
+                lines.copy(block, round.ends[records].iter().map(|&e| e - start), sinks.file(sink)?)?;
+            } else {
+                lines.copy(block, memchr::memchr_iter(b'\n', block).map(|i| i + 1), sinks.file(sink)?)?;
+            }
         }
         Ok(lines.written)
     }
@@ -211,11 +232,12 @@ impl<'m> Selection<'m> {
         kept
     }
 
-    /// Writes the kept lines of `block` (whole lines, each ending in a newline), each run of
-    /// them in one write: an anti-join writes nearly all of its records here.
-    fn copy(&mut self, block: &[u8], part: &mut TaskFile) -> Result<()> {
+    /// Writes the kept records of `block` (whole records, each ending in a newline, which end
+    /// at `ends`), each run of them in one write: an anti-join writes nearly all of its records
+    /// here.
+    fn copy(&mut self, block: &[u8], ends: impl Iterator<Item = usize>, part: &mut TaskFile) -> Result<()> {
         let (mut line_start, mut run_start) = (0, None);
-        for end in memchr::memchr_iter(b'\n', block).map(|i| i + 1) {
+        for end in ends {
             if self.keeps_next() {
                 run_start.get_or_insert(line_start);
             } else if let Some(start) = run_start.take() {
@@ -277,14 +299,27 @@ mod tests {
             })
             .collect();
         lines.last_mut().unwrap().pop();
-        for (density, keep_matched) in [(0.02, true), (0.02, false), (0.9, true), (0.9, false), (0.0, false)] {
+        // The same records, a third of them holding newlines, as --multiline reads them.
+        let quoted: Vec<Vec<u8>> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| match i % 3 {
+                0 => [&b"\"a\nb\n\","[..], &line[..]].concat(),
+                _ => line.clone(),
+            })
+            .collect();
+        let plain = lines;
+        for (density, keep_matched, multiline) in
+            [(0.02, true, false), (0.02, false, false), (0.9, true, false), (0.9, false, false), (0.0, false, false), (0.02, true, true), (0.9, false, true)]
+        {
+            let lines = if multiline { &quoted } else { &plain };
             // Some lines listed twice or three times, as a join with repeated build keys may.
             let matched: Vec<u64> = (0..lines.len() as u64)
                 .filter(|_| rng.gen_bool(density))
                 .flat_map(|i| std::iter::repeat_n(i, 1 + (i % 7 == 0) as usize + (i % 11 == 0) as usize))
                 .collect();
             let mut sinks: Vec<TaskFile> = (0..3).map(|s| TaskFile::create_scratch(dir.path(), &format!("sink{s}")).unwrap()).collect();
-            let mut waiting = WaitingRecords::new(1, keep_matched);
+            let mut waiting = WaitingRecords::new(1, keep_matched).with_multiline_records(multiline);
             let (mut answers, mut written, mut time) = (Vec::new(), 0, 1);
             let mut to_answer = matched.iter().copied().peekable();
             // Each line's sink; the lines not yet written, by sink.
@@ -339,7 +374,7 @@ mod tests {
                     want.push(b'\n'); // the last line, given its newline
                 }
                 kept_total += kept.len();
-                assert!(got == want, "density {density} keep_matched {keep_matched} sink {s}: {} bytes, want {}", got.len(), want.len());
+                assert!(got == want, "density {density} keep_matched {keep_matched} multiline {multiline} sink {s}: {} bytes, want {}", got.len(), want.len());
             }
             assert_eq!(written as usize, kept_total);
         }

@@ -173,7 +173,15 @@ fn unclosed_quotes_and_embedded_newlines() {
     build_fails(dir.path(), &q, "name", &[], &["q.csv:2", "unclosed quote"]);
     let nl = path_str(dir.path(), "nl.csv");
     std::fs::write(&nl, "id,name\n1,\"two\nlines\"\n2,b\n").unwrap();
-    build_fails(dir.path(), &nl, "id", &["--split-size", "8", "-w", "2"], &["nl.csv:2", "embedded newlines cannot be split"]);
+    build_fails(dir.path(), &nl, "id", &["--split-size", "8", "-w", "2"], &["nl.csv:2", "unclosed quote", "with --multiline, which reads quoted fields that hold line breaks"]);
+    ok(&run(&["build", &nl, "-k", "id", "-o", &path_str(dir.path(), "nl.bloom"), "--multiline", "--split-size", "8", "-w", "2", "--no-progress"]));
+    // A record is named by the line it starts on, the lines of the records before it counted.
+    let mm = path_str(dir.path(), "mm.csv");
+    std::fs::write(&mm, "id,note,key\n1,\"a\nb\n\",k1\n2,x\n3,\"c\",k3\n").unwrap();
+    build_fails(dir.path(), &mm, "key", &["--multiline", "--strict"], &["mm.csv:5", "record has 2 field(s), but the key is field 3"]);
+    // With --multiline, a quote never closed runs to the input's end: the record of line 2.
+    build_fails(dir.path(), &q, "name", &["--multiline"], &["q.csv:2", "unclosed quote"]);
+    build_fails(dir.path(), &q, "name", &["--multiline", "--max-record-bytes", "18"], &["q.csv:2", "longer than the limit of 18 bytes", "a quote left open makes the rest of the input one record"]);
 }
 
 #[test]

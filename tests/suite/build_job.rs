@@ -25,7 +25,7 @@ fn scanned_keys(inputs: &[std::path::PathBuf], options: ScanOptions, peers: usiz
 
 fn options(split_size: u64, has_header: bool, key: KeyField) -> ScanOptions {
     ScanOptions {
-        format: RecordFormat { delimiter: b',', has_header },
+        format: RecordFormat { delimiter: b',', has_header, multiline: false },
         key: Key::single(key),
         split_size,
         max_record: 1 << 20,
@@ -208,6 +208,50 @@ fn build(dir: &Path, input: &str, extra: &[&str]) -> (String, std::process::Outp
     args.extend_from_slice(extra);
     let o = run(&args);
     (out, o)
+}
+
+/// Records whose quoted fields hold line breaks (CRLFs, escaped quotes and commas too; some
+/// keys among them), in three files, the last ending without a newline: `--multiline` builds
+/// the filter of exactly their keys, the same at 1 and 3 workers; without it the build fails
+/// naming the line whose quote runs on.
+#[test]
+fn multiline_records_build_the_filter_of_their_keys() {
+    let dir = tempdir();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let (mut inputs, mut keys) = (Vec::new(), Vec::new());
+    for f in 0..3 {
+        let mut text = String::from("id,note,key\r\n");
+        // Past the reader's 256 KiB buffer: records run across its refills.
+        for i in 0..12_000 {
+            let note = ["\"one\ntwo\"", "\"a, \"\"quoted\"\" word\r\nand more\n\n\"", "plain", "with a \"stray quote", "\"\"", "\"\n\""][rng.gen_range(0..6)];
+            let (key, written) = match rng.gen_range(0..4) {
+                0 => (format!("k{f}-{i}\nsecond line"), format!("\"k{f}-{i}\nsecond line\"")),
+                1 => (format!("k{f}-{i}"), format!("\"k{f}-{i}\"")),
+                _ => (format!("k{f}-{i}"), format!("k{f}-{i}")),
+            };
+            text.push_str(&format!("{i},{note},{written}{}", if rng.gen_bool(0.3) { "\r\n" } else { "\n" }));
+            keys.push(key);
+        }
+        if f == 2 {
+            text.truncate(text.trim_end().len());
+        }
+        let path = path_str(dir.path(), &format!("m{f}.csv"));
+        std::fs::write(&path, text).unwrap();
+        inputs.push(path);
+    }
+    let sizing = ["-k", "key", "--bits", "1000000", "--hashes", "5", "--multiline"];
+    let reference = path_str(dir.path(), "reference.bloom");
+    let summary = ok(&run(&[&["build", "-o", &reference, "--no-progress"][..], &inputs.iter().map(String::as_str).collect::<Vec<_>>(), &sizing].concat()));
+    assert!(summary.contains("keys inserted      36000"), "{summary}");
+    let loaded = bloomflow::format::load(Path::new(&reference)).unwrap().into_plain().unwrap();
+    let mut want = bloomflow::filter::BloomFilter::new(*loaded.spec());
+    keys.iter().for_each(|k| want.insert(k.as_bytes()));
+    assert!(loaded.bits() == want.bits(), "the filter holds other keys than the records'");
+    let out = path_str(dir.path(), "w3.bloom");
+    ok(&run(&[&["build", "-o", &out, "--no-progress", "-w", "3", "--split-size", "100"][..], &inputs.iter().map(String::as_str).collect::<Vec<_>>(), &sizing].concat()));
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&reference).unwrap());
+    let o = run(&["build", &inputs[0], "-o", &path_str(dir.path(), "plain.bloom"), "-k", "key", "--no-progress"]);
+    fails_with(&o, &["m0.csv:", "unclosed quote", "--multiline"]);
 }
 
 /// A CSV of `rows` records with keys `k<i>` in column `key`.

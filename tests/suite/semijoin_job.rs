@@ -1359,3 +1359,69 @@ fn hadoop_and_spark_filters_prune_as_their_single_key_answers() {
         assert_eq!(got, want, "{format}: the same rows, each once");
     }
 }
+
+/// Probe records whose quoted fields hold line breaks (and escaped quotes, commas, CRLFs), read
+/// with `--multiline` from two files by two workers: the exact semi-join, broadcast or shuffled,
+/// writes exactly the records whose key is on the build side, each whole and in order, the
+/// anti-join exactly the others, and the Bloom join at least the first, in order. Without
+/// `--multiline` the job fails on the first quoted line break, naming its line.
+#[test]
+fn multiline_probe_records_are_joined_whole() {
+    let dir = tempdir();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let build = path_str(dir.path(), "build.csv");
+    std::fs::write(&build, std::iter::once("key\n".to_string()).chain((0..200).map(|i| format!("k{}\n", 2 * i))).collect::<String>()).unwrap();
+    let header = "id,note,key\n";
+    let (mut probes, mut joined, mut others) = (Vec::new(), Vec::new(), Vec::new());
+    for f in 0..2 {
+        let (mut text, mut kept, mut rest) = (header.to_string(), String::new(), String::new());
+        for i in 0..300 {
+            let k = rng.gen_range(0..400);
+            let note = ["\"two\nlines\"", "\"a \"\"quote\"\",\r\nand a comma\"", "plain", "\"\"", "\"\n\n\""][i % 5];
+            let key = if i % 3 == 0 { format!("\"k{k}\"") } else { format!("k{k}") };
+            let record = format!("{f}-{i},{note},{key}{}", if i % 7 == 0 { "\r\n" } else { "\n" });
+            text += &record;
+            if k % 2 == 0 { kept += &record } else { rest += &record }
+        }
+        let path = path_str(dir.path(), &format!("probe{f}.csv"));
+        std::fs::write(&path, text).unwrap();
+        probes.push(path);
+        joined.push(format!("{header}{kept}"));
+        others.push(format!("{header}{rest}"));
+    }
+    let parts = |out: &str| -> Vec<String> {
+        assert!(Path::new(out).join("_SUCCESS").exists(), "{out}");
+        (0..2).map(|w| std::fs::read_to_string(Path::new(out).join(format!("part-{w:05}"))).unwrap()).collect()
+    };
+    for (name, flags, want) in [
+        ("broadcast", &["--exact", "--exact-strategy", "broadcast"][..], &joined),
+        ("shuffle", &["--exact", "--exact-strategy", "shuffle"][..], &joined),
+        ("anti", &["--exact", "--exact-strategy", "shuffle", "--anti"][..], &others),
+    ] {
+        let out = path_str(dir.path(), name);
+        let args = [&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probes[0], &probes[1], "--probe-key", "key", "-o", &out, "--multiline", "-w", "2", "--no-progress"][..], flags].concat();
+        ok(&run(&args));
+        assert!(parts(&out) == *want, "{name}: {:?}", parts(&out));
+    }
+    // The Bloom join keeps every record the exact one does, whole and in order, and a few more.
+    let out = path_str(dir.path(), "bloom");
+    ok(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probes[0], &probes[1], "--probe-key", "key", "-o", &out, "--multiline", "-w", "2", "--no-progress"]));
+    for (got, want) in parts(&out).iter().zip(&joined) {
+        let mut got_records = multiline_records(got);
+        for record in multiline_records(want) {
+            assert!(got_records.any(|r| r == record), "{record:?} missing or out of order");
+        }
+    }
+    let out = path_str(dir.path(), "plain");
+    let o = run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probes[0], "--probe-key", "key", "-o", &out, "--no-progress"]);
+    fails_with(&o, &["probe0.csv:2", "unclosed quote", "--multiline"]);
+}
+
+/// The records of a part written by [`multiline_probe_records_are_joined_whole`], after its
+/// header: each starts a line with its id, `F-I,` (no line inside a quoted field does).
+fn multiline_records(part: &str) -> impl Iterator<Item = &str> + '_ {
+    let is_id = |id: &str| id.split_once('-').is_some_and(|(f, i)| [f, i].iter().all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())));
+    let starts: Vec<usize> = part.match_indices('\n').map(|(i, _)| i + 1).filter(|&i| part[i..].split_once(',').is_some_and(|(id, _)| is_id(id))).collect();
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain(std::iter::once(part.len())).collect();
+    starts.into_iter().zip(ends).map(move |(s, e)| &part[s..e])
+}

@@ -204,7 +204,7 @@ impl Sinks for ShuffleFiles<'_> {
 impl<'j> ShufflePart<'j> {
     fn new(job: &'j Job, me: usize, abort: &'j AtomicBool) -> Self {
         let files = ShuffleFiles { job, me, part: None, read_header: None, taken: Vec::new() };
-        ShufflePart { abort, waiting: WaitingRecords::new(1, !job.anti), files, outputs: Vec::new(), taken_splits: 0, written: 0 }
+        ShufflePart { abort, waiting: WaitingRecords::new(1, !job.anti).with_multiline_records(job.probe.options.format.multiline), files, outputs: Vec::new(), taken_splits: 0, written: 0 }
     }
 
     /// Makes the scratch file of taken split `split`: the sink of its records.
