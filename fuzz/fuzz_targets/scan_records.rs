@@ -31,11 +31,13 @@ fuzz_target!(|data: &[u8]| {
         // The third byte picks the type other than bytes.
         key_type: match control & 2 {
             0 => KeyType::Bytes,
-            _ => [KeyType::Long, KeyType::Text, KeyType::LongWritable, KeyType::IntWritable, KeyType::BytesWritable][*kind as usize % 5],
+            _ => [KeyType::Long, KeyType::Text, KeyType::LongWritable, KeyType::IntWritable, KeyType::BytesWritable][(kind & 0x7f) as usize % 5],
         },
         reject_empty: control & 4 != 0,
     };
     let has_header = control & 8 != 0;
+    // The third byte's top bit: quoted fields may hold line breaks (`--multiline`).
+    let multiline = kind & 0x80 != 0;
     let field = 1 + (control >> 4) as usize % 4;
     // No NULL text; the empty field as NULL, its records dropped or kept; `N` as NULL, kept.
     let (null_key, keep_null_records) = match control >> 6 {
@@ -52,7 +54,7 @@ fuzz_target!(|data: &[u8]| {
     let path = std::path::PathBuf::from(format!("/dev/shm/bloomflow-fuzz-scan-{}", std::process::id()));
     std::fs::write(&path, text).unwrap();
     let options = ScanOptions {
-        format: RecordFormat { delimiter, has_header, multiline: false },
+        format: RecordFormat { delimiter, has_header, multiline },
         key: Key::single(KeyField::Index(field)),
         split_size,
         max_record: 1 << 20,
@@ -81,8 +83,8 @@ fuzz_target!(|data: &[u8]| {
         null_keys: stats.null_keys,
         described_lines: stats.malformed_examples.iter().map(|e| e.split(':').nth(1).unwrap().parse().unwrap()).collect(),
     });
-    let want = line_by_line(text, has_header, delimiter, field - 1, &rules, null_key.as_deref(), keep_null_records);
-    assert_eq!(got, want, "delimiter {:?}, field {field}, header {has_header}, {rules:?}, null {null_key:?} kept {keep_null_records}, split size {split_size}", delimiter as char);
+    let want = line_by_line(text, has_header, delimiter, field - 1, &rules, null_key.as_deref(), keep_null_records, multiline);
+    assert_eq!(got, want, "delimiter {:?}, field {field}, header {has_header}, {rules:?}, null {null_key:?} kept {keep_null_records}, multiline {multiline}, split size {split_size}", delimiter as char);
 });
 
 /// The file read as the scan must read it: lines ending at each newline (the last may lack
@@ -90,8 +92,10 @@ fuzz_target!(|data: &[u8]| {
 /// mark dropped at the start, the first line skipped as the header (even blank) where there is
 /// one, blank lines skipped, and each key taken by the record parser and encoded by the key
 /// rules, unless the parser finds it NULL: then counted, and kept with no key where
-/// `keep_nulls`.
-fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rules: &KeyRules, null: Option<&[u8]>, keep_nulls: bool) -> Option<Scanned> {
+/// `keep_nulls`. With `multiline`, records instead of lines ([`records_of`]), each numbered by
+/// the line it starts on.
+#[allow(clippy::too_many_arguments)]
+fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rules: &KeyRules, null: Option<&[u8]>, keep_nulls: bool, multiline: bool) -> Option<Scanned> {
     let mut want = Scanned { pairs: Vec::new(), records: 0, malformed: 0, null_keys: 0, described_lines: Vec::new() };
     // Its line ends told from its first bytes, as every reader tells them.
     let ends = LineEnds::of(&TextStart::read(text, 1 << 20).unwrap());
@@ -104,7 +108,11 @@ fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rule
         text
     };
     let (mut scratch, mut encoded) = (Vec::new(), Vec::new());
-    for (number, record) in text.split_inclusive(|&b| b == b'\n').enumerate().skip(has_header as usize) {
+    let records: Vec<(usize, &[u8])> = match multiline {
+        true => records_of(text, delimiter),
+        false => text.split_inclusive(|&b| b == b'\n').enumerate().map(|(i, line)| (i + 1, line)).collect(),
+    };
+    for (number, record) in records.into_iter().skip(has_header as usize) {
         let line = trim_line_end(record);
         if line.is_empty() {
             continue;
@@ -127,10 +135,46 @@ fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rule
             Err(_) => {
                 want.malformed += 1;
                 if want.described_lines.len() < MALFORMED_EXAMPLES {
-                    want.described_lines.push(number as u64 + 1);
+                    want.described_lines.push(number as u64);
                 }
             }
         }
     }
     Some(want)
+}
+
+/// The records of `text` as `--multiline` reads them, byte by byte, each with the number of the
+/// line it starts on: a newline ends a record unless it is inside a field that opens with a
+/// quote, up to that field's closing quote (`""` inside it is an escaped quote); a quote inside
+/// an unquoted field is a plain byte.
+fn records_of(text: &[u8], delimiter: u8) -> Vec<(usize, &[u8])> {
+    let (mut records, mut start, mut line, mut start_line) = (Vec::new(), 0, 1, 1);
+    let (mut in_quotes, mut field_start, mut escaped) = (false, true, false);
+    for (i, &b) in text.iter().enumerate() {
+        if std::mem::take(&mut escaped) {
+            continue;
+        }
+        if in_quotes {
+            match b {
+                b'"' if text.get(i + 1) == Some(&b'"') => escaped = true,
+                b'"' => in_quotes = false,
+                b'\n' => line += 1,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'\n' => {
+                line += 1;
+                records.push((start_line, &text[start..=i]));
+                (start, start_line, field_start) = (i + 1, line, true);
+            }
+            b'"' if field_start => (in_quotes, field_start) = (true, false),
+            _ => field_start = b == delimiter,
+        }
+    }
+    if start < text.len() {
+        records.push((start_line, &text[start..]));
+    }
+    records
 }
