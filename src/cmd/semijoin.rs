@@ -24,7 +24,7 @@ pub struct Args {
     build_key: Vec<String>,
     /// A prebuilt filter to prune with, instead of building one (a filter file, or a
     /// BloomMapFile directory).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key", "build_delimiter", "build_no_header", "build_null_key"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["build", "build_key", "build_delimiter", "build_no_header", "build_multiline", "build_null_key"])]
     filter: Option<PathBuf>,
     /// Probe-side inputs (files, directories, quoted globs or `-`): the records to prune.
     #[arg(long, required = true, num_args = 1.., value_name = "INPUT")]
@@ -86,6 +86,9 @@ struct SideFormatArgs {
     /// The build side has no header line (its key fields are then 1-based indexes).
     #[arg(long, requires = "build")]
     build_no_header: bool,
+    /// The build side's quoted fields may hold line breaks (as --multiline, for this side only).
+    #[arg(long, requires = "build")]
+    build_multiline: bool,
     /// The text of NULL in the build side's key fields, instead of --null-key's.
     #[arg(long, value_name = "TEXT", requires = "build")]
     build_null_key: Option<String>,
@@ -95,23 +98,45 @@ struct SideFormatArgs {
     /// The probe side has no header line (its key fields are then 1-based indexes).
     #[arg(long)]
     probe_no_header: bool,
+    /// The probe side's quoted fields may hold line breaks (as --multiline, for this side only).
+    #[arg(long)]
+    probe_multiline: bool,
     /// The text of NULL in the probe side's key fields, instead of --null-key's.
     #[arg(long, value_name = "TEXT")]
     probe_null_key: Option<String>,
 }
 
+/// One side's own format flags (`--{side}-delimiter`, `--{side}-no-header`,
+/// `--{side}-multiline`, `--{side}-null-key`).
+struct OwnFormat<'a> {
+    delimiter: Option<&'a str>,
+    no_header: bool,
+    multiline: bool,
+    null_key: Option<&'a str>,
+}
+
+impl SideFormatArgs {
+    fn build(&self) -> OwnFormat<'_> {
+        OwnFormat { delimiter: self.build_delimiter.as_deref(), no_header: self.build_no_header, multiline: self.build_multiline, null_key: self.build_null_key.as_deref() }
+    }
+
+    fn probe(&self) -> OwnFormat<'_> {
+        OwnFormat { delimiter: self.probe_delimiter.as_deref(), no_header: self.probe_no_header, multiline: self.probe_multiline, null_key: self.probe_null_key.as_deref() }
+    }
+}
+
 /// The scan settings of one side, keyed on `keys` (given with `--{side}-key`): `-d`,
-/// `--no-header` and `--null-key`, unless the side's own flags (`--{side}-delimiter`,
-/// `--{side}-no-header`, `--{side}-null-key`) replace them. Keys are hashed by `rules`.
-fn side_scan(args: &Args, side: &str, keys: &[String], own: (Option<&str>, bool, Option<&str>), rules: KeyRules) -> anyhow::Result<ScanOptions> {
-    let (delimiter, no_header, null_key) = own;
+/// `--no-header`, `--multiline` and `--null-key`, unless the side's own flags replace them.
+/// Keys are hashed by `rules`.
+fn side_scan(args: &Args, side: &str, keys: &[String], own: OwnFormat, rules: KeyRules) -> anyhow::Result<ScanOptions> {
     let mut format = args.input.format()?;
-    if let Some(text) = delimiter {
+    if let Some(text) = own.delimiter {
         format.delimiter = parse_delimiter(&format!("--{side}-delimiter"), text)?;
     }
-    format.has_header &= !no_header;
+    format.has_header &= !own.no_header;
+    format.multiline |= own.multiline;
     let own_null = format!("--{side}-null-key");
-    let null_key = null_key.map(|text| (own_null.as_str(), text)).or(args.input.null_key());
+    let null_key = own.null_key.map(|text| (own_null.as_str(), text)).or(args.input.null_key());
     args.input.scan_as(format, keys, &format!("--{side}-key"), rules, null_key)
 }
 
@@ -135,7 +160,7 @@ fn build_side(args: &Args, scheme: Scheme, layout: Layout) -> anyhow::Result<Fil
         );
     }
     let sides = &args.sides;
-    let scan = side_scan(args, "build", &args.build_key, (sides.build_delimiter.as_deref(), sides.build_no_header, sides.build_null_key.as_deref()), args.sizing.key_rules(scheme))?;
+    let scan = side_scan(args, "build", &args.build_key, sides.build(), args.sizing.key_rules(scheme))?;
     Ok(FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, layout, seed: args.sizing.seed()? })
 }
 
@@ -151,7 +176,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let sides = &args.sides;
-    let probe_scan = side_scan(&args, "probe", &args.probe_key, (sides.probe_delimiter.as_deref(), sides.probe_no_header, sides.probe_null_key.as_deref()), probe_rules)?;
+    let probe_scan = side_scan(&args, "probe", &args.probe_key, sides.probe(), probe_rules)?;
     args.input.check_stdin_used(args.build.iter().chain(&args.probe))?;
     let config = SemijoinConfig {
         filter,

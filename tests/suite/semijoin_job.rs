@@ -1363,8 +1363,9 @@ fn hadoop_and_spark_filters_prune_as_their_single_key_answers() {
 /// Probe records whose quoted fields hold line breaks (and escaped quotes, commas, CRLFs), read
 /// with `--multiline` from two files by two workers: the exact semi-join, broadcast or shuffled,
 /// writes exactly the records whose key is on the build side, each whole and in order, the
-/// anti-join exactly the others, and the Bloom join at least the first, in order. Without
-/// `--multiline` the job fails on the first quoted line break, naming its line.
+/// anti-join exactly the others, and the Bloom join at least the first, in order; so with each
+/// side's own flag. Without the flag the job fails on the first quoted line break, naming its
+/// line.
 #[test]
 fn multiline_probe_records_are_joined_whole() {
     let dir = tempdir();
@@ -1403,6 +1404,20 @@ fn multiline_probe_records_are_joined_whole() {
         ok(&run(&args));
         assert!(parts(&out) == *want, "{name}: {:?}", parts(&out));
     }
+    // Each side's own flag: a build side whose notes hold line breaks too, beside the probe.
+    let notes = path_str(dir.path(), "build_notes.csv");
+    std::fs::write(&notes, std::iter::once("note,key\n".to_string()).chain((0..200).map(|i| format!("\"line\n{i}\",k{}\n", 2 * i))).collect::<String>()).unwrap();
+    for (name, build, flags) in [
+        ("probe_side", &build, &["--probe-multiline"][..]),
+        ("both_sides", &notes, &["--probe-multiline", "--build-multiline"][..]),
+    ] {
+        let out = path_str(dir.path(), name);
+        let args = [&["semijoin", "--build", build, "--build-key", "key", "--probe", &probes[0], &probes[1], "--probe-key", "key", "-o", &out, "--exact", "-w", "2", "--no-progress"][..], flags].concat();
+        ok(&run(&args));
+        assert!(parts(&out) == joined, "{name}: {:?}", parts(&out));
+    }
+    let o = run(&["semijoin", "--build", &notes, "--build-key", "key", "--probe", &probes[0], "--probe-key", "key", "-o", &path_str(dir.path(), "probe_only"), "--probe-multiline", "--no-progress"]);
+    fails_with(&o, &["build_notes.csv:2", "unclosed quote"]);
     // The Bloom join keeps every record the exact one does, whole and in order, and a few more.
     let out = path_str(dir.path(), "bloom");
     ok(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probes[0], &probes[1], "--probe-key", "key", "-o", &out, "--multiline", "-w", "2", "--no-progress"]));
