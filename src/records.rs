@@ -25,33 +25,41 @@ pub struct RecordFormat {
 /// escaped quote). A quote inside an unquoted field is a plain byte, as the record parser reads
 /// it. The last record, if it runs past the end of `bytes`, is not given.
 pub fn record_ends(bytes: &[u8], delimiter: u8) -> impl Iterator<Item = usize> + '_ {
+    // Only quotes and newlines matter: a quote opens a field where it follows the start, a
+    // delimiter or a newline (outside quotes every newline ends a record). Lines without
+    // quotes are then one `memchr2` each, where stopping at every delimiter took twice the
+    // time of the scan itself.
     let mut at = 0;
-    let mut field_start = true;
-    std::iter::from_fn(move || {
-        while at < bytes.len() {
-            if field_start && bytes[at] == b'"' {
-                // Past the closing quote; a quote that is the last byte may be the first of an
-                // escaped pair whose second is not read yet: the record is not known to end.
-                let mut pos = at + 1;
-                loop {
-                    let quote = pos + memchr::memchr(b'"', &bytes[pos..])?;
-                    match bytes.get(quote + 1) {
-                        Some(b'"') => pos = quote + 2,
-                        Some(_) => break at = quote + 1,
-                        None => return None,
-                    }
+    std::iter::from_fn(move || loop {
+        let found = at + memchr::memchr2(b'"', b'\n', &bytes[at..])?;
+        at = found + 1;
+        if bytes[found] == b'\n' {
+            return Some(at);
+        }
+        if found == 0 || bytes[found - 1] == delimiter || bytes[found - 1] == b'\n' {
+            // Past the closing quote; a quote that is the last byte may be the first of an
+            // escaped pair whose second is not read yet: the record is not known to end.
+            loop {
+                let quote = at + memchr::memchr(b'"', &bytes[at..])?;
+                match bytes.get(quote + 1) {
+                    Some(b'"') => at = quote + 2,
+                    Some(_) => break at = quote + 1,
+                    None => return None,
                 }
-                field_start = false;
-                continue;
-            }
-            let end = at + memchr::memchr2(delimiter, b'\n', &bytes[at..])?;
-            (at, field_start) = (end + 1, true);
-            if bytes[end] == b'\n' {
-                return Some(at);
             }
         }
-        None
     })
+}
+
+/// The end of the last whole record of `bytes` (see [`record_ends`]). The lines before the
+/// first quote's are records one each, found from the end: a buffer without quotes is one
+/// `memrchr`, where cutting it record by record took a fifth of a build's time.
+pub fn last_record_end(bytes: &[u8], delimiter: u8) -> Option<usize> {
+    let Some(quote) = memchr::memchr(b'"', bytes) else {
+        return memchr::memrchr(b'\n', bytes).map(|i| i + 1);
+    };
+    let line_start = memchr::memrchr(b'\n', &bytes[..quote]).map_or(0, |i| i + 1);
+    record_ends(&bytes[line_start..], delimiter).last().map(|end| line_start + end).or((line_start > 0).then_some(line_start))
 }
 
 /// Which field holds the key, as the user named it.
@@ -831,6 +839,18 @@ mod tests {
         assert_eq!(ends("1,a\n2,\"b\"", b','), [4]);
         assert_eq!(ends("1,\"b\"\"", b','), Vec::<usize>::new());
         assert_eq!(ends("", b','), Vec::<usize>::new());
+    }
+
+    /// The last record end found from the first quote's line is the last of all the ends.
+    #[test]
+    fn last_record_end_is_the_last_of_the_record_ends() {
+        let mut rng = crate::xorshift::XorShift::new(17);
+        for round in 0..20_000 {
+            let len = (rng.next() % 40) as usize;
+            let alphabet: &[u8] = if round % 2 == 0 { b"a,\"\n\n" } else { b"ab,,\n\"" };
+            let bytes: Vec<u8> = (0..len).map(|_| alphabet[(rng.next() % alphabet.len() as u64) as usize]).collect();
+            assert_eq!(last_record_end(&bytes, b','), record_ends(&bytes, b',').last(), "{:?}", String::from_utf8_lossy(&bytes));
+        }
     }
 
     #[test]

@@ -637,7 +637,7 @@ impl<R: Read> SplitReader<R> {
             let ready = &self.buf[self.pos..self.filled];
             let complete = match self.multiline {
                 // Read whole (one split an input): the records ready are those that end.
-                Some(delimiter) => crate::records::record_ends(ready, delimiter).last(),
+                Some(delimiter) => crate::records::last_record_end(ready, delimiter),
                 None => {
                     // The split's last record holds its byte end - 1, and ends at the first
                     // newline from there; if that is not in the buffer yet, the records before
