@@ -60,7 +60,8 @@ impl RoundClock {
     }
 }
 
-/// A round's waiting records: whole lines, numbered from `first` on, and the files they go to.
+/// A round's waiting records: whole lines (or with `--multiline`, records that may hold
+/// newlines), numbered from `first` on, and the files they go to.
 struct Round {
     /// The join timestamp of the round's survivors.
     time: u64,
