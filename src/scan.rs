@@ -157,7 +157,7 @@ impl Source {
                     // (A compressed file can hold nothing: then it has no header line either.)
                     let first = match &start {
                         Some(start) if options.format.has_header => {
-                            Some(first_line(path, *compression, options.max_record, ends, start)?).filter(|line| !line.is_empty())
+                            Some(first_line(path, *compression, &options, ends, start)?).filter(|line| !line.is_empty())
                         }
                         _ => None,
                     };
@@ -815,7 +815,11 @@ fn locate_key(buf: &[u8], key: &[u8], arena: &mut Vec<u8>) -> KeyAt {
 /// The first line of a file whose lines end in `ends` and whose text starts with `start`, with
 /// its terminator (a CR made an LF), read without reading the rest: from `start`, which holds
 /// it unless it is longer than `max_record` (then the file's reader refuses it).
-fn first_line(path: &std::path::Path, compression: Compression, max_record: usize, ends: LineEnds, start: &TextStart) -> Result<Vec<u8>> {
+fn first_line(path: &std::path::Path, compression: Compression, options: &ScanOptions, ends: LineEnds, start: &TextStart) -> Result<Vec<u8>> {
+    let max_record = options.max_record;
+    if options.format.multiline {
+        return header_record(path, options.format.delimiter, ends, start);
+    }
     if let Some(line) = start.first_line(ends).filter(|line| line.len() <= max_record) {
         return Ok(line[bom_len(&line)..].to_vec());
     }
@@ -829,6 +833,27 @@ fn first_line(path: &std::path::Path, compression: Compression, max_record: usiz
             let reader = CompressedSplitReader::open_compressed(path, compressed, 1, max_record, Vec::new())?.0;
             Ok(line(reader.with_line_ends(ends).next_record()?))
         }
+    }
+}
+
+/// The header of a `--multiline` input: its first record, whose quoted names may hold line
+/// breaks (as a spreadsheet's wrapped column titles are exported), taken from the input's first
+/// bytes, which must hold it whole.
+fn header_record(path: &std::path::Path, delimiter: u8, ends: LineEnds, start: &TextStart) -> Result<Vec<u8>> {
+    let bytes: Vec<u8> = match ends {
+        LineEnds::Cr => start.bytes.iter().map(|&b| if b == b'\r' { b'\n' } else { b }).collect(),
+        _ => start.bytes.clone(),
+    };
+    let text = &bytes[bom_len(&bytes)..];
+    let end = crate::records::record_ends(text, delimiter).next();
+    match end {
+        Some(end) => Ok(text[..end].to_vec()),
+        None if start.whole => Ok(text.to_vec()),
+        None => Err(Error::Malformed {
+            path: path.display().to_string(),
+            line: 1,
+            reason: format!("the header record runs past the first {} bytes (a quote left open?)", start.bytes.len()),
+        }),
     }
 }
 

@@ -254,6 +254,21 @@ fn multiline_records_build_the_filter_of_their_keys() {
     fails_with(&o, &["m0.csv:", "unclosed quote", "--multiline"]);
 }
 
+/// With `--multiline`, a header whose quoted names hold line breaks (a spreadsheet's wrapped
+/// titles) names its columns whole: a key named so builds the filter of the key by index.
+#[test]
+fn multiline_header_names_hold_line_breaks() {
+    let dir = tempdir();
+    let input = path_str(dir.path(), "wrapped.csv");
+    std::fs::write(&input, "\"customer\nid\",note,\"the\r\nkey\"\r\n1,\"a\nb\",k1\n2,x,k2\n3,\"\",\"k\n3\"\n").unwrap();
+    let (by_index, o) = build(dir.path(), &input, &["-k", "3", "--multiline", "--bits", "4096", "--hashes", "3"]);
+    let summary = ok(&o);
+    assert!(summary.contains("records            3") && summary.contains("keys inserted      3"), "{summary}");
+    let (by_name, o) = build(dir.path(), &input, &["-k", "the\r\nkey", "--multiline", "--bits", "4096", "--hashes", "3"]);
+    ok(&o);
+    assert_eq!(std::fs::read(by_name).unwrap(), std::fs::read(by_index).unwrap());
+}
+
 /// A CSV of `rows` records with keys `k<i>` in column `key`.
 fn write_csv(dir: &Path, name: &str, rows: usize) -> String {
     let mut text = String::from("id,key,payload\n");
