@@ -82,7 +82,7 @@ pub fn write_table(path: &Path, header: &[u8], rows: u64, threads: usize, row: f
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let part_path = part(t);
-                scope.spawn(move || -> Result<()> {
+                std::thread::Builder::new().spawn_scoped(scope, move || -> Result<()> {
                     let (from, to) = (rows * t / threads, rows * (t + 1) / threads);
                     let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&part_path).map_err(|e| Error::io(&part_path, e))?);
                     let mut buf = Vec::with_capacity(1 << 20);
@@ -98,7 +98,14 @@ pub fn write_table(path: &Path, header: &[u8], rows: u64, threads: usize, row: f
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(Error::Job("a generator thread failed".into())))).collect()
+        // A thread the system would not start is an error, as a failed one is.
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|_| Err(Error::Job("a generator thread failed".into()))),
+                Err(e) => Err(Error::Job(format!("cannot start a generator thread: {e}"))),
+            })
+            .collect()
     });
     let outcome = (|| {
         for r in results {

@@ -33,8 +33,9 @@ struct SemijoinBench {
 pub fn run(args: Args) -> anyhow::Result<()> {
     match args.dataset {
         Dataset::SemijoinBench(a) => {
-            if a.workers == 0 {
-                anyhow::bail!("invalid --workers: must be at least 1");
+            // Threads past the machine's are no faster; a mistyped count failed to spawn them.
+            if !(1..=bloomflow::cluster::MAX_WORKERS).contains(&a.workers) {
+                anyhow::bail!("invalid --workers: {} is not between 1 and {} generator threads", a.workers, bloomflow::cluster::MAX_WORKERS);
             }
             let started = std::time::Instant::now();
             bloomflow::gen::semijoin_bench(&a.output, a.build_rows, a.probe_rows, a.workers)?;

@@ -478,3 +478,18 @@ fn bad_hostfiles() {
     build_fails(dir.path(), &build, "id", &["-n", "2", "--hostfile", &short], &["short-hosts lists 1 address(es), but -n is 2"]);
     build_fails(dir.path(), &build, "id", &["-n", "2", "--hostfile", &path_str(dir.path(), "missing-hosts")], &["missing-hosts", "No such file"]);
 }
+
+/// `gen` refuses a thread count of 0 or past the cap before writing anything (a mistyped count
+/// had failed to spawn its threads, panicking and leaving tens of thousands of hidden part files).
+#[test]
+fn gen_refuses_thread_counts_out_of_range() {
+    let dir = tempdir();
+    let out = path_str(dir.path(), "data");
+    for workers in ["0", "100000"] {
+        let o = run(&["gen", "semijoin-bench", "--build-rows", "10", "--probe-rows", "10", "-o", &out, "-w", workers]);
+        fails_with(&o, &["invalid --workers", &format!("{workers} is not between 1 and 1024 generator threads")]);
+        assert!(!Path::new(&out).exists() || names_in(&out).is_empty(), "{:?}", names_in(&out));
+    }
+    ok(&run(&["gen", "semijoin-bench", "--build-rows", "10", "--probe-rows", "10", "-o", &out, "-w", "3"]));
+    assert_eq!(names_in(&out), ["build.csv", "probe.csv"]);
+}
