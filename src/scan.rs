@@ -840,10 +840,10 @@ fn first_line(path: &std::path::Path, compression: Compression, options: &ScanOp
 /// breaks (as a spreadsheet's wrapped column titles are exported), taken from the input's first
 /// bytes, which must hold it whole.
 fn header_record(path: &std::path::Path, delimiter: u8, ends: LineEnds, start: &TextStart) -> Result<Vec<u8>> {
-    let bytes: Vec<u8> = match ends {
-        LineEnds::Cr => start.bytes.iter().map(|&b| if b == b'\r' { b'\n' } else { b }).collect(),
-        _ => start.bytes.clone(),
-    };
+    let mut bytes = start.bytes.clone();
+    if ends == LineEnds::Cr {
+        splits::cr_to_lf(&mut bytes);
+    }
     let text = &bytes[bom_len(&bytes)..];
     let end = crate::records::record_ends(text, delimiter).next();
     match end {

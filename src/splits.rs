@@ -735,7 +735,7 @@ impl<'a> Iterator for RunLines<'a> {
 
 /// Every CR in `bytes` made an LF (a loop the compiler vectorizes: about as fast as the copy
 /// that read the bytes).
-fn cr_to_lf(bytes: &mut [u8]) {
+pub(crate) fn cr_to_lf(bytes: &mut [u8]) {
     for b in bytes {
         if *b == b'\r' {
             *b = b'\n';

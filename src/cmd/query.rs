@@ -160,9 +160,15 @@ impl AnswerText {
     fn push_count(&mut self, key: &[u8], count: u8) {
         let end = self.room_for(key);
         self.bytes[self.len..end].copy_from_slice(key);
-        let line = format!("\t{count}\n");
-        self.bytes[end..end + line.len()].copy_from_slice(line.as_bytes());
-        self.len = end + line.len();
+        // `\t`, 1–3 digits and `\n`, within the room for an answer, written without allocating.
+        let digits = [count / 100, count / 10 % 10, count % 10];
+        let first = if count >= 100 { 0 } else if count >= 10 { 1 } else { 2 };
+        let mut at = end;
+        for byte in std::iter::once(b'\t').chain(digits[first..].iter().map(|d| b'0' + d)).chain([b'\n']) {
+            self.bytes[at] = byte;
+            at += 1;
+        }
+        self.len = at;
     }
 }
 

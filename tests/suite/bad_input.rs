@@ -179,6 +179,10 @@ fn unclosed_quotes_and_embedded_newlines() {
     let mm = path_str(dir.path(), "mm.csv");
     std::fs::write(&mm, "id,note,key\n1,\"a\nb\n\",k1\n2,x\n3,\"c\",k3\n").unwrap();
     build_fails(dir.path(), &mm, "key", &["--multiline", "--strict"], &["mm.csv:5", "record has 2 field(s), but the key is field 3"]);
+    // A header whose quote is never closed runs past the bytes the header is read from.
+    let open_header = path_str(dir.path(), "open_header.csv");
+    std::fs::write(&open_header, format!("\"id,key\n{}", "1,k\n".repeat(30_000))).unwrap();
+    build_fails(dir.path(), &open_header, "key", &["--multiline"], &["open_header.csv:1", "the header record runs past the first"]);
     // With --multiline, a quote never closed runs to the input's end: the record of line 2.
     build_fails(dir.path(), &q, "name", &["--multiline"], &["q.csv:2", "unclosed quote"]);
     build_fails(dir.path(), &q, "name", &["--multiline", "--max-record-bytes", "18"], &["q.csv:2", "longer than the limit of 18 bytes", "a quote left open makes the rest of the input one record"]);
