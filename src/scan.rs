@@ -131,9 +131,11 @@ impl Source {
         // Balanced bzip2 splits stay large (each decodes a block past its end); a smaller size
         // asked for is used as it is.
         let bzip2_split_size = split_size.max(options.split_size.min(splits::MIN_BALANCED_BZIP2_SPLIT));
-        // With --multiline a split could start inside a quoted field: each input is one.
+        // With --multiline a planned split could start inside a quoted field: a plain file's
+        // splits are moved to records' starts, and a bzip2 file, whose splits could not be, is
+        // one (below, once the line ends are known).
         let splits = match options.format.multiline {
-            true => splits::plan_splits(&inputs, u64::MAX, u64::MAX)?,
+            true => splits::plan_splits(&inputs, split_size, u64::MAX)?,
             false => splits::plan_splits(&inputs, split_size, bzip2_split_size)?,
         };
         let mut key_index = Vec::with_capacity(inputs.len());
@@ -176,6 +178,10 @@ impl Source {
             };
             key_index.push(index);
         }
+        let splits = match options.format.multiline {
+            true => splits::align_to_records(splits, &inputs, &line_ends, options.format.delimiter, options.max_record)?,
+            false => splits,
+        };
         Ok(Source { inputs, splits, key_index, line_ends, header, other_header, options })
     }
 
@@ -1059,6 +1065,104 @@ mod tests {
                 assert!(read == want, "null {null:?}, kept {keep_null_records}, split size {split_size}");
                 assert_eq!(stats.bytes, text.len() as u64);
             }
+        }
+    }
+
+    /// With `--multiline`, a plain file is still read in many splits: each starts at a record's
+    /// start (a record end read from the file's start), and the splits read in turn give every
+    /// record once, whole, with its key, as one reader of the whole file does; with its lines
+    /// ending in CR alone too. Where no record start can be told (a text whose quoted fields
+    /// read as records themselves, so that the two readings stay out of step), the splits are
+    /// joined.
+    #[test]
+    fn multiline_splits_start_at_records_and_read_each_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = crate::xorshift::XorShift::new(41);
+        // Out of step everywhere: `"x\n",1\n` read from just past its first newline is `",1\n"`
+        // (a quoted field) and `x\n` (a record), and so on to the end.
+        let ambiguous = "\"x\n\",1\n".repeat(3000);
+        for cr in [false, true] {
+            let mut text = ambiguous.clone();
+            for i in 0..6000 {
+                let r = rng.next();
+                let note = ["\"one\ntwo\"", "\"a, \"\"quoted\"\" word\n\nmore\"", "plain", "with a \"stray quote", "\"\"", "\"\n\""][(r % 6) as usize];
+                let key = ["\"k{i}\nline\"", "\"k{i}\"", "k{i}"][(r >> 8) as usize % 3].replace("{i}", &i.to_string());
+                let end = if !cr && (r >> 16).is_multiple_of(3) { "\r\n" } else { "\n" };
+                text.push_str(&format!("{note},{key},{i}{end}"));
+            }
+            let lf = text.into_bytes();
+            // The oracle: the records as read from the start, each with its key.
+            let mut want: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let (mut start, mut scratch) = (0, Vec::new());
+            for end in crate::records::record_ends(&lf, b',') {
+                let record = &lf[start..end];
+                let key = key_or_null(trim_line_end(record), b',', 1, true, None, &mut scratch).unwrap().unwrap();
+                want.push((key.to_vec(), record.to_vec()));
+                start = end;
+            }
+            assert_eq!(start, lf.len());
+            let ends: std::collections::HashSet<usize> = crate::records::record_ends(&lf, b',').collect();
+            let path = dir.path().join(if cr { "cr.csv" } else { "lf.csv" });
+            let file = if cr { lf.iter().map(|&b| if b == b'\n' { b'\r' } else { b }).collect() } else { lf.clone() };
+            std::fs::write(&path, &file).unwrap();
+            for split_size in [100, 777, 64 << 10] {
+                let options = ScanOptions { format: RecordFormat { delimiter: b',', has_header: false, multiline: true }, ..csv_options(split_size) };
+                let source = Source::plan(std::slice::from_ref(&path), options, 3).unwrap();
+                let splits = &source.splits;
+                let astray = splits.iter().find(|s| s.start > 0 && !ends.contains(&(s.start as usize)));
+                assert!(astray.is_none(), "a split starts inside a record: {astray:?}");
+                assert!(splits.windows(2).all(|w| w[0].end == w[1].start && w[0].start < w[0].end) && splits.last().unwrap().end == lf.len() as u64);
+                // No start is found among the out-of-step records; many are after them.
+                assert!(splits.len() > 1 && splits[1].start >= ambiguous.len() as u64, "{:?}", &splits[..2]);
+                assert!(splits.len() as u64 >= (lf.len() - ambiguous.len()) as u64 / split_size * 9 / 10, "{} splits of {split_size}", splits.len());
+                let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+                let mut read: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+                let mut by_split = splits.iter().map(|s| s.index).collect::<Vec<_>>().into_iter();
+                let stats = source
+                    .scan_feed(&mut by_split, &abort, &progress, |batch| {
+                        read.extend(batch.keys.iter().zip(batch.records).map(|(k, r)| (k.to_vec(), r.to_vec())));
+                        Ok(())
+                    })
+                    .unwrap();
+                assert_eq!(read.len(), want.len(), "cr {cr}, split size {split_size}");
+                assert!(read == want, "cr {cr}, split size {split_size}");
+                assert_eq!((stats.records, stats.bytes), (want.len() as u64, lf.len() as u64));
+            }
+        }
+    }
+
+    /// With `--multiline`, a long stretch without quotes has record starts only where the limit
+    /// on a record's length shows that no quoted field can be open: with a limit of 4 KiB, it
+    /// is read in many splits; with 1 MiB (more than the text), in one until the quote that
+    /// ends the stretch. Either way every record is read once, in order.
+    #[test]
+    fn multiline_splits_in_quote_free_text_follow_the_record_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rare.csv");
+        let plain = |from: u32| (from..from + 5000).map(|i| format!("{i},k{i},x\n")).collect::<String>();
+        let text = format!("{}9,\"k-quoted\nline\",y\n{}", plain(0), plain(5000));
+        std::fs::write(&path, &text).unwrap();
+        let mut want: Vec<Vec<u8>> = (0..10_000).map(|i| format!("k{i}").into_bytes()).collect();
+        want.insert(5000, b"k-quoted\nline".to_vec());
+        let quote = text.find('"').unwrap() as u64;
+        for (max_record, many) in [(4096, true), (1 << 20, false)] {
+            let options = ScanOptions {
+                format: RecordFormat { delimiter: b',', has_header: false, multiline: true },
+                max_record,
+                ..csv_options(1000)
+            };
+            let source = Source::plan(std::slice::from_ref(&path), options, 2).unwrap();
+            let before_quote = source.splits.iter().filter(|s| s.start < quote).count();
+            assert_eq!(before_quote > 50, many, "{before_quote} splits before the quote, the limit {max_record}");
+            let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+            let mut read: Vec<Vec<u8>> = Vec::new();
+            let mut by_split = source.splits.iter().map(|s| s.index).collect::<Vec<_>>().into_iter();
+            let each = |batch: &RecordBatch| {
+                read.extend(batch.keys.iter().map(|k| k.to_vec()));
+                Ok(())
+            };
+            source.scan_feed(&mut by_split, &abort, &progress, each).unwrap();
+            assert!(read == want, "the limit {max_record}: {} records read", read.len());
         }
     }
 

@@ -4,7 +4,8 @@
 //! file (see `compressed`) cannot be read from its middle, so it is one split, read whole, as
 //! Hadoop reads it. Split i goes to global worker i mod peers, so the assignment is the same on
 //! every process — except where workers claim splits as they go (`jobs::claims`, the filter
-//! build).
+//! build). Under `--multiline`, whose records may hold newlines, a plain file's splits are moved
+//! to records' starts ([`align_to_records`]) and end there.
 
 use crate::bytemask::ByteIter;
 use crate::compressed::Compression;
@@ -237,6 +238,69 @@ pub fn plan_splits(inputs: &[Input], split_size: u64, bzip2_split_size: u64) -> 
     Ok(splits)
 }
 
+/// How far past a split's planned start a record start is looked for under `--multiline`
+/// ([`align_to_records`]). The usual records give one within a line or two of the first quote;
+/// a text with fewer quotes than one in this many bytes gives none, and is read in fewer splits.
+pub const MULTILINE_PROBE: usize = 1 << 20;
+
+/// Moves the start of each split of a plain file to a record start that is certain under
+/// `--multiline` (quoted fields may hold newlines): the first found past the planned start
+/// ([`crate::records::certain_record_start`]), which the split before then ends at. Where none
+/// is found within [`MULTILINE_PROBE`] bytes, the split is joined to the one before. Every split
+/// then holds whole records, read from a record's start as a reader of the whole input would
+/// read them, and no record is read twice or lost. A compressed file is one split.
+///
+/// Spark reads a `multiLine` CSV file whole, in one task: so did bloomflow, before this. Every
+/// process computes the same splits from the same bytes; the probes read a few KiB a split.
+pub fn align_to_records(splits: Vec<Split>, inputs: &[Input], line_ends: &[LineEnds], delimiter: u8, max_record: usize) -> Result<Vec<Split>> {
+    let mut aligned: Vec<Split> = Vec::with_capacity(splits.len());
+    for split in splits {
+        let plain = matches!(&inputs[split.input], Input::File { compression: Compression::None, .. });
+        let previous = aligned.last_mut().filter(|p| p.input == split.input);
+        let (Some(previous), true, Input::File { path, len, .. }) = (previous, plain, &inputs[split.input]) else {
+            aligned.push(Split { index: aligned.len(), ..split });
+            continue;
+        };
+        match record_start_near(path, split.start, line_ends[split.input], delimiter, max_record)? {
+            Some(start) if start > previous.start && start < *len => {
+                previous.end = start;
+                aligned.push(Split { index: aligned.len(), start, end: split.end.max(start), ..split });
+            }
+            // (A split left empty by a record that runs past its end grows to the next start.)
+            _ => previous.end = previous.end.max(split.end),
+        }
+    }
+    Ok(aligned)
+}
+
+/// The first record start past the line that holds byte `at - 1` of the plain file `path`
+/// which is certain whatever state that line's newline is in (see [`align_to_records`]); None
+/// if there is none within [`MULTILINE_PROBE`] bytes past that line.
+fn record_start_near(path: &Path, at: u64, ends: LineEnds, delimiter: u8, max_record: usize) -> Result<Option<u64>> {
+    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let from = at - 1;
+    file.seek(SeekFrom::Start(from)).map_err(|e| Error::io(path, e))?;
+    // A few KiB usually hold the answer: read more only if they do not.
+    let (mut window, mut want) = (Vec::new(), 4096usize);
+    loop {
+        let before = window.len();
+        (&mut file).take((want - before) as u64).read_to_end(&mut window).map_err(|e| Error::io(path, e))?;
+        if ends == LineEnds::Cr {
+            cr_to_lf(&mut window[before..]);
+        }
+        let whole = window.len() < want;
+        let past_line = memchr::memchr(b'\n', &window).map_or(window.len(), |i| i + 1);
+        let past = &window[past_line..];
+        if let Some(start) = crate::records::certain_record_start(past, delimiter, max_record) {
+            return Ok(Some(from + (past_line + start) as u64));
+        }
+        if whole || past.len() >= MULTILINE_PROBE || past_line > MULTILINE_PROBE {
+            return Ok(None);
+        }
+        want = (2 * want).min(past_line + MULTILINE_PROBE);
+    }
+}
+
 /// How a file's lines end. Hadoop's `LineReader` ends a line at LF, CRLF or a CR alone;
 /// bloomflow's scan looks for LF only (a CR before it is dropped), so a file whose lines end in
 /// CR alone (as classic Mac OS and some exports write them) is read with each CR as an LF.
@@ -439,8 +503,8 @@ impl<R: Read> SplitReader<R> {
 
     /// Makes [`next_lines`](Self::next_lines) end its ranges at records' ends where quoted
     /// fields may hold newlines (`--multiline`), fields being cut at `delimiter`; `None`: at
-    /// every line's end. A reader given a delimiter must start at a record's start, as one
-    /// reading a whole input does.
+    /// every line's end. A reader given a delimiter must start at a record's start and end at
+    /// one, as the splits [`align_to_records`] makes do: it gives the records up to its end.
     pub fn set_multiline(&mut self, delimiter: Option<u8>) {
         self.multiline = delimiter;
     }
@@ -636,8 +700,9 @@ impl<R: Read> SplitReader<R> {
             }
             let ready = &self.buf[self.pos..self.filled];
             let complete = match self.multiline {
-                // Read whole (one split an input): the records ready are those that end.
-                Some(delimiter) => crate::records::last_record_end(ready, delimiter),
+                // The split ends at a record's start (`align_to_records`): the records ready
+                // are those that end, up to it.
+                Some(delimiter) => crate::records::last_record_end(&ready[..ready.len().min((self.end - offset) as usize)], delimiter),
                 None => {
                     // The split's last record holds its byte end - 1, and ends at the first
                     // newline from there; if that is not in the buffer yet, the records before

@@ -31,13 +31,16 @@ fuzz_target!(|data: &[u8]| {
         // The third byte picks the type other than bytes.
         key_type: match control & 2 {
             0 => KeyType::Bytes,
-            _ => [KeyType::Long, KeyType::Text, KeyType::LongWritable, KeyType::IntWritable, KeyType::BytesWritable][(kind & 0x7f) as usize % 5],
+            _ => [KeyType::Long, KeyType::Text, KeyType::LongWritable, KeyType::IntWritable, KeyType::BytesWritable][(kind & 0x3f) as usize % 5],
         },
         reject_empty: control & 4 != 0,
     };
     let has_header = control & 8 != 0;
     // The third byte's top bit: quoted fields may hold line breaks (`--multiline`).
     let multiline = kind & 0x80 != 0;
+    // Its next bit: records of at most 24 bytes, a limit under which, with `--multiline`, a
+    // split may start in a stretch without quotes (longer than the limit: no field is open).
+    let max_record = if kind & 0x40 != 0 { 24 } else { 1 << 20 };
     let field = 1 + (control >> 4) as usize % 4;
     // No NULL text; the empty field as NULL, its records dropped or kept; `N` as NULL, kept.
     let (null_key, keep_null_records) = match control >> 6 {
@@ -57,7 +60,7 @@ fuzz_target!(|data: &[u8]| {
         format: RecordFormat { delimiter, has_header, multiline },
         key: Key::single(KeyField::Index(field)),
         split_size,
-        max_record: 1 << 20,
+        max_record,
         strict: false,
         key_rules: rules,
         stdin_compression: None,
@@ -83,8 +86,8 @@ fuzz_target!(|data: &[u8]| {
         null_keys: stats.null_keys,
         described_lines: stats.malformed_examples.iter().map(|e| e.split(':').nth(1).unwrap().parse().unwrap()).collect(),
     });
-    let want = line_by_line(text, has_header, delimiter, field - 1, &rules, null_key.as_deref(), keep_null_records, multiline);
-    assert_eq!(got, want, "delimiter {:?}, field {field}, header {has_header}, {rules:?}, null {null_key:?} kept {keep_null_records}, multiline {multiline}, split size {split_size}", delimiter as char);
+    let want = line_by_line(text, has_header, delimiter, field - 1, &rules, null_key.as_deref(), keep_null_records, multiline, max_record);
+    assert_eq!(got, want, "delimiter {:?}, field {field}, header {has_header}, {rules:?}, null {null_key:?} kept {keep_null_records}, multiline {multiline}, split size {split_size}, max record {max_record}", delimiter as char);
 });
 
 /// The file read as the scan must read it: lines ending at each newline (the last may lack
@@ -93,13 +96,15 @@ fuzz_target!(|data: &[u8]| {
 /// one, blank lines skipped, and each key taken by the record parser and encoded by the key
 /// rules, unless the parser finds it NULL: then counted, and kept with no key where
 /// `keep_nulls`. With `multiline`, records instead of lines ([`records_of`]), each numbered by
-/// the line it starts on.
+/// the line it starts on. A record longer than `max_record` bytes (a byte order mark counted
+/// in the first) fails the scan.
 #[allow(clippy::too_many_arguments)]
-fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rules: &KeyRules, null: Option<&[u8]>, keep_nulls: bool, multiline: bool) -> Option<Scanned> {
+fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rules: &KeyRules, null: Option<&[u8]>, keep_nulls: bool, multiline: bool, max_record: usize) -> Option<Scanned> {
     let mut want = Scanned { pairs: Vec::new(), records: 0, malformed: 0, null_keys: 0, described_lines: Vec::new() };
     // Its line ends told from its first bytes, as every reader tells them.
     let ends = LineEnds::of(&TextStart::read(text, 1 << 20).unwrap());
-    let text = &text[bom_len(text)..];
+    let bom = bom_len(text);
+    let text = &text[bom..];
     let as_lf: Vec<u8>;
     let text = if ends == LineEnds::Cr {
         as_lf = text.iter().map(|&b| if b == b'\r' { b'\n' } else { b }).collect();
@@ -112,6 +117,9 @@ fn line_by_line(text: &[u8], has_header: bool, delimiter: u8, index: usize, rule
         true => records_of(text, delimiter),
         false => text.split_inclusive(|&b| b == b'\n').enumerate().map(|(i, line)| (i + 1, line)).collect(),
     };
+    if records.iter().enumerate().any(|(i, (_, r))| r.len() + if i == 0 { bom } else { 0 } > max_record) {
+        return None;
+    }
     for (number, record) in records.into_iter().skip(has_header as usize) {
         let line = trim_line_end(record);
         if line.is_empty() {

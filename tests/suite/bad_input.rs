@@ -186,6 +186,20 @@ fn unclosed_quotes_and_embedded_newlines() {
     // With --multiline, a quote never closed runs to the input's end: the record of line 2.
     build_fails(dir.path(), &q, "name", &["--multiline"], &["q.csv:2", "unclosed quote"]);
     build_fails(dir.path(), &q, "name", &["--multiline", "--max-record-bytes", "18"], &["q.csv:2", "longer than the limit of 18 bytes", "a quote left open makes the rest of the input one record"]);
+    // Read in splits, too: the quote left open in the first split runs through the others.
+    build_fails(dir.path(), &q, "name", &["--multiline", "--split-size", "4", "-w", "2"], &["q.csv:2", "unclosed quote"]);
+    let long_note = path_str(dir.path(), "long_note.csv");
+    let note: String = (0..500).map(|i| format!("line {i} of a note\n")).collect();
+    let plain = |from: usize| (from..from + 500).map(|i| format!("{i},k{i}\n")).collect::<String>();
+    std::fs::write(&long_note, format!("id,key\n{}\"{note}\",k-note\n{}", plain(0), plain(500))).unwrap();
+    // A split planned inside the note, which holds no quote for more than the limit, starts
+    // past its line as if no field were open: the split that holds the note's start fails.
+    // (One worker reads the splits in turn; with more, the split read from inside the note may
+    // fail first, at the quote that closes the note, which it reads as opening a field.)
+    build_fails(dir.path(), &long_note, "key", &["--multiline", "--max-record-bytes", "4096", "--split-size", "1000"], &["long_note.csv:502", "longer than the limit of 4096 bytes"]);
+    build_fails(dir.path(), &long_note, "key", &["--multiline", "--max-record-bytes", "4096", "--split-size", "1000", "-w", "2"], &["longer than the limit of 4096 bytes"]);
+    let summary = ok(&run(&["build", &long_note, "-k", "key", "-o", &path_str(dir.path(), "long_note.bloom"), "--multiline", "--split-size", "1000", "-w", "2", "--no-progress"]));
+    assert!(summary.contains("keys inserted      1001"), "{summary}");
 }
 
 #[test]
