@@ -1404,6 +1404,23 @@ fn multiline_probe_records_are_joined_whole() {
         ok(&run(&args));
         assert!(parts(&out) == *want, "{name}: {:?}", parts(&out));
     }
+    // In splits of 700 bytes, each starting at a record's start: the records are dealt to the
+    // workers a split at a time, so the parts hold the same records between them, each whole.
+    for (name, flags, want) in [
+        ("broadcast_splits", &["--exact", "--exact-strategy", "broadcast"][..], &joined),
+        ("shuffle_splits", &["--exact", "--exact-strategy", "shuffle"][..], &joined),
+        ("anti_splits", &["--exact", "--exact-strategy", "shuffle", "--anti"][..], &others),
+    ] {
+        let out = path_str(dir.path(), name);
+        let args = [&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probes[0], &probes[1], "--probe-key", "key", "-o", &out, "--multiline", "-w", "2", "--split-size", "700", "--no-progress"][..], flags].concat();
+        ok(&run(&args));
+        let got = parts(&out);
+        assert!(got.iter().all(|part| part.starts_with(header)), "{name}");
+        let mut got: Vec<&str> = got.iter().flat_map(|part| multiline_records(part)).collect();
+        let mut want: Vec<&str> = want.iter().flat_map(|part| multiline_records(part)).collect();
+        (got.sort(), want.sort());
+        assert!(got.len() > 100 && got == want, "{name}: {} records, {} wanted", got.len(), want.len());
+    }
     // Each side's own flag: a build side whose notes hold line breaks too, beside the probe.
     let notes = path_str(dir.path(), "build_notes.csv");
     std::fs::write(&notes, std::iter::once("note,key\n".to_string()).chain((0..200).map(|i| format!("\"line\n{i}\",k{}\n", 2 * i))).collect::<String>()).unwrap();
