@@ -102,6 +102,28 @@ pub fn last_record_end(bytes: &[u8], delimiter: u8) -> Option<usize> {
     record_ends(&bytes[line_start..], delimiter).last().map(|end| line_start + end).or((line_start > 0).then_some(line_start))
 }
 
+/// The end of a whole record of `bytes` (which start at a record's start) near their end, for a
+/// reader that hands on the records before it: the last record end ([`last_record_end`]), or
+/// where quotes come early, a record end in the last few KiB that is certain whatever state the
+/// text is in there ([`certain_record_start`]). That spares reading every quoted record twice,
+/// once here and once by the scan: a fifth of the instructions of a scan of such records.
+pub fn late_record_end(bytes: &[u8], delimiter: u8) -> Option<usize> {
+    record_end_in_tail(bytes, delimiter, 4096)
+}
+
+/// [`late_record_end`], looking in the last `tail` bytes first.
+fn record_end_in_tail(bytes: &[u8], delimiter: u8, tail: usize) -> Option<usize> {
+    let quote = memchr::memchr(b'"', bytes);
+    if quote.is_some_and(|quote| bytes.len() - quote > 4 * tail) {
+        let from = bytes.len() - tail;
+        let past = memchr::memchr(b'\n', &bytes[from..]).map(|i| from + i + 1);
+        if let Some(start) = past.and_then(|past| certain_record_start(&bytes[past..], delimiter, usize::MAX).map(|start| past + start)) {
+            return Some(start);
+        }
+    }
+    last_record_end(bytes, delimiter)
+}
+
 /// Which field holds the key, as the user named it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyField {
@@ -931,6 +953,27 @@ mod tests {
             let next = ends.iter().position(|&e| e >= s).unwrap();
             assert!(ends[next..next + 3].contains(&start), "from {s}: {start}, the ends {ends:?}");
         }
+    }
+
+    /// A record end found near the end is one of the record ends, and there is one wherever
+    /// there is a last one.
+    #[test]
+    fn a_late_record_end_is_a_record_end() {
+        let mut rng = crate::xorshift::XorShift::new(23);
+        let mut early = 0;
+        for round in 0..20_000 {
+            let len = (rng.next() % 120) as usize;
+            let alphabet: &[u8] = if round % 2 == 0 { b"a,\"\n\nbb" } else { b"ab,,\n\"" };
+            let bytes: Vec<u8> = (0..len).map(|_| alphabet[(rng.next() % alphabet.len() as u64) as usize]).collect();
+            let ends: Vec<usize> = record_ends(&bytes, b',').collect();
+            let found = record_end_in_tail(&bytes, b',', 8);
+            assert_eq!(found.is_some(), !ends.is_empty(), "{:?}", String::from_utf8_lossy(&bytes));
+            if let Some(end) = found {
+                assert!(ends.contains(&end), "{:?}: {end}", String::from_utf8_lossy(&bytes));
+                early += (end != *ends.last().unwrap()) as u32;
+            }
+        }
+        assert!(early > 100, "{early} found before the last");
     }
 
     #[test]

@@ -702,7 +702,7 @@ impl<R: Read> SplitReader<R> {
             let complete = match self.multiline {
                 // The split ends at a record's start (`align_to_records`): the records ready
                 // are those that end, up to it.
-                Some(delimiter) => crate::records::last_record_end(&ready[..ready.len().min((self.end - offset) as usize)], delimiter),
+                Some(delimiter) => crate::records::late_record_end(&ready[..ready.len().min((self.end - offset) as usize)], delimiter),
                 None => {
                     // The split's last record holds its byte end - 1, and ends at the first
                     // newline from there; if that is not in the buffer yet, the records before

@@ -1418,7 +1418,8 @@ fn multiline_probe_records_are_joined_whole() {
         assert!(got.iter().all(|part| part.starts_with(header)), "{name}");
         let mut got: Vec<&str> = got.iter().flat_map(|part| multiline_records(part)).collect();
         let mut want: Vec<&str> = want.iter().flat_map(|part| multiline_records(part)).collect();
-        (got.sort(), want.sort());
+        got.sort();
+        want.sort();
         assert!(got.len() > 100 && got == want, "{name}: {} records, {} wanted", got.len(), want.len());
     }
     // Each side's own flag: a build side whose notes hold line breaks too, beside the probe.
