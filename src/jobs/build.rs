@@ -158,17 +158,18 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
         let Input::File { path, len, compression } = &source.inputs[index] else { continue };
         let ends = source.line_ends(index);
         let has_header = source.options.format.has_header;
+        let multiline = source.options.format.multiline.then_some(source.options.format.delimiter);
         let (r, b) = match compression {
             Compression::None => {
                 let split = Split { index: 0, input: 0, start: 0, end: SAMPLE_BYTES.min(*len) };
-                sample_records(&mut SplitReader::open_with(path, &split, source.options.max_record, Vec::new(), ends)?, has_header)?
+                sample_records(&mut SplitReader::open_with(path, &split, source.options.max_record, Vec::new(), ends)?, has_header, multiline)?
             }
             &codec => {
                 if !expansions.iter().any(|(c, _)| *c == codec) {
                     expansions.push((codec, expansion(path, codec, SAMPLE_BYTES)?));
                 }
                 let reader = CompressedSplitReader::open_compressed(path, codec, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0;
-                sample_records(&mut reader.with_line_ends(ends), has_header)?
+                sample_records(&mut reader.with_line_ends(ends), has_header, multiline)?
             }
         };
         records += r;
@@ -186,17 +187,33 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
     ))
 }
 
-/// Records and their bytes in a sample reader, the header not counted.
-fn sample_records<R: std::io::Read>(reader: &mut SplitReader<R>, has_header: bool) -> Result<(u64, u64)> {
+/// Records and their bytes in a sample reader, the header not counted. With `--multiline`
+/// (`multiline`: the delimiter), records, not lines: a file of notes that hold line breaks
+/// would otherwise be sized for its lines, several times its keys.
+fn sample_records<R: std::io::Read>(reader: &mut SplitReader<R>, has_header: bool, multiline: Option<u8>) -> Result<(u64, u64)> {
     let (mut records, mut bytes, mut first) = (0u64, 0u64, has_header);
+    let mut text = Vec::new();
     while let Some((_, rec)) = reader.next_record()? {
+        if multiline.is_some() {
+            text.extend_from_slice(rec);
+            continue;
+        }
         if std::mem::take(&mut first) {
             continue;
         }
         records += 1;
         bytes += rec.len() as u64;
     }
-    Ok((records, bytes))
+    let Some(delimiter) = multiline else { return Ok((records, bytes)) };
+    // A record the sample cuts short counts as one (of its bytes in the sample): the estimate
+    // stays an upper one.
+    let mut starts: Vec<usize> = std::iter::once(0).chain(crate::records::record_ends(&text, delimiter)).collect();
+    if starts.last() == Some(&text.len()) {
+        starts.pop();
+    }
+    let header = (has_header as usize).min(starts.len());
+    let from = starts.get(header).map_or(text.len(), |&start| start);
+    Ok(((starts.len() - header) as u64, (text.len() - from) as u64))
 }
 
 /// Checks before any work that the output's directory exists and can be written, so that a job

@@ -254,6 +254,23 @@ fn multiline_records_build_the_filter_of_their_keys() {
     fails_with(&o, &["m0.csv:", "unclosed quote", "--multiline"]);
 }
 
+/// With `--multiline` a filter sized from a sample of the input is sized for its records, not
+/// its lines: notes of four lines do not make it four times the size, and it is still sized for
+/// at least every key.
+#[test]
+fn multiline_sizing_counts_records_not_lines() {
+    let dir = tempdir();
+    let input = path_str(dir.path(), "notes.csv");
+    let text: String = std::iter::once("id,note,key\n".to_string())
+        .chain((0..3000).map(|i| format!("{i},\"first line {i}\nsecond\nthird\nfourth\",k{i}\n")))
+        .collect();
+    std::fs::write(&input, text).unwrap();
+    let (_, o) = build(dir.path(), &input, &["-k", "key", "--multiline"]);
+    let summary = ok(&o);
+    let estimated: u64 = summary.split("estimated at most ").nth(1).and_then(|rest| rest.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{summary}"));
+    assert!((3000..=3000 * 5 / 4 + 10).contains(&estimated), "{estimated} keys estimated for 3000 records of 4 lines: {summary}");
+}
+
 /// With `--multiline`, a header whose quoted names hold line breaks (a spreadsheet's wrapped
 /// titles) names its columns whole: a key named so builds the filter of the key by index.
 #[test]
