@@ -105,8 +105,9 @@ pub fn last_record_end(bytes: &[u8], delimiter: u8) -> Option<usize> {
 /// The end of a whole record of `bytes` (which start at a record's start) near their end, for a
 /// reader that hands on the records before it: the last record end ([`last_record_end`]), or
 /// where quotes come early, a record end in the last few KiB that is certain whatever state the
-/// text is in there ([`certain_record_start`]). That spares reading every quoted record twice,
-/// once here and once by the scan: a fifth of the instructions of a scan of such records.
+/// text is in there ([`certain_record_start`]). That spares cutting every quoted record twice,
+/// here and in the scan: 83 million of the 633 million instructions of a build of 300,000
+/// records with a quoted field each.
 pub fn late_record_end(bytes: &[u8], delimiter: u8) -> Option<usize> {
     record_end_in_tail(bytes, delimiter, 4096)
 }
@@ -937,7 +938,6 @@ mod tests {
         }
         // Random quotes often leave the two readings out of step to the end; not always.
         assert!(found > newlines / 10, "{found} of {newlines}");
-        let usual = "1,\"Main St\nSpringfield\",\"x\"\n2,plain,\"a \"\"b\"\"\"\n3,\"\n\n\",y\r\n4,\"t,u\",\"\"\n5,z\n";
         // Without a quote to tell them apart by, only the limit on a record's length does.
         let plain = b"a,b\nc,d\ne,f\n";
         assert_eq!(certain_record_start(plain, b',', usize::MAX), None);
@@ -945,6 +945,7 @@ mod tests {
         assert_eq!(certain_record_start(plain, b',', 13), None, "not known to stay shut for 13 bytes");
         assert_eq!(certain_record_start(b"abc,def\n\"x\n", b',', 8), Some(8));
         assert_eq!(certain_record_start(b"abc,def\n\"x\n", b',', 7), None, "a record longer than the limit either way");
+        let usual = "1,\"Main St\nSpringfield\",\"x\"\n2,plain,\"a \"\"b\"\"\"\n3,\"\n\n\",y\r\n4,\"t,u\",\"\"\n5,z\n";
         // Twice: past its last record a text has no quote to tell the readings apart by.
         let twice = usual.repeat(2);
         let ends: Vec<usize> = record_ends(twice.as_bytes(), b',').collect();

@@ -251,7 +251,8 @@ pub const MULTILINE_PROBE: usize = 1 << 20;
 /// read them, and no record is read twice or lost. A compressed file is one split.
 ///
 /// Spark reads a `multiLine` CSV file whole, in one task: so did bloomflow, before this. Every
-/// process computes the same splits from the same bytes; the probes read a few KiB a split.
+/// process computes the same splits from the same bytes; the probes read a few KiB a split
+/// where quotes are common, up to [`MULTILINE_PROBE`] where they are rare.
 pub fn align_to_records(splits: Vec<Split>, inputs: &[Input], line_ends: &[LineEnds], delimiter: u8, max_record: usize) -> Result<Vec<Split>> {
     let mut aligned: Vec<Split> = Vec::with_capacity(splits.len());
     for split in splits {
