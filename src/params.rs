@@ -159,12 +159,21 @@ pub fn fpp_from_fill(fill_ratio: f64, k: u32) -> f64 {
 /// Infinite when every bit is set.
 pub fn estimated_items(m: u64, k: u32, set_bits: u64) -> f64 {
     let x = set_bits as f64 / m as f64;
-    -(m as f64 / k as f64) * (1.0 - x).ln()
+    // -ln(1 - x) as -ln_1p(-x): +0 for an empty filter, which `info` printed as "-0".
+    (m as f64 / k as f64) * -(-x).ln_1p()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An empty filter holds no items, not -0 of them; a full one "infinitely many".
+    #[test]
+    fn estimated_items_of_an_empty_and_a_full_filter() {
+        assert!(estimated_items(1000, 3, 0).is_sign_positive() && estimated_items(1000, 3, 0) == 0.0);
+        assert_eq!(format!("{:.0}", estimated_items(1000, 3, 0)), "0");
+        assert_eq!(estimated_items(1000, 3, 1000), f64::INFINITY);
+    }
 
     #[test]
     fn optimal_params_match_the_textbook_figures() {
