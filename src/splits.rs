@@ -1048,6 +1048,26 @@ mod tests {
         assert_eq!(balanced_split_size(7, 1 << 30, 2), 7);
     }
 
+    /// The probes for `--multiline`'s record starts stop once they have looked at 4 MiB and a
+    /// sixteenth of an input: after 5.6 MB whose two readings never agree, no later split of the
+    /// input is probed and the whole input is one split; after 0.5 MB of it (probes that find a
+    /// start just past it), the rest is split as usual.
+    #[test]
+    fn multiline_probes_stop_at_their_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let tail: String = (0..40_000).map(|i| format!("{i},\"k{i}\"\n")).collect();
+        for (repeats, split) in [(800_000, false), (70_000, true)] {
+            let path = dir.path().join(format!("head-{repeats}.csv"));
+            let text = format!("{}{tail}", "\"x\n\",1\n".repeat(repeats));
+            std::fs::write(&path, &text).unwrap();
+            let inputs = [Input::File { path, len: text.len() as u64, compression: Compression::None }];
+            let planned = plan_splits(&inputs, 64 << 10, u64::MAX).unwrap();
+            let aligned = align_to_records(planned, &inputs, &[LineEnds::Lf], b',', DEFAULT_MAX_RECORD).unwrap();
+            let in_tail = aligned.iter().filter(|s| s.start >= 7 * repeats as u64).count();
+            assert_eq!(in_tail > 5, split, "{} splits, {in_tail} in the tail, after {repeats} out-of-step records", aligned.len());
+        }
+    }
+
     #[test]
     fn empty_file_has_no_splits() {
         assert!(read_all(b"", 10).is_empty());
