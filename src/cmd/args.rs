@@ -71,9 +71,9 @@ pub struct InputArgs {
     #[arg(long, value_name = "TEXT")]
     pub null_key: Option<String>,
     /// Quoted fields may hold line breaks, as Spark's `multiLine` and RFC 4180 read them: a
-    /// record ends at the first newline outside quotes. Each input is then read whole by one
-    /// worker (a split could start inside a quoted field): give several files to use several
-    /// workers.
+    /// record ends at the first newline outside quotes. A plain file's splits then start at
+    /// record starts found near their planned ones (where none is found, a split joins the one
+    /// before); a compressed file is read whole by one worker.
     #[arg(long)]
     pub multiline: bool,
     /// Fail on the first malformed record instead of counting and skipping it.
