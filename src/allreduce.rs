@@ -35,20 +35,29 @@ use timely::dataflow::Stream;
 /// combine. Both combinations are associative and commutative, so the merged words are the same
 /// whatever the number of workers and processes, and whichever merged first.
 pub trait Mergeable {
-    fn words(&self) -> &[u64];
-    fn words_mut(&mut self) -> &mut [u64];
+    /// The number of words.
+    fn word_count(&self) -> usize;
+    /// The words of `range`. The all-reduce reaches the words by ranges only, so that a worker
+    /// may hold a view of its own range of a filter its process shares
+    /// ([`LocalRange`](crate::shared_filter::LocalRange)).
+    fn words_in(&self, range: Range<usize>) -> &[u64];
+    fn words_in_mut(&mut self, range: Range<usize>) -> &mut [u64];
     /// Merges `theirs` into `ours`, word by word (both of one length).
     fn merge_words(ours: &mut [u64], theirs: &[u64]);
 }
 
 /// A plain filter's bits merge by OR.
 impl Mergeable for BloomFilter {
-    fn words(&self) -> &[u64] {
-        self.bits().words()
+    fn word_count(&self) -> usize {
+        self.bits().words().len()
     }
 
-    fn words_mut(&mut self) -> &mut [u64] {
-        self.bits_mut().words_mut()
+    fn words_in(&self, range: Range<usize>) -> &[u64] {
+        &self.bits().words()[range]
+    }
+
+    fn words_in_mut(&mut self, range: Range<usize>) -> &mut [u64] {
+        &mut self.bits_mut().words_mut()[range]
     }
 
     fn merge_words(ours: &mut [u64], theirs: &[u64]) {
@@ -58,12 +67,16 @@ impl Mergeable for BloomFilter {
 
 /// A counting filter's counters add, saturating at 15: the counters of the inserts of both.
 impl Mergeable for CountingBloomFilter {
-    fn words(&self) -> &[u64] {
-        CountingBloomFilter::words(self)
+    fn word_count(&self) -> usize {
+        self.words().len()
     }
 
-    fn words_mut(&mut self) -> &mut [u64] {
-        CountingBloomFilter::words_mut(self)
+    fn words_in(&self, range: Range<usize>) -> &[u64] {
+        &self.words()[range]
+    }
+
+    fn words_in_mut(&mut self, range: Range<usize>) -> &mut [u64] {
+        &mut self.words_mut()[range]
     }
 
     fn merge_words(ours: &mut [u64], theirs: &[u64]) {
@@ -190,18 +203,18 @@ pub fn round_words(topology: Topology, owner: usize, words: usize, round: usize)
 }
 
 /// The slices that carry `words[range]` to worker `to`, a chunk each.
-fn chunks_to(words: &[u64], range: Range<usize>, to: usize) -> impl Iterator<Item = Slice> + '_ {
+fn chunks_to(filter: &impl Mergeable, range: Range<usize>, to: usize) -> impl Iterator<Item = Slice> + '_ {
     range.clone().step_by(CHUNK_WORDS).map(move |start| {
         let end = (start + CHUNK_WORDS).min(range.end);
-        Slice { to: to as u32, offset: start as u64, words: words[start..end].to_vec() }
+        Slice { to: to as u32, offset: start as u64, words: filter.words_in(start..end).to_vec() }
     })
 }
 
 /// The slices worker `me` sends in reduce-scatter round `round`: at most [`ROUND_CHUNKS`]
 /// chunks to each counterpart. Empty once every chunk has been sent.
 pub fn scatter_round(filter: &impl Mergeable, topology: Topology, me: usize, round: usize) -> Vec<Slice> {
-    let words = filter.words();
-    topology.counterparts(me).flat_map(|owner| chunks_to(words, round_words(topology, owner, words.len(), round), owner)).collect()
+    let words = filter.word_count();
+    topology.counterparts(me).flat_map(|owner| chunks_to(filter, round_words(topology, owner, words, round), owner)).collect()
 }
 
 /// Rounds needed to scatter every chunk (the same for every worker).
@@ -230,10 +243,9 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
             move |(input, frontier), output| {
                 input.for_each(|_time, data| {
                     let mut f = filter.borrow_mut();
-                    let words = f.words_mut();
                     for slice in data.drain(..) {
                         let start = slice.offset as usize;
-                        P::merge_words(&mut words[start..start + slice.words.len()], &slice.words);
+                        P::merge_words(f.words_in_mut(start..start + slice.words.len()), &slice.words);
                     }
                 });
                 let Some(c) = cap.as_mut() else { return };
@@ -249,15 +261,15 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
                     // The words of the rounds just completed are final: send them on now, while
                     // later rounds are still being scattered.
                     let f = filter.borrow();
-                    let words = f.words();
-                    let first = round_words(topology, me, words.len(), gathered).start;
+                    let words = f.word_count();
+                    let first = round_words(topology, me, words, gathered).start;
                     let last = match complete {
-                        usize::MAX => topology.owned(me, words.len()).end,
-                        next => round_words(topology, me, words.len(), next).start,
+                        usize::MAX => topology.owned(me, words).end,
+                        next => round_words(topology, me, words, next).start,
                     };
                     let mut session = output.session_with_builder(c);
                     for to in topology.gather_counterparts(me, gather) {
-                        for slice in chunks_to(words, first..last, to) {
+                        for slice in chunks_to(&*f, first..last, to) {
                             session.give(slice);
                         }
                     }
@@ -275,10 +287,9 @@ impl<'scope> BloomMerge<'scope> for Stream<'scope, u64, Vec<Slice>> {
             move |input, _output| {
                 input.for_each(|_time, data| {
                     let mut f = filter.borrow_mut();
-                    let words = f.words_mut();
                     for slice in data.drain(..) {
                         let start = slice.offset as usize;
-                        words[start..start + slice.words.len()].copy_from_slice(&slice.words);
+                        f.words_in_mut(start..start + slice.words.len()).copy_from_slice(&slice.words);
                     }
                 });
             }
@@ -367,8 +378,8 @@ impl LocalMerge {
     /// waits for every sibling to finish before the partial may be used again.
     fn phase<P: Mergeable>(&self, me: usize, filter: &mut P, work: impl FnOnce(&[*mut u64], &dyn Fn(usize) -> Range<usize>)) {
         let workers = self.workers();
-        let words = filter.words_mut();
-        let n = words.len();
+        let n = filter.word_count();
+        let words = filter.words_in_mut(0..n);
         // From here to the last barrier this worker's words are reached through raw pointers
         // only, each worker writing only where no other reads (see the SAFETY notes).
         self.partials[me].store(words.as_mut_ptr(), Ordering::Release);

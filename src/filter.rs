@@ -108,7 +108,7 @@ impl BloomFilter {
         match self.spec.layout {
             Layout::Blocked => {
                 let probe = self.spec.block_probe(key);
-                self.set_probe(&probe);
+                self.bits.set_probe(self.spec.hashes, &probe);
             }
             Layout::Standard => {
                 for pos in self.spec.positions(key) {
@@ -211,74 +211,12 @@ impl BloomFilter {
         all & 1 == 1
     }
 
-    /// Sets the k bits of a blocked probe, in its one cache line.
-    #[inline(always)]
-    fn set_probe(&mut self, probe: &BlockProbe) {
-        let k = self.spec.hashes;
-        let line = self.bits.line_mut(probe.block);
-        probe.for_each_bit(k, |bit| line[(bit >> 6) as usize] |= 1u64 << (bit & 63));
-    }
-
     /// Inserts many keys: their positions (for the blocked layout, probes) are computed and
     /// their cache lines prefetched a group of keys at a time before any bit is set, so the
     /// loads overlap.
     pub fn insert_batch(&mut self, keys: &[&[u8]]) {
-        if self.spec.layout != Layout::Blocked {
-            let lines = self.bits.line_ptr(0);
-            standard_batch(self.spec, self.kernel, lines, keys, |positions| positions.iter().for_each(|&pos| self.bits.set(pos)));
-            self.items_inserted += keys.len() as u64;
-            return;
-        }
-        match self.spec.scheme {
-            Scheme::NativeLookup3 => self.insert_groups_by::<Lookup3Pair>(keys),
-            _ => self.insert_groups_by::<Lookup2Pair>(keys),
-        }
+        insert_batch_into(self.spec, self.kernel, &mut self.bits, keys);
         self.items_inserted += keys.len() as u64;
-    }
-
-    /// The batched blocked insert, compiled once per native scheme and per kernel (the vector
-    /// kernels hash many keys at a time).
-    fn insert_groups_by<H: PairHash>(&mut self, keys: &[&[u8]]) {
-        let seed = self.spec.seed;
-        match self.kernel {
-            // SAFETY: the filter's kernel is one this CPU runs.
-            #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx512 => unsafe { self.insert_groups_avx512::<H>(keys) },
-            #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx2 => unsafe { self.insert_groups_avx2::<H>(keys) },
-            _ => self.insert_groups(keys, |spec, group, probes| probe_group(spec, group, |group, out| H::pairs(group, seed, out), probes)),
-        }
-    }
-
-    /// The batched insert compiled for AVX-512 as a whole, so that the wide hash inlines.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,bmi2")]
-    unsafe fn insert_groups_avx512<H: PairHash>(&mut self, keys: &[&[u8]]) {
-        // SAFETY: the caller checked that the CPU runs the avx512 kernel.
-        self.insert_groups(keys, |spec, group, probes| unsafe { probe_group_avx512::<H>(spec, group, probes) });
-    }
-
-    /// The batched insert compiled for AVX2 as a whole, so that the wide hash inlines.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,bmi2")]
-    unsafe fn insert_groups_avx2<H: PairHash>(&mut self, keys: &[&[u8]]) {
-        // SAFETY: the caller checked that the CPU has AVX2.
-        self.insert_groups(keys, |spec, group, probes| unsafe { probe_group_avx2::<H>(spec, group, probes) });
-    }
-
-    /// The batched blocked insert, with `probe` hashing and probing each group of keys
-    /// ([`probe_group`]).
-    #[inline(always)]
-    fn insert_groups(&mut self, keys: &[&[u8]], probe: impl Fn(FilterSpec, &[&[u8]], &mut [BlockProbe; BATCH])) {
-        let (spec, lines) = (self.spec, self.bits.line_ptr(0));
-        pipelined(keys, lines, |group, probes| probe(spec, group, probes), |probes, next| {
-            let (paired, rest) = beside_next(probes, next);
-            for (probe, upcoming) in paired {
-                prefetch(line_of(lines, upcoming));
-                self.set_probe(probe);
-            }
-            rest.iter().for_each(|probe| self.set_probe(probe));
-        });
     }
 
     /// Answers many keys at once: computes every key's probe and prefetches its cache line
@@ -495,6 +433,95 @@ pub(crate) fn joint_key_form(left: Option<KeyForm>, right: Option<KeyForm>) -> R
         (Some(l), Some(r)) if l != r => Err(crate::Error::Incompatible { what: "key", left: l.to_string(), right: r.to_string() }),
         _ => Ok(left.or(right)),
     }
+}
+
+/// Where a batched insert sets its bits: a filter's own array ([`BitArray`]), or a process's
+/// filter that all its workers fill at once
+/// ([`SharedFilter`](crate::shared_filter::SharedFilter), by atomic OR).
+pub(crate) trait BitSink {
+    /// The first line of the bits, for prefetching only.
+    fn lines(&self) -> *const u8;
+    /// Sets the k bits of a blocked probe, in its one cache line.
+    fn set_probe(&mut self, k: u32, probe: &BlockProbe);
+    /// Sets bit `pos`.
+    fn set(&mut self, pos: u64);
+}
+
+impl BitSink for BitArray {
+    #[inline(always)]
+    fn lines(&self) -> *const u8 {
+        self.line_ptr(0)
+    }
+
+    #[inline(always)]
+    fn set_probe(&mut self, k: u32, probe: &BlockProbe) {
+        let line = self.line_mut(probe.block);
+        probe.for_each_bit(k, |bit| line[(bit >> 6) as usize] |= 1u64 << (bit & 63));
+    }
+
+    #[inline(always)]
+    fn set(&mut self, pos: u64) {
+        BitArray::set(self, pos);
+    }
+}
+
+/// The batched insert of a filter of identity `spec` into `sink`, with `kernel`'s code (one
+/// this CPU runs): see [`BloomFilter::insert_batch`].
+pub(crate) fn insert_batch_into<S: BitSink>(spec: FilterSpec, kernel: BlockKernel, sink: &mut S, keys: &[&[u8]]) {
+    if spec.layout != Layout::Blocked {
+        let lines = sink.lines();
+        standard_batch(spec, kernel, lines, keys, |positions| positions.iter().for_each(|&pos| sink.set(pos)));
+        return;
+    }
+    match spec.scheme {
+        Scheme::NativeLookup3 => insert_groups_by::<Lookup3Pair, S>(spec, kernel, sink, keys),
+        _ => insert_groups_by::<Lookup2Pair, S>(spec, kernel, sink, keys),
+    }
+}
+
+/// The batched blocked insert, compiled once per native scheme and per kernel (the vector
+/// kernels hash many keys at a time).
+fn insert_groups_by<H: PairHash, S: BitSink>(spec: FilterSpec, kernel: BlockKernel, sink: &mut S, keys: &[&[u8]]) {
+    let seed = spec.seed;
+    match kernel {
+        // SAFETY: the filter's kernel is one this CPU runs.
+        #[cfg(target_arch = "x86_64")]
+        BlockKernel::Avx512 => unsafe { insert_groups_avx512::<H, S>(spec, sink, keys) },
+        #[cfg(target_arch = "x86_64")]
+        BlockKernel::Avx2 => unsafe { insert_groups_avx2::<H, S>(spec, sink, keys) },
+        _ => insert_groups(spec, sink, keys, |spec, group, probes| probe_group(spec, group, |group, out| H::pairs(group, seed, out), probes)),
+    }
+}
+
+/// The batched insert compiled for AVX-512 as a whole, so that the wide hash inlines.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,bmi2")]
+unsafe fn insert_groups_avx512<H: PairHash, S: BitSink>(spec: FilterSpec, sink: &mut S, keys: &[&[u8]]) {
+    // SAFETY: the caller checked that the CPU runs the avx512 kernel.
+    insert_groups(spec, sink, keys, |spec, group, probes| unsafe { probe_group_avx512::<H>(spec, group, probes) });
+}
+
+/// The batched insert compiled for AVX2 as a whole, so that the wide hash inlines.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,bmi2")]
+unsafe fn insert_groups_avx2<H: PairHash, S: BitSink>(spec: FilterSpec, sink: &mut S, keys: &[&[u8]]) {
+    // SAFETY: the caller checked that the CPU has AVX2.
+    insert_groups(spec, sink, keys, |spec, group, probes| unsafe { probe_group_avx2::<H>(spec, group, probes) });
+}
+
+/// The batched blocked insert, with `probe` hashing and probing each group of keys
+/// ([`probe_group`]).
+#[inline(always)]
+fn insert_groups<S: BitSink>(spec: FilterSpec, sink: &mut S, keys: &[&[u8]], probe: impl Fn(FilterSpec, &[&[u8]], &mut [BlockProbe; BATCH])) {
+    let (k, lines) = (spec.hashes, sink.lines());
+    pipelined(keys, lines, |group, probes| probe(spec, group, probes), |probes, next| {
+        let (paired, rest) = beside_next(probes, next);
+        for (probe, upcoming) in paired {
+            prefetch(line_of(lines, upcoming));
+            sink.set_probe(k, probe);
+        }
+        rest.iter().for_each(|probe| sink.set_probe(k, probe));
+    });
 }
 
 /// Runs `then` on the probes of each group of [`BATCH`] keys one group late, with the probes of

@@ -16,6 +16,7 @@ pub mod format;
 pub mod hashing;
 pub mod limits;
 pub mod params;
+pub mod shared_filter;
 pub mod query_filter;
 pub mod spec;
 

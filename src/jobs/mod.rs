@@ -176,7 +176,7 @@ pub(crate) fn global_filter<P: Partial>(
 
     // Reduce-scatter in rounds of a few chunks per owner, so that the data in flight from this
     // worker stays bounded whatever the filter's size.
-    let rounds = scatter_rounds(topology, filter.borrow().words().len());
+    let rounds = scatter_rounds(topology, filter.borrow().word_count());
     for round in 0..rounds {
         let batch = scatter_round(&*filter.borrow(), topology, me, round);
         for slice in batch {

@@ -90,12 +90,16 @@ struct Removals {
 }
 
 impl Mergeable for Removals {
-    fn words(&self) -> &[u64] {
-        self.counts.words()
+    fn word_count(&self) -> usize {
+        self.counts.word_count()
     }
 
-    fn words_mut(&mut self) -> &mut [u64] {
-        self.counts.words_mut()
+    fn words_in(&self, range: std::ops::Range<usize>) -> &[u64] {
+        self.counts.words_in(range)
+    }
+
+    fn words_in_mut(&mut self, range: std::ops::Range<usize>) -> &mut [u64] {
+        self.counts.words_in_mut(range)
     }
 
     fn merge_words(ours: &mut [u64], theirs: &[u64]) {

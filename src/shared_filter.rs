@@ -1,0 +1,228 @@
+//! One filter per process, filled by all its workers at once: the build's alternative to a
+//! partial filter per worker when the filter is large.
+//!
+//! Each worker of a job usually fills a partial filter of its own, and the partials are OR-merged
+//! (see [`allreduce`](crate::allreduce)). That holds one copy of the filter per worker: a 1 GiB
+//! filter on a 32-core machine run with `-w 32` would need 32 GiB. A [`SharedFilter`] is one
+//! copy per process instead: the workers set its bits with atomic ORs, which need no lock and
+//! lose no bit whatever the order, so the process's bits are the OR of what its workers
+//! inserted, as the merged partials would be. Between processes the merge is unchanged: local
+//! worker i merges its local range of the shared bits with its counterparts, through
+//! [`LocalRange`].
+//!
+//! The atomics cost little where a filter misses the cache anyway, and save the partials'
+//! zeroing and their merge; on a filter that fits the cache, partials are faster (see the jobs'
+//! `--filter-per` choice).
+
+use crate::allreduce::Mergeable;
+use crate::filter::{insert_batch_into, BitSink, BloomFilter};
+use crate::hashing::{BlockKernel, BlockProbe};
+use crate::spec::FilterSpec;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// A plain filter that the workers of a process insert into through shared references.
+///
+/// Its words are reached through a raw pointer taken when it was made: atomically while
+/// workers insert, then, once every insert is over, as plain words by one worker per range
+/// ([`LocalRange`]) and at last whole by the worker that [`take`](Self::take)s the filter.
+pub struct SharedFilter {
+    /// The filter whose words the pointer reaches; taken out whole at the end.
+    filter: Mutex<Option<BloomFilter>>,
+    words: *mut u64,
+    word_count: usize,
+    spec: FilterSpec,
+    kernel: BlockKernel,
+}
+
+// SAFETY: the words are written by several threads only through atomic operations (`insert_batch`),
+// and otherwise only under the exclusive access that the unsafe methods' callers promise.
+unsafe impl Sync for SharedFilter {}
+// SAFETY: the pointer reaches the heap block of the filter the struct owns.
+unsafe impl Send for SharedFilter {}
+
+impl SharedFilter {
+    /// Shares `filter` (empty, or holding bits already) among the workers of a process.
+    pub fn new(mut filter: BloomFilter) -> Self {
+        let (spec, kernel) = (*filter.spec(), filter.kernel());
+        let words = filter.bits_mut().words_mut();
+        let (ptr, word_count) = (words.as_mut_ptr(), words.len());
+        SharedFilter { filter: Mutex::new(Some(filter)), words: ptr, word_count, spec, kernel }
+    }
+
+    pub fn spec(&self) -> &FilterSpec {
+        &self.spec
+    }
+
+    /// Inserts a batch of keys, as [`BloomFilter::insert_batch`] does, while other threads may
+    /// insert theirs: each word is ORed atomically. The insert count is not kept: the job sums
+    /// its workers' counts.
+    pub fn insert_batch(&self, keys: &[&[u8]]) {
+        let mut sink = AtomicBits { words: self.words as *const AtomicU64 };
+        insert_batch_into(self.spec, self.kernel, &mut sink, keys);
+    }
+
+    /// The filter, whole, for the one worker that writes or shares it.
+    ///
+    /// # Safety
+    /// Every insert and every [`LocalRange`] access must be over, and must happen before this
+    /// call (a barrier between them); no insert and no range may be used after it.
+    pub unsafe fn take(&self) -> Option<BloomFilter> {
+        self.filter.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    }
+
+    /// A view of `range` of the words, for the merge between processes.
+    ///
+    /// # Safety
+    /// From the view's first use to its last, no insert may run, no other view may overlap
+    /// `range`, and the filter may not be taken; the view must not be used after the filter is
+    /// taken or dropped.
+    pub unsafe fn local_range(&self, range: Range<usize>) -> LocalRange {
+        assert!(range.end <= self.word_count, "a range inside the filter's words");
+        LocalRange { words: self.words, word_count: self.word_count, range }
+    }
+}
+
+/// The shared words as a batched insert sets them: ORed atomically, a word at a time, each
+/// word's new bits gathered first (a probe's k bits fall in one cache line, often two in a
+/// word) and the OR skipped when they are all set already, as they more and more are.
+struct AtomicBits {
+    words: *const AtomicU64,
+}
+
+impl AtomicBits {
+    #[inline(always)]
+    fn or(&mut self, word: usize, mask: u64) {
+        // SAFETY: `word` is that of a position below the filter's bit length, inside its words,
+        // which outlive the insert (see `SharedFilter::take`).
+        let word = unsafe { &*self.words.add(word) };
+        if word.load(Ordering::Relaxed) & mask != mask {
+            word.fetch_or(mask, Ordering::Relaxed);
+        }
+    }
+}
+
+impl BitSink for AtomicBits {
+    #[inline(always)]
+    fn lines(&self) -> *const u8 {
+        self.words as *const u8
+    }
+
+    #[inline(always)]
+    fn set_probe(&mut self, k: u32, probe: &BlockProbe) {
+        let mut masks = [0u64; 8];
+        probe.for_each_bit(k, |bit| masks[(bit >> 6) as usize] |= 1u64 << (bit & 63));
+        for (i, &mask) in masks.iter().enumerate().filter(|(_, &mask)| mask != 0) {
+            self.or(probe.block * 8 + i, mask);
+        }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, pos: u64) {
+        self.or((pos / 64) as usize, 1u64 << (pos % 64));
+    }
+}
+
+/// One worker's range of a [`SharedFilter`]'s words, merged with the same range of the other
+/// processes' filters by the all-reduce: the words outside the range are never reached
+/// through it, so the workers of a process merge their ranges at the same time.
+pub struct LocalRange {
+    words: *mut u64,
+    word_count: usize,
+    range: Range<usize>,
+}
+
+impl LocalRange {
+    /// The words `within`, which must lie inside the view's range.
+    fn slice(&self, within: Range<usize>) -> (*mut u64, usize) {
+        assert!(self.range.start <= within.start && within.end <= self.range.end, "words {within:?} outside the worker's range {:?}", self.range);
+        // SAFETY: inside the filter's words (checked when the view was made).
+        (unsafe { self.words.add(within.start) }, within.len())
+    }
+}
+
+impl Mergeable for LocalRange {
+    fn word_count(&self) -> usize {
+        self.word_count
+    }
+
+    fn words_in(&self, range: Range<usize>) -> &[u64] {
+        let (ptr, len) = self.slice(range);
+        // SAFETY: no other thread writes the view's range while it is used (`local_range`).
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+
+    fn words_in_mut(&mut self, range: Range<usize>) -> &mut [u64] {
+        let (ptr, len) = self.slice(range);
+        // SAFETY: no other thread reads or writes the view's range while it is used.
+        unsafe { std::slice::from_raw_parts_mut(ptr, len) }
+    }
+
+    fn merge_words(ours: &mut [u64], theirs: &[u64]) {
+        crate::bits::or_words(ours, theirs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hashing::{HadoopHash, Scheme};
+    use crate::spec::Layout;
+
+    /// Threads inserting into one shared filter at once set the same bits as one filter that
+    /// took every key, for both layouts and the foreign schemes, with every kernel.
+    #[test]
+    fn threads_inserting_at_once_set_the_bits_of_one_filter_of_every_key() {
+        let keys: Vec<Vec<String>> = (0..3).map(|t| (0..20_000).map(|i| format!("key-{t}-{i}")).collect()).collect();
+        let specs = [
+            FilterSpec::native_for(60_000, 0.01, 7).expect("valid"),
+            FilterSpec::with_layout(Scheme::Native, Layout::Blocked, 7, 512 * 1200, 5).expect("valid"),
+            FilterSpec::with_layout(Scheme::NativeLookup3, Layout::Standard, 7, 600_000, 5).expect("valid"),
+            FilterSpec::new(Scheme::Hadoop(HadoopHash::Jenkins), 0, 600_000, 5).expect("valid"),
+            FilterSpec::new(Scheme::Hadoop(HadoopHash::Murmur), 0, 600_000, 5).expect("valid"),
+            FilterSpec::new(Scheme::SparkV2, 3, 600_000 / 64 * 64, 5).expect("valid"),
+        ];
+        for spec in specs {
+            for kernel in [BlockKernel::Portable, BlockKernel::Avx2, BlockKernel::Avx512] {
+                let mut expected = BloomFilter::new(spec).with_kernel(kernel);
+                keys.iter().flatten().for_each(|k| expected.insert(k.as_bytes()));
+                let shared = SharedFilter::new(BloomFilter::new(spec).with_kernel(kernel));
+                std::thread::scope(|scope| {
+                    for ours in &keys {
+                        let shared = &shared;
+                        scope.spawn(move || {
+                            let ours: Vec<&[u8]> = ours.iter().map(|k| k.as_bytes()).collect();
+                            ours.chunks(1000).for_each(|batch| shared.insert_batch(batch));
+                        });
+                    }
+                });
+                // SAFETY: the threads are joined; nothing else uses the filter.
+                let got = unsafe { shared.take() }.expect("taken once");
+                assert_eq!(got.bits().words(), expected.bits().words(), "{spec:?} {kernel:?}");
+                // SAFETY: as above.
+                assert!(unsafe { shared.take() }.is_none(), "taken once only");
+            }
+        }
+    }
+
+    /// A local range reads and writes its own words only, and refuses others.
+    #[test]
+    fn a_local_range_reaches_its_own_words_only() {
+        let spec = FilterSpec::native(64 * 100, 3, 0).expect("valid");
+        let shared = SharedFilter::new(BloomFilter::new(spec));
+        {
+            // SAFETY: no insert runs, and the one view is gone before the filter is taken.
+            let mut view = unsafe { shared.local_range(10..20) };
+            assert_eq!(view.word_count(), 100);
+            view.words_in_mut(12..14).copy_from_slice(&[1, 2]);
+            assert_eq!(view.words_in(10..20)[2..4], [1, 2]);
+            let outside = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| view.words_in(5..12).len()));
+            assert!(outside.is_err(), "a range outside the view was reached");
+        }
+        // SAFETY: as above.
+        let filter = unsafe { shared.take() }.expect("taken");
+        assert_eq!(filter.bits().words()[12..14], [1, 2]);
+        assert_eq!(filter.bits().count_ones(), 2);
+    }
+}
