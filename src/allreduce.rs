@@ -331,6 +331,12 @@ impl LocalMerge {
         self.partials.len()
     }
 
+    /// Waits until every worker of the process has called it: for the merge of a filter they
+    /// share, whose inserts must all be over before any worker merges its range.
+    pub fn wait(&self) {
+        self.barrier.wait();
+    }
+
     /// Merges the partial `filter` of local worker `me` with its siblings': afterwards it holds
     /// the process's filter where `me` receives it (see [`Gather`]), and otherwise its own
     /// range of it. The whole merge of a job of one process.

@@ -7,6 +7,7 @@ use bloomflow::compressed::Compression;
 use bloomflow::jobs::build::Sizing;
 use bloomflow::params;
 use bloomflow::hashing::{HadoopHash, Scheme};
+use bloomflow::shared_filter::FilterPer;
 use bloomflow::spec::Layout;
 use clap::ValueEnum;
 use bloomflow::records::{Key, KeyRules, KeyType, RecordFormat};
@@ -305,6 +306,33 @@ pub struct SizingArgs {
     /// int-writable, bytes-writable: with --format hadoop, as the Writable serializes them).
     #[arg(long, value_enum, default_value_t = KeyTypeArg::Bytes)]
     pub key_type: KeyTypeArg,
+    /// Copies of the filter the build holds: one per worker, merged at the end (fastest for a
+    /// filter that fits the cache), or one per process that its workers fill together (atomic
+    /// ORs: the memory of one copy, whatever -w). auto: per process for a filter of 1 GiB or
+    /// more, or where a copy per worker would not fit in memory. The filter is the same.
+    #[arg(long, value_enum, default_value_t = FilterPerArg::Auto)]
+    pub filter_per: FilterPerArg,
+}
+
+/// Copies of the filter a build holds (see `--filter-per`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterPerArg {
+    /// Per process for a filter of 1 GiB or more, or where a copy per worker would not fit.
+    Auto,
+    /// One partial filter per worker, OR-merged.
+    Worker,
+    /// One filter per process, filled by all its workers.
+    Process,
+}
+
+impl From<FilterPerArg> for FilterPer {
+    fn from(arg: FilterPerArg) -> FilterPer {
+        match arg {
+            FilterPerArg::Auto => FilterPer::Auto,
+            FilterPerArg::Worker => FilterPer::Worker,
+            FilterPerArg::Process => FilterPer::Process,
+        }
+    }
 }
 
 impl SizingArgs {

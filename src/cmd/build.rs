@@ -51,6 +51,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seed: args.sizing.seed()?,
         counting: args.counting,
         output: Some(args.output),
+        filter_per: args.sizing.filter_per.into(),
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
     };
@@ -87,6 +88,7 @@ pub fn print_summary(s: &BuildStats) {
         println!("  bits (m)           {} ({})", s.bits, human_bytes(s.bits.div_ceil(8)));
     }
     println!("  hashes (k)         {}", s.hashes);
+    println!("  filter copies      one per {}", s.filter_per);
     println!("  fill ratio         {:.6}{}", s.fill_ratio, if s.counting { " (counters above zero)" } else { "" });
     println!("  estimated fpp      {:.6}", s.estimated_fpp);
     println!("  sizing             {}", s.sizing);

@@ -70,6 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         seed: 0,
         counting: false,
         output: Some(filter.clone()),
+        filter_per: Default::default(),
         cluster: cluster.clone(),
         progress: false,
     })?
@@ -89,6 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scheme: Scheme::NativeLookup3,
         layout: Layout::Blocked,
         seed: 0,
+        filter_per: Default::default(),
     };
     semijoin_step(build_side.clone(), &events, &exact, Join::Exact, &cluster)?;
 

@@ -161,7 +161,8 @@ fn build_side(args: &Args, scheme: Scheme, layout: Layout) -> anyhow::Result<Fil
     }
     let sides = &args.sides;
     let scan = side_scan(args, "build", &args.build_key, sides.build(), args.sizing.key_rules(scheme))?;
-    Ok(FilterSource::Build { inputs: args.build.clone(), scan, sizing: args.sizing.sizing()?, scheme, layout, seed: args.sizing.seed()? })
+    let (sizing, seed, filter_per) = (args.sizing.sizing()?, args.sizing.seed()?, args.sizing.filter_per.into());
+    Ok(FilterSource::Build { inputs: args.build.clone(), scan, sizing, scheme, layout, seed, filter_per })
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {

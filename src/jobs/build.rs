@@ -2,7 +2,8 @@
 //! partials are merged by the all-reduce (OR-merged; a counting filter's counters added), and
 //! worker 0 writes the global filter.
 
-use super::{global_filter, input_reports, join_workers, KeepKeys};
+use super::{global_filter, global_shared_filter, input_reports, join_workers, KeepKeys, Partial};
+use crate::shared_filter::{FilterPer, SharedFilter};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
 use crate::error::{Error, Result};
@@ -49,6 +50,8 @@ pub struct BuildConfig {
     pub counting: bool,
     /// Where worker 0 writes the filter; `None` builds and reports only.
     pub output: Option<PathBuf>,
+    /// One copy of the filter per worker, or one per process (see [`FilterPer`]).
+    pub filter_per: FilterPer,
     pub cluster: ClusterConfig,
     pub progress: bool,
 }
@@ -72,6 +75,9 @@ pub struct BuildStats {
     /// A counting filter (4-bit counters) was built: `bits_set` and the rates are of its
     /// counters above zero.
     pub counting: bool,
+    /// `worker`: a partial filter per worker, merged; `process`: one filter per process, filled
+    /// by its workers together (see [`FilterPer`]).
+    pub filter_per: &'static str,
     pub records: u64,
     pub bytes: u64,
     pub malformed: u64,
@@ -238,6 +244,31 @@ pub(super) fn filter_plan(source: &Source, sized: &SizedSpec) -> String {
     format!("{source:?}\n{:?} {} {}", sized.spec, sized.expected_items, sized.target_fpp)
 }
 
+/// The filter the workers of this process share, where they share one (see [`FilterPer`]),
+/// once the memory the job's copies need is known to be available.
+pub(crate) fn shared_filter(per: FilterPer, counting: bool, sized: &SizedSpec, local_workers: usize) -> Result<Option<SharedFilter>> {
+    let workers = local_workers as u64;
+    let bytes = sized.spec.bits.div_ceil(8);
+    if counting {
+        if per == FilterPer::Process {
+            return Err(Error::invalid("--filter-per", "process shares a plain filter; a counting filter is built per worker"));
+        }
+        // A counting filter holds 4 bits a position.
+        crate::limits::check_allocation(
+            bytes.saturating_mul(4).saturating_mul(workers),
+            &format!("the counting filter ({} bits, a 4-bit counter each, one partial per worker, {workers} worker(s))", sized.spec.bits),
+        )?;
+        return Ok(None);
+    }
+    if !per.shares(bytes, local_workers, crate::limits::available_memory()) {
+        crate::limits::check_allocation(bytes.saturating_mul(workers), &format!("the filter ({} bits, one partial per worker, {workers} worker(s))", sized.spec.bits))?;
+        return Ok(None);
+    }
+    crate::limits::check_allocation(bytes, &format!("the filter ({} bits, one per process, shared by its {workers} worker(s))", sized.spec.bits))?;
+    let filter = BloomFilter::new(sized.spec).sized_for(sized.expected_items, sized.target_fpp);
+    Ok(Some(SharedFilter::new(filter)))
+}
+
 /// What every process of the job must agree on: the plan of its inputs and its filter.
 fn job_agreement(workers: usize, source: &Source, sized: &SizedSpec) -> Agreement {
     let plan = format!("build\n{}", filter_plan(source, sized));
@@ -259,13 +290,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     if config.counting {
         format::counting_supported(sized.spec.scheme)?;
     }
-    let workers = config.cluster.workers as u64;
-    // A counting filter holds 4 bits a position.
-    let (bits_per_position, what, each) = if config.counting { (4, "counting filter", ", a 4-bit counter each") } else { (1, "filter", "") };
-    crate::limits::check_allocation(
-        sized.spec.bits.div_ceil(8).saturating_mul(bits_per_position).saturating_mul(workers),
-        &format!("the {what} ({} bits{each}, one partial per worker, {workers} worker(s))", sized.spec.bits),
-    )?;
+    let shared = shared_filter(config.filter_per, config.counting, &sized, config.cluster.workers)?;
     let cluster = &config.cluster;
     let peers = cluster.peers();
     let my_workers = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;
@@ -276,6 +301,8 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let job_sized = sized.clone();
     let key_form = KeyForm::of(&config.scan.key, &config.scan.key_rules);
     let counting = config.counting;
+    let shares = shared.is_some();
+    let shared = shared.map(Arc::new);
 
     let agreement = {
         let (source, sized) = (Arc::clone(&source), sized.clone());
@@ -291,6 +318,15 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
             let empty = |tick: &mut dyn FnMut()| CountingBloomFilter::new_partial(spec, tick).sized_for(n, p);
             let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
             (StoredFilter::Counting(filter), report)
+        } else if let Some(shared) = &shared {
+            let report = global_shared_filter(worker, &source, shared, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
+            let filter = match worker.index() {
+                // SAFETY: every worker of this process is past its last use of the filter
+                // (`global_shared_filter` returns after it, behind a barrier).
+                0 => unsafe { shared.take() }.expect("the filter is taken by worker 0 only"),
+                _ => <BloomFilter as Partial>::placeholder(),
+            };
+            (StoredFilter::Plain(filter), report)
         } else {
             let empty = |tick: &mut dyn FnMut()| BloomFilter::new_partial(spec, tick).sized_for(n, p);
             let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
@@ -334,6 +370,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         processes: cluster.processes,
         workers_per_process: cluster.workers,
         counting: config.counting,
+        filter_per: if shares { "process" } else { "worker" },
         records: scan.records,
         bytes: scan.bytes,
         malformed: scan.malformed,

@@ -9,7 +9,8 @@ pub mod semijoin;
 mod steal;
 pub mod subtract;
 
-use crate::allreduce::{scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Mergeable, Slice, Topology};
+use crate::allreduce::{owned_range, scatter_round, scatter_rounds, BloomMerge, Gather, LocalMerge, Mergeable, Slice, Topology};
+use crate::shared_filter::SharedFilter;
 use crate::counting::CountingBloomFilter;
 use crate::filter::BloomFilter;
 use crate::keyset::{BitsPiece, GapsPiece, KeyArena, KeyCounts, KeySet, PartitionBuilder};
@@ -91,85 +92,168 @@ pub(crate) fn global_filter<P: Partial>(
     gather: Gather,
     abort: &AtomicBool,
     progress: &AtomicU64,
-    mut keep: KeepKeys,
+    keep: KeepKeys,
     local: &LocalMerge,
 ) -> (P, WorkerReport) {
-    let (me, peers) = (worker.index(), worker.peers());
+    let me = worker.index();
+    let made = RefCell::new(None);
+    let report = scan_keys(
+        worker,
+        source,
+        // The partial is made (zeroed) while claims are answered: worker 0 hands out the splits.
+        |tick| *made.borrow_mut() = Some(empty(tick)),
+        |keys| made.borrow_mut().as_mut().expect("made before the scan").insert_batch(keys),
+        abort,
+        progress,
+        keep,
+    );
+    let filter = made.into_inner().expect("made before the scan");
+    let topology = wait_for_local_scans(worker, local);
+    // All the workers in this process: merged through their shared memory alone.
+    if topology.processes == 1 {
+        let mut filter = filter;
+        local.merge(me, &mut filter, gather);
+        return (filter, report);
+    }
+    let i = topology.local_index(me);
+    let mut filter = filter;
+    local.reduce(i, &mut filter);
+    let filter = Rc::new(RefCell::new(filter));
+    merge_between_processes(worker, &filter, gather, topology);
+    if topology.process_receives(me, gather) {
+        local.gather(i, &mut *filter.borrow_mut(), gather.receives(me));
+    }
+
+    // The finished dataflow may still hold its handles on the filter: move it out, leaving a
+    // one-bit placeholder, rather than copy it.
+    let filter = std::mem::replace(&mut *filter.borrow_mut(), P::placeholder());
+    (filter, report)
+}
+
+/// [`global_filter`] where the workers of each process fill one [`SharedFilter`] (see
+/// [`FilterPer`](crate::shared_filter::FilterPer)): the process's bits are the OR of its workers' once their scans are over, and
+/// between processes local worker i merges its local range of them as it would its partial's.
+/// Returns this worker's report; once it has returned on every worker of the process, `shared`
+/// holds the global filter where `gather` names a worker of this process, and may be taken
+/// ([`SharedFilter::take`]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn global_shared_filter(
+    worker: &mut Worker,
+    source: &Source,
+    shared: &SharedFilter,
+    gather: Gather,
+    abort: &AtomicBool,
+    progress: &AtomicU64,
+    keep: KeepKeys,
+    local: &LocalMerge,
+) -> WorkerReport {
+    let me = worker.index();
+    let insert = |keys: &[&[u8]]| {
+        shared.insert_batch(keys);
+        Ok(())
+    };
+    let report = scan_keys(worker, source, |_| {}, insert, abort, progress, keep);
+    let topology = wait_for_local_scans(worker, local);
+    // Every insert of the process happens before any range is merged: a barrier.
+    local.wait();
+    if topology.processes > 1 {
+        let range = owned_range(topology.local_index(me), topology.local, shared.word_count());
+        // SAFETY: every insert of this process is over (the barrier above); the local workers'
+        // ranges do not overlap; the view is used only until the merge is over, and no worker
+        // takes the filter before the barrier below.
+        let view = Rc::new(RefCell::new(unsafe { shared.local_range(range) }));
+        merge_between_processes(worker, &view, gather, topology);
+        local.wait();
+    }
+    report
+}
+
+/// Reads the splits this worker claims (see [`claims`]) and hands each batch of keys to
+/// `insert`, and to `keep` besides; `prepare` runs first, given the tick that keeps claims
+/// answered (worker 0 hands out the splits), to make the worker's partial filter.
+fn scan_keys(
+    worker: &mut Worker,
+    source: &Source,
+    prepare: impl FnOnce(&mut dyn FnMut()),
+    mut insert: impl FnMut(&[&[u8]]) -> crate::error::Result<()>,
+    abort: &AtomicBool,
+    progress: &AtomicU64,
+    mut keep: KeepKeys,
+) -> WorkerReport {
+    let me = worker.index();
     // Splits are claimed, not assigned: the partials' OR is the same whoever read what.
     let mut feed = claims::Claims::new(worker, source);
-    // The partial is made (zeroed) while claims are answered: worker 0 hands out the splits.
-    let filter = Rc::new(RefCell::new(empty(&mut || feed.tick())));
+    prepare(&mut || feed.tick());
     let started = Instant::now();
     let mut report = WorkerReport { worker: me, ..Default::default() };
-    {
-        let mut partial = filter.borrow_mut();
-        let mut keys = 0u64;
-        let mut overflow = false;
-        let scanned = source.scan_feed(&mut feed, abort, progress, |batch| {
-            partial.insert_batch(batch.keys)?;
-            keys += batch.len() as u64;
-            match &mut keep {
-                KeepKeys::UpTo(arena, limit, _) if !overflow => {
-                    batch.keys.iter().for_each(|k| arena.push(k));
-                    overflow = arena.len_bytes() as u64 > *limit;
-                }
-                // Past the limit, the keys kept wait for the end of the scan (sent at once, they
-                // would all queue in the join's channels), later ones go as they come.
-                KeepKeys::UpTo(_, _, Some(input)) | KeepKeys::Send(input) => batch.keys.iter().for_each(|k| input.send(JoinKey::new(k))),
-                KeepKeys::UpTo(_, _, None) | KeepKeys::No => {}
+    let mut keys = 0u64;
+    let mut overflow = false;
+    let scanned = source.scan_feed(&mut feed, abort, progress, |batch| {
+        insert(batch.keys)?;
+        keys += batch.len() as u64;
+        match &mut keep {
+            KeepKeys::UpTo(arena, limit, _) if !overflow => {
+                batch.keys.iter().for_each(|k| arena.push(k));
+                overflow = arena.len_bytes() as u64 > *limit;
             }
-            Ok(())
-        });
-        drop(feed);
-        report.keys = keys;
-        if let KeepKeys::UpTo(arena, _, spill) = &mut keep {
-            if overflow {
-                if let Some(input) = spill {
-                    shard_join::send_kept_keys(worker, arena, input);
-                }
-                arena.clear();
-            }
-            report.collected_key_bytes = (!overflow).then(|| arena.len_bytes() as u64);
-            let counts = arena.counts();
-            (report.collected_number_keys, report.collected_short_keys, report.collected_big_number_keys) = (counts.numbers, counts.short, counts.big);
-            report.collected_numbers_range = counts.numbers_range;
+            // Past the limit, the keys kept wait for the end of the scan (sent at once, they
+            // would all queue in the join's channels), later ones go as they come.
+            KeepKeys::UpTo(_, _, Some(input)) | KeepKeys::Send(input) => batch.keys.iter().for_each(|k| input.send(JoinKey::new(k))),
+            KeepKeys::UpTo(_, _, None) | KeepKeys::No => {}
         }
-        match scanned {
-            Ok(scan) => report.scan = scan,
-            Err(err) => {
-                report.error = Some(err.to_string());
-                abort.store(true, Ordering::Relaxed);
+        Ok(())
+    });
+    drop(feed);
+    report.keys = keys;
+    if let KeepKeys::UpTo(arena, _, spill) = &mut keep {
+        if overflow {
+            if let Some(input) = spill {
+                shard_join::send_kept_keys(worker, arena, input);
             }
+            arena.clear();
+        }
+        report.collected_key_bytes = (!overflow).then(|| arena.len_bytes() as u64);
+        let counts = arena.counts();
+        (report.collected_number_keys, report.collected_short_keys, report.collected_big_number_keys) = (counts.numbers, counts.short, counts.big);
+        report.collected_numbers_range = counts.numbers_range;
+    }
+    match scanned {
+        Ok(scan) => report.scan = scan,
+        Err(err) => {
+            report.error = Some(err.to_string());
+            abort.store(true, Ordering::Relaxed);
         }
     }
     report.elapsed_secs = started.elapsed().as_secs_f64();
+    report
+}
 
-    let topology = Topology { processes: peers / local.workers(), local: local.workers() };
+/// Returns once every worker of this process is done with its scan, and the job's topology.
+fn wait_for_local_scans(worker: &mut Worker, local: &LocalMerge) -> Topology {
+    let topology = Topology { processes: worker.peers() / local.workers(), local: local.workers() };
     if topology.local > 1 {
         // Worker 0 answers split claims only while it steps: no worker may wait at the local
         // merge's barriers before every worker is done with its scan. Exchanging a message
         // with every worker makes sure of that.
         all_reports(worker, ());
     }
-    // All the workers in this process: merged through their shared memory alone.
-    if topology.processes == 1 {
-        let mut filter = Rc::try_unwrap(filter).map(RefCell::into_inner).unwrap_or_else(|_| unreachable!("the scan has let go of the partial"));
-        local.merge(me, &mut filter, gather);
-        return (filter, report);
-    }
-    let i = topology.local_index(me);
-    local.reduce(i, &mut *filter.borrow_mut());
+    topology
+}
 
-    // Between processes, on timely. Made only now, after the scan (every worker makes its
-    // dataflows in the same order, and timely holds slices that arrive for one not made yet):
-    // the claims stepped during the scan must not run the merge into the partial the scan is
-    // filling.
+/// The all-reduce between processes, on timely: this worker's local range of `filter`, merged
+/// by its process already, is reduce-scattered with its counterparts in the other processes,
+/// and the merged words gathered where `gather` asks for them.
+fn merge_between_processes<P: Mergeable + 'static>(worker: &mut Worker, filter: &Rc<RefCell<P>>, gather: Gather, topology: Topology) {
+    let me = worker.index();
+    // Made only now, after the scan (every worker makes its dataflows in the same order, and
+    // timely holds slices that arrive for one not made yet): the claims stepped during the scan
+    // must not run the merge into the partial the scan is filling.
     let probe = ProbeHandle::new();
     let mut slices_in = worker.dataflow::<u64, _, _>(|scope| {
         let (slices_in, slices) = scope.new_input::<Vec<Slice>>();
         slices
-            .bloom_merge(Rc::clone(&filter), gather, topology)
-            .bloom_collect(Rc::clone(&filter))
+            .bloom_merge(Rc::clone(filter), gather, topology)
+            .bloom_collect(Rc::clone(filter))
             .probe_with(&probe);
         slices_in
     });
@@ -189,14 +273,6 @@ pub(crate) fn global_filter<P: Partial>(
     }
     drop(slices_in);
     worker.step_or_park_while(PARK, || !probe.done());
-    if topology.process_receives(me, gather) {
-        local.gather(i, &mut *filter.borrow_mut(), gather.receives(me));
-    }
-
-    // The finished dataflow may still hold its handles on the filter: move it out, leaving a
-    // one-bit placeholder, rather than copy it.
-    let filter = std::mem::replace(&mut *filter.borrow_mut(), P::placeholder());
-    (filter, report)
 }
 
 /// Waits for this process's workers: the result one of them returned (worker 0 of process 0

@@ -9,10 +9,10 @@
 //! "definitely absent" for is kept at once; only the filter's "maybe" answers are checked
 //! against the build keys, and those that match are dropped.
 
-use super::build::{filter_plan, size_filter, SizedSpec, Sizing};
+use super::build::{filter_plan, shared_filter, size_filter, SizedSpec, Sizing};
 use super::shard_join::{send_kept_keys, shard_join};
 use super::steal::ProbeClaims;
-use super::{all_reports, broadcast_keys, check_keys_found, global_filter, join_workers, KeepKeys, SharedKeys};
+use super::{all_reports, broadcast_keys, check_keys_found, global_filter, global_shared_filter, join_workers, KeepKeys, SharedKeys};
 use crate::keyset::{KeyArena, KeyCounts, KeySet};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::compressed::OutputCompression;
 use crate::filter::BloomFilter;
 use crate::query_filter::QueryFilter;
+use crate::shared_filter::{FilterPer, SharedFilter};
 use crate::format;
 use crate::hashing::Scheme;
 use crate::spec::Layout;
@@ -30,7 +31,7 @@ use crate::splits::{resolve_inputs, Input};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use timely::worker::Worker;
 
@@ -40,7 +41,7 @@ mod shuffle;
 #[derive(Clone, Debug)]
 pub enum FilterSource {
     /// Built from the build side's inputs by the distributed build.
-    Build { inputs: Vec<PathBuf>, scan: ScanOptions, sizing: Sizing, scheme: Scheme, layout: Layout, seed: u32 },
+    Build { inputs: Vec<PathBuf>, scan: ScanOptions, sizing: Sizing, scheme: Scheme, layout: Layout, seed: u32, filter_per: FilterPer },
     /// Read from a filter file (every process reads it).
     File(PathBuf),
 }
@@ -170,14 +171,16 @@ pub struct SemijoinStats {
 /// The filter side, planned on every process before the workers start. (The build side's
 /// source is boxed: it is several times the size of the other variant.)
 enum PlannedFilter {
-    Build { source: Box<Source>, sized: SizedSpec },
+    /// Built from the build side: in a partial per worker, or in one filter per process that its
+    /// workers share (see [`FilterPer`]).
+    Build { source: Box<Source>, sized: SizedSpec, shared: Option<SharedFilter> },
     File { path: PathBuf, filter: Arc<QueryFilter> },
 }
 
 /// What every process of the job must agree on: both sides' plans, the filter and the output.
 fn job_agreement(config: &SemijoinConfig, planned: &PlannedFilter, probe: &Source) -> Agreement {
     let (filter, build_files, build_bytes) = match planned {
-        PlannedFilter::Build { source, sized } => (filter_plan(source, sized), source.inputs.len() as u64, source.total_bytes()),
+        PlannedFilter::Build { source, sized, .. } => (filter_plan(source, sized), source.inputs.len() as u64, source.total_bytes()),
         // The file's bits are summed by their count: another file of the same identity differs.
         PlannedFilter::File { path, filter } => (format!("{path:?} {:?} {} {}", filter.spec(), filter.items_inserted(), filter.bits_set()), 1, 0),
     };
@@ -213,14 +216,11 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     }
     output::check_not_an_input(&config.output, build_inputs.iter().chain(&probe_inputs))?;
     let planned = match &config.filter {
-        FilterSource::Build { scan, sizing, scheme, layout, seed, .. } => {
+        FilterSource::Build { scan, sizing, scheme, layout, seed, filter_per, .. } => {
             let source = Source::plan_inputs(build_inputs, scan.clone(), cluster.peers())?;
             let sized = size_filter(sizing, &source, *scheme, *layout, *seed)?;
-            crate::limits::check_allocation(
-                sized.spec.bits.div_ceil(8).saturating_mul(cluster.workers as u64),
-                &format!("the filter ({} bits, a copy on each of {} worker(s))", sized.spec.bits, cluster.workers),
-            )?;
-            PlannedFilter::Build { source: Box::new(source), sized }
+            let shared = shared_filter(*filter_per, false, &sized, cluster.workers)?;
+            PlannedFilter::Build { source: Box::new(source), sized, shared }
         }
         FilterSource::File(path) => {
             let filter = format::load(path)?.into_query_filter();
@@ -269,6 +269,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         compression: config.compression,
         shared_keys: SharedKeys::new(cluster.workers),
         local_merge: LocalMerge::new(cluster.workers),
+        shared_query: OnceLock::new(),
         probe_claims: ProbeClaims::new(&config.output, assigned),
         cluster: cluster.clone(),
         started,
@@ -362,6 +363,9 @@ struct Job {
     shared_keys: SharedKeys,
     /// The merge of this process's workers' partial filters.
     local_merge: LocalMerge,
+    /// The global filter, where this process's workers built one together: taken by the first
+    /// of them and shared by all.
+    shared_query: OnceLock<Arc<QueryFilter>>,
     /// The claims on probe splits, by which idle workers take busy ones' splits.
     probe_claims: ProbeClaims,
     cluster: ClusterConfig,
@@ -404,15 +408,28 @@ impl Job {
             None => KeepKeys::No,
         };
         let (filter, build_reports) = match &self.planned {
-            PlannedFilter::Build { source, sized } => {
-                let empty = |tick: &mut dyn FnMut()| BloomFilter::new_partial(sized.spec, tick).sized_for(sized.expected_items, sized.target_fpp);
-                let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, keep, &self.local_merge);
+            PlannedFilter::Build { source, sized, shared } => {
+                let (filter, report) = match shared {
+                    Some(shared) => {
+                        let report = global_shared_filter(worker, source, shared, Gather::All, abort, counter, keep, &self.local_merge);
+                        // SAFETY: every worker of this process is past its last use of the shared
+                        // filter's words (`global_shared_filter` returns after it, behind a
+                        // barrier): the first worker here takes it, and all share it.
+                        let filter = self.shared_query.get_or_init(|| Arc::new(QueryFilter::One(unsafe { shared.take() }.expect("taken once"))));
+                        (Arc::clone(filter), report)
+                    }
+                    None => {
+                        let empty = |tick: &mut dyn FnMut()| BloomFilter::new_partial(sized.spec, tick).sized_for(sized.expected_items, sized.target_fpp);
+                        let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, keep, &self.local_merge);
+                        (Arc::new(QueryFilter::One(filter)), report)
+                    }
+                };
                 let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
                 if let Some(failure) = first_failure(&reports) {
                     return Err(Error::Job(failure));
                 }
                 check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "build")?;
-                (Arc::new(QueryFilter::One(filter)), reports)
+                (filter, reports)
             }
             PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
         };
@@ -799,7 +816,10 @@ impl Job {
             processes: self.cluster.processes,
             workers_per_process: self.cluster.workers,
             filter: match &self.planned {
-                PlannedFilter::Build { sized, .. } => format!("built from the build side; {}", sized.note),
+                PlannedFilter::Build { sized, shared, .. } => {
+                    let copies = if shared.is_some() { "one filter per process, filled by its workers together" } else { "a partial per worker, merged" };
+                    format!("built from the build side ({copies}); {}", sized.note)
+                }
                 PlannedFilter::File { path, filter } => match &**filter {
                     QueryFilter::Rows(rows) => format!("read from {} (a Hadoop DynamicBloomFilter: {} rows of the size below, asked in turn)", path.display(), rows.rows().len()),
                     QueryFilter::One(_) => format!("read from {}", path.display()),

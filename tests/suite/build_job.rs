@@ -304,11 +304,14 @@ fn filters_are_byte_identical_for_1_2_and_3_workers_and_any_split_size() {
     let reference = build(dir.path(), &input, &["-k", "key", "--expected-items", "5000"]);
     ok(&reference.1);
     let reference_bytes = std::fs::read(&reference.0).unwrap();
-    for (w, split) in [("1", "1000"), ("2", "1000"), ("3", "1000"), ("2", "1"), ("3", "77")] {
-        let (out, o) = build(dir.path(), &input, &["-k", "key", "--expected-items", "5000", "-w", w, "--split-size", split]);
-        let summary = ok(&o);
-        assert!(summary.contains("records            5000"), "{summary}");
-        assert_eq!(std::fs::read(&out).unwrap(), reference_bytes, "-w {w} --split-size {split}");
+    for per in ["worker", "process"] {
+        for (w, split) in [("1", "1000"), ("2", "1000"), ("3", "1000"), ("2", "1"), ("3", "77")] {
+            let (out, o) = build(dir.path(), &input, &["-k", "key", "--expected-items", "5000", "-w", w, "--split-size", split, "--filter-per", per]);
+            let summary = ok(&o);
+            assert!(summary.contains("records            5000"), "{summary}");
+            assert!(summary.contains(&format!("filter copies      one per {per}")), "{summary}");
+            assert_eq!(std::fs::read(&out).unwrap(), reference_bytes, "-w {w} --split-size {split} --filter-per {per}");
+        }
     }
     // Every inserted key answers maybe.
     let keys: String = (0..5000).map(|i| format!("k{i}\n")).collect();
@@ -322,10 +325,33 @@ fn filters_are_byte_identical_across_processes_on_loopback() {
     let input = write_csv(dir.path(), "in.csv", 20_000);
     let (reference, o) = build(dir.path(), &input, &["-k", "2", "--bits", "300000", "--hashes", "5"]);
     ok(&o);
-    for (processes, workers) in [(2, 1), (2, 2)] {
-        let out = path_str(dir.path(), &format!("c{processes}x{workers}.bloom"));
-        let args = ["build", &input, "-k", "2", "--bits", "300000", "--hashes", "5", "-o", &out, "--split-size", "5000", "--no-progress"];
+    for (processes, workers, per) in [(2, 1, "worker"), (2, 2, "worker"), (2, 2, "process")] {
+        let out = path_str(dir.path(), &format!("c{processes}x{workers}-{per}.bloom"));
+        let args = ["build", &input, "-k", "2", "--bits", "300000", "--hashes", "5", "-o", &out, "--split-size", "5000", "--no-progress", "--filter-per", per];
         cluster_builds_the_reference(dir.path(), (processes, workers), &args, b"", &out, &reference, 20_000);
+    }
+}
+
+/// A filter that the workers of each process fill together (atomic ORs, `--filter-per
+/// process`) has the bytes of one worker's, in every format and layout.
+#[test]
+fn a_filter_shared_by_a_process_is_byte_identical_in_every_format() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 20_000);
+    let formats: [&[&str]; 5] = [
+        &["--format", "native"],
+        &["--format", "native", "--layout", "standard", "--hash", "lookup2"],
+        &["--format", "hadoop"],
+        &["--format", "hadoop", "--hash", "murmur"],
+        &["--format", "spark"],
+    ];
+    for format in formats {
+        let filter = [&["-k", "key", "--expected-items", "20000", "--split-size", "20000"][..], format].concat();
+        let (reference, o) = build(dir.path(), &input, &filter);
+        ok(&o);
+        let (shared, o) = build(dir.path(), &input, &[&filter[..], &["-w", "3", "--filter-per", "process"]].concat());
+        assert!(ok(&o).contains("filter copies      one per process"), "{format:?}");
+        assert_eq!(std::fs::read(&shared).unwrap(), std::fs::read(&reference).unwrap(), "{format:?}");
     }
 }
 
@@ -441,11 +467,13 @@ fn filters_merged_over_several_rounds_are_byte_identical() {
     let (three, o) = build(dir.path(), &input, &[&filter[..], &["-w", "3"]].concat());
     ok(&o);
     assert_eq!(std::fs::read(&three).unwrap(), reference, "-w 3");
-    let out = path_str(dir.path(), "c2x2.bloom");
-    let args = [&["build", &input, "-o", &out, "--no-progress"][..], &filter[..]].concat();
-    let outs = run_cluster(dir.path(), 2, 2, &args, Duration::from_secs(60));
-    all_ok(&outs);
-    assert_eq!(std::fs::read(&out).unwrap(), reference, "2 processes x 2 workers");
+    for per in ["worker", "process"] {
+        let out = path_str(dir.path(), &format!("c2x2-{per}.bloom"));
+        let args = [&["build", &input, "-o", &out, "--no-progress", "--filter-per", per][..], &filter[..]].concat();
+        let outs = run_cluster(dir.path(), 2, 2, &args, Duration::from_secs(60));
+        all_ok(&outs);
+        assert_eq!(std::fs::read(&out).unwrap(), reference, "2 processes x 2 workers, a filter per {per}");
+    }
 }
 
 #[test]
@@ -603,6 +631,7 @@ fn bad_flags_are_refused() {
         (vec!["-d", "ab"], "--delimiter"),
         (vec!["--split-size", "0"], "--split-size"),
         (vec!["-k", "0"], "1-based"),
+        (vec!["--counting", "--filter-per", "process"], "--filter-per"),
     ] {
         let mut args = vec!["build", &input, "-o", &out];
         if !flags.contains(&"-k") {

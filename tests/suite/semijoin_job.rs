@@ -159,6 +159,11 @@ fn random_datasets_have_no_false_negatives_and_exact_is_the_true_semijoin() {
             let got = read_output(Path::new(&out), "event,key,note\n");
             assert!(contains_multiset(&got, &d.expected), "seed {seed} -w {w}: a true match is missing");
             bloom_outputs.push(got);
+            // The filter built by the process's workers together, not in partials.
+            let shared = path_str(dir.path(), &format!("s{seed}-{w}"));
+            let summary = ok(&run(&semijoin_args(&build, &probe, &shared, &["-w", w, "--filter-per", "process"])));
+            assert!(summary.contains("(one filter per process, filled by its workers together)"), "{summary}");
+            bloom_outputs.push(read_output(Path::new(&shared), "event,key,note\n"));
 
             for strategy in ["broadcast", "shuffle", "auto"] {
                 let exact = path_str(dir.path(), &format!("e{seed}-{w}-{strategy}"));
@@ -524,10 +529,13 @@ fn a_filter_merged_over_several_rounds_reaches_every_worker_whole() {
     ok(&run(&single.iter().map(String::as_str).collect::<Vec<_>>()));
     let expected = read_output(&dir.path().join("single"), "event,key,note\n");
     assert!(contains_multiset(&expected, &d.expected), "a true match is missing");
-    let cluster = args("cluster");
-    let outs = run_cluster(dir.path(), 2, 2, &cluster.iter().map(String::as_str).collect::<Vec<_>>(), Duration::from_secs(60));
-    all_ok(&outs);
-    assert_eq!(read_output(&dir.path().join("cluster"), "event,key,note\n"), expected);
+    for per in ["worker", "process"] {
+        let name: &'static str = if per == "worker" { "cluster" } else { "cluster-shared" };
+        let cluster = [args(name), vec!["--filter-per".into(), per.into()]].concat();
+        let outs = run_cluster(dir.path(), 2, 2, &cluster.iter().map(String::as_str).collect::<Vec<_>>(), Duration::from_secs(60));
+        all_ok(&outs);
+        assert_eq!(read_output(&dir.path().join(name), "event,key,note\n"), expected, "a filter per {per}");
+    }
 }
 
 /// Processes of several workers merge their partial filters in two levels, through shared
