@@ -29,6 +29,13 @@ impl BitArray {
         BitArray { lines: crate::limits::zeroed_huge(words.div_ceil(8)), words, len }
     }
 
+    /// An all-zero array of `len` bits in huge pages, zeroed by `threads` threads at once (see
+    /// [`zeroed_huge_parallel`](crate::limits::zeroed_huge_parallel)).
+    pub fn new_parallel(len: u64, threads: usize) -> Self {
+        let words = words_for_bits(len) as usize;
+        BitArray { lines: crate::limits::zeroed_huge_parallel(words.div_ceil(8), threads), words, len }
+    }
+
     /// An all-zero array of `len` bits for a job's partial filter: in 4 KiB pages, written as it
     /// is allocated, calling `tick` every 2 MiB (see
     /// [`zeroed_written_ticking`](crate::limits::zeroed_written_ticking)).

@@ -64,6 +64,13 @@ impl BloomFilter {
         Self::with_bits_array(spec, BitArray::new_partial(spec.bits, tick))
     }
 
+    /// An empty filter for the workers of a process to share
+    /// ([`SharedFilter`](crate::shared_filter::SharedFilter)), zeroed by `threads` threads at
+    /// once, as the partials it stands for would be.
+    pub fn new_shared(spec: FilterSpec, threads: usize) -> Self {
+        Self::with_bits_array(spec, BitArray::new_parallel(spec.bits, threads))
+    }
+
     fn with_bits_array(spec: FilterSpec, bits: BitArray) -> Self {
         BloomFilter {
             spec,

@@ -90,7 +90,14 @@ enum Pages {
 ///   workers running, an inter-processor interrupt per page (a VM exit on a virtual machine),
 ///   which took an eighth of a two-worker semi-join's time.
 pub fn zeroed_huge<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
-    zeroed_pages(n, Pages::Huge, &mut || {})
+    zeroed_pages(n, Pages::Huge, &mut || {}, 1)
+}
+
+/// [`zeroed_huge`], its pages written by `threads` threads at once: for a filter that a
+/// process's workers share, made before they start, as large as the partials they would
+/// otherwise zero each at the same time.
+pub fn zeroed_huge_parallel<T: bytemuck::Zeroable>(n: usize, threads: usize) -> Vec<T> {
+    zeroed_pages(n, Pages::Huge, &mut || {}, threads)
 }
 
 /// `n` zeroed values in 4 KiB pages, every page written now (not left to map the shared zero
@@ -124,10 +131,10 @@ pub fn zeroed_written<T: bytemuck::Zeroable>(n: usize) -> Vec<T> {
 /// processes × 1 637 -> 590 ms; `-w 1`, whose one partial seldom meets cold memory, 1092 ms either
 /// way (its counting build 2.66 -> 2.80 s: 96 MB of counters, more TLB misses).
 pub fn zeroed_written_ticking<T: bytemuck::Zeroable>(n: usize, tick: &mut dyn FnMut()) -> Vec<T> {
-    zeroed_pages(n, Pages::Small, tick)
+    zeroed_pages(n, Pages::Small, tick, 1)
 }
 
-fn zeroed_pages<T: bytemuck::Zeroable>(n: usize, pages: Pages, tick: &mut dyn FnMut()) -> Vec<T> {
+fn zeroed_pages<T: bytemuck::Zeroable>(n: usize, pages: Pages, tick: &mut dyn FnMut(), threads: usize) -> Vec<T> {
     const PIECE: usize = 2 << 20;
     let bytes = n * std::mem::size_of::<T>();
     // Below these, a plain zeroed allocation: huge pages only pay for blocks of several, and a
@@ -151,16 +158,33 @@ fn zeroed_pages<T: bytemuck::Zeroable>(n: usize, pages: Pages, tick: &mut dyn Fn
     if pages == Pages::Huge {
         advise_huge_pages(ptr as usize, bytes);
     }
-    // SAFETY: `ptr` is a fresh allocation of `layout`, `bytes` long; all-zero bytes are a valid
-    // `T` (Zeroable), so after the write it holds n initialised values, and the Vec frees it
-    // with the same layout (an array of n `T`).
-    unsafe {
-        for start in (0..bytes).step_by(PIECE) {
-            std::ptr::write_bytes(ptr.add(start), 0, PIECE.min(bytes - start));
+    // Each thread writes its own run of whole pieces; this one the first, ticking.
+    let runs = threads.clamp(1, bytes.div_ceil(PIECE));
+    let run = |i: usize| {
+        let cut = |i: usize| (bytes.div_ceil(PIECE) * i / runs * PIECE).min(bytes);
+        cut(i)..cut(i + 1)
+    };
+    let at = ptr as usize;
+    // SAFETY (both): `start..start + len` lies inside the fresh allocation of `bytes` bytes at
+    // `at`, and each run is written by one thread only.
+    let zero = move |start: usize| unsafe { std::ptr::write_bytes((at + start) as *mut u8, 0, PIECE.min(bytes - start)) };
+    std::thread::scope(|scope| {
+        for i in 1..runs {
+            let others = move || run(i).step_by(PIECE).for_each(zero);
+            // A thread that cannot start leaves its run to this one.
+            if std::thread::Builder::new().name("zero-filter".into()).spawn_scoped(scope, others).is_err() {
+                run(i).step_by(PIECE).for_each(zero);
+            }
+        }
+        for start in run(0).step_by(PIECE) {
+            zero(start);
             tick();
         }
-        Vec::from_raw_parts(ptr as *mut T, n, n)
-    }
+    });
+    // SAFETY: `ptr` is a fresh allocation of `layout`, `bytes` long, now written whole; all-zero
+    // bytes are a valid `T` (Zeroable), so it holds n initialised values, and the Vec frees it
+    // with the same layout (an array of n `T`).
+    unsafe { Vec::from_raw_parts(ptr as *mut T, n, n) }
 }
 
 /// How many of the whole 4 KiB pages inside `block` are in memory, of how many (`mincore`
@@ -202,6 +226,21 @@ mod tests {
     /// A block of 64 KiB to 4 MiB from `zeroed_written` has every page in memory before it is
     /// read: written, not left for the zero page (a fresh mapping left untouched has none).
     #[cfg(target_os = "linux")]
+    /// Zeroed by several threads, a block is written whole, every page of it: the runs cover it
+    /// however its size divides among the threads, and the first one's thread ticks.
+    #[test]
+    fn a_block_zeroed_by_several_threads_is_written_whole() {
+        for (words, threads) in [((5 << 17) + 1, 3), (1 << 20, 2), ((4 << 17) + 7, 8), (1 << 20, 1)] {
+            let block: Vec<u64> = super::zeroed_huge_parallel(words, threads);
+            assert_eq!(block.len(), words);
+            assert!(block.iter().all(|&w| w == 0));
+            let (in_memory, pages) = super::pages_in_memory(&block);
+            assert_eq!(in_memory, pages, "{words} words by {threads} threads: {} of {pages} pages not written", pages - in_memory);
+        }
+        let spec = crate::spec::FilterSpec::native(1 << 26, 3, 0).expect("valid");
+        assert_eq!(crate::filter::BloomFilter::new_shared(spec, 2).bits().count_ones(), 0);
+    }
+
     #[test]
     fn a_mid_sized_written_block_has_every_page_in_memory() {
         for bytes in [64 << 10, 3 << 20, (4 << 20) - 8] {

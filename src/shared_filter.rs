@@ -12,9 +12,9 @@
 //!
 //! The atomics cost where the filter fits the cache: `build -w 2` of 20M keys took 1.10 s into
 //! a shared 24 MB filter against 0.70 s in partials (medians of 5 interleaved runs). Past the
-//! cache, where every insert misses it either way, the two are about even (240 MB: 1.34 s shared,
-//! 1.67 in partials; 1.8 GB: 8.9 and 6.9 s, on a machine whose fresh memory spread each over 2×),
-//! and the memory is one copy in place of one a worker. See [`FilterPer`].
+//! cache, where every insert misses it either way, sharing was as fast or faster (240 MB:
+//! 1.29–2.31 s shared, 1.49–2.36 in partials; 1.8 GB: 5.0–5.8 and 7.1–12.3 s), and the memory is
+//! one copy in place of one a worker. See [`FilterPer`].
 
 use crate::allreduce::Mergeable;
 use crate::filter::{insert_batch_into, BitSink, BloomFilter};

@@ -265,7 +265,7 @@ pub(crate) fn shared_filter(per: FilterPer, counting: bool, sized: &SizedSpec, l
         return Ok(None);
     }
     crate::limits::check_allocation(bytes, &format!("the filter ({} bits, one per process, shared by its {workers} worker(s))", sized.spec.bits))?;
-    let filter = BloomFilter::new(sized.spec).sized_for(sized.expected_items, sized.target_fpp);
+    let filter = BloomFilter::new_shared(sized.spec, local_workers).sized_for(sized.expected_items, sized.target_fpp);
     Ok(Some(SharedFilter::new(filter)))
 }
 
