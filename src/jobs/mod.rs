@@ -107,16 +107,14 @@ pub(crate) fn global_filter<P: Partial>(
         progress,
         keep,
     );
-    let filter = made.into_inner().expect("made before the scan");
+    let mut filter = made.into_inner().expect("made before the scan");
     let topology = wait_for_local_scans(worker, local);
     // All the workers in this process: merged through their shared memory alone.
     if topology.processes == 1 {
-        let mut filter = filter;
         local.merge(me, &mut filter, gather);
         return (filter, report);
     }
     let i = topology.local_index(me);
-    let mut filter = filter;
     local.reduce(i, &mut filter);
     let filter = Rc::new(RefCell::new(filter));
     merge_between_processes(worker, &filter, gather, topology);
@@ -131,8 +129,9 @@ pub(crate) fn global_filter<P: Partial>(
 }
 
 /// [`global_filter`] where the workers of each process fill one [`SharedFilter`] (see
-/// [`FilterPer`](crate::shared_filter::FilterPer)): the process's bits are the OR of its workers' once their scans are over, and
-/// between processes local worker i merges its local range of them as it would its partial's.
+/// [`FilterPer`](crate::shared_filter::FilterPer)): the process's bits are the OR of its
+/// workers' once their scans are over, and between processes local worker i merges its local
+/// range of them as it would its partial's.
 /// Returns this worker's report; once it has returned on every worker of the process, `shared`
 /// holds the global filter where `gather` names a worker of this process, and may be taken
 /// ([`SharedFilter::take`]).
