@@ -508,6 +508,22 @@ fn malformed_records_are_counted_or_fail_under_strict() {
     let (out, o) = build(dir.path(), &input, &["-k", "key", "--expected-items", "10", "--strict"]);
     fails_with(&o, &["m.csv:3", "the key is field 2"]);
     assert!(!Path::new(&out).exists());
+    // A worker whose scan fails still meets its siblings at a shared filter's barriers: the job
+    // fails, in one process and in two, rather than waiting forever.
+    let big = dir.path().join("big.csv");
+    let mut text: String = (0..20_000).map(|i| format!("{i},k{i}\n")).collect();
+    text.push_str("broken\n");
+    std::fs::write(&big, format!("id,key\n{text}")).unwrap();
+    let big = big.to_string_lossy().into_owned();
+    let shared = ["-k", "key", "--expected-items", "20000", "--strict", "--split-size", "20000", "--filter-per", "process"];
+    let (out, o) = build(dir.path(), &big, &[&shared[..], &["-w", "3"]].concat());
+    fails_with(&o, &["big.csv:20002", "the key is field 2"]);
+    assert!(!Path::new(&out).exists());
+    let out = path_str(dir.path(), "c2x2.bloom");
+    let outs = run_cluster(dir.path(), 2, 2, &[&["build", &big, "-o", &out, "--no-progress"][..], &shared[..]].concat(), Duration::from_secs(60));
+    assert!(outs.iter().all(|o| !o.status.success()), "every process fails");
+    assert!(String::from_utf8_lossy(&outs[0].stderr).contains("big.csv:20002"), "{:?}", outs[0]);
+    assert!(!Path::new(&out).exists());
 }
 
 #[test]
