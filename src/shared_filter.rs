@@ -243,6 +243,29 @@ mod tests {
         }
     }
 
+    /// Threads that insert at once into a filter of few cache lines, often into the same word
+    /// at the same moment, lose no bit: every round gives the bits of one filter of all keys.
+    /// (With a plain load and store in place of the atomic OR, rounds lose bits.)
+    #[test]
+    fn threads_racing_for_the_same_words_lose_no_bit() {
+        let spec = FilterSpec::with_layout(Scheme::NativeLookup3, Layout::Blocked, 1, 512 * 16, 2).expect("valid");
+        for round in 0..20 {
+            let keys: Vec<Vec<String>> = (0..4).map(|t| (0..1500).map(|i| format!("{round}-{t}-{i}")).collect()).collect();
+            let mut expected = BloomFilter::new(spec);
+            keys.iter().flatten().for_each(|k| expected.insert(k.as_bytes()));
+            let shared = SharedFilter::new(BloomFilter::new(spec));
+            std::thread::scope(|scope| {
+                for ours in &keys {
+                    let shared = &shared;
+                    scope.spawn(move || ours.iter().for_each(|k| shared.insert_batch(&[k.as_bytes()])));
+                }
+            });
+            // SAFETY: the threads are joined; nothing else uses the filter.
+            let got = unsafe { shared.take() }.expect("taken once");
+            assert_eq!(got.bits().words(), expected.bits().words(), "round {round}");
+        }
+    }
+
     /// `auto` shares a filter of 1 GiB or more, or one whose copies would not fit, and only
     /// among several workers; the other choices are as asked.
     #[test]
