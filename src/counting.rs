@@ -46,6 +46,13 @@ impl CountingBloomFilter {
         Self::with_words(spec, crate::limits::zeroed_written_ticking(words_for_counters(spec.bits) as usize, tick))
     }
 
+    /// An empty counting filter for the workers of a process to share
+    /// ([`SharedFilter`](crate::shared_filter::SharedFilter)), zeroed by `threads` threads at
+    /// once, as the partials it stands for would be.
+    pub fn new_shared(spec: FilterSpec, threads: usize) -> Self {
+        Self::with_words(spec, crate::limits::zeroed_huge_parallel(words_for_counters(spec.bits) as usize, threads))
+    }
+
     fn with_words(spec: FilterSpec, words: Vec<u64>) -> Self {
         CountingBloomFilter {
             spec,
@@ -183,72 +190,8 @@ impl CountingBloomFilter {
     ///
     /// [`insert`]: CountingBloomFilter::insert
     pub fn insert_batch(&mut self, keys: &[&[u8]]) {
-        if self.spec.layout == Layout::Blocked && self.spec.scheme.is_native() {
-            self.insert_blocked_batch(keys);
-            self.items_inserted += keys.len() as u64;
-            return;
-        }
-        const GROUP: usize = 16;
-        let (mut counting, mut next) = (Vec::new(), Vec::new());
-        let mut groups = keys.chunks(GROUP);
-        let spec = self.spec;
-        let positions_of = |group: Option<&[&[u8]]>, into: &mut Vec<u64>, words: &[u64]| {
-            into.clear();
-            for key in group.into_iter().flatten() {
-                for pos in spec.positions(key) {
-                    prefetch(&words[(pos / COUNTERS_PER_WORD) as usize]);
-                    into.push(pos);
-                }
-            }
-        };
-        positions_of(groups.next(), &mut counting, &self.words);
-        while !counting.is_empty() {
-            positions_of(groups.next(), &mut next, &self.words);
-            for &pos in &counting {
-                self.increment(pos);
-            }
-            std::mem::swap(&mut counting, &mut next);
-        }
+        insert_counts_into(self.spec, &mut Counters(&mut self.words), keys);
         self.items_inserted += keys.len() as u64;
-    }
-
-    /// [`insert_batch`](Self::insert_batch) in the blocked layout, where a key's k counters lie
-    /// in one block of 512 (4 cache lines): the keys' probes are computed first, hashed a group
-    /// at a time in vectors as a plain filter's are, then each probe's lines are prefetched a
-    /// group of probes ahead of its count. A build of the 20M-row probe into 95 MiB of counters,
-    /// to the merged filter (medians of 3): `-w 1` 2.42 -> 2.13 s, `-w 2` 1.36 -> 1.29 s against
-    /// the positions' iterator key by key; the whole `-w 2` job 1.64 -> 1.38 s (5 interleaved).
-    /// What is left waits on memory: a key's counters span 3.3 of the block's 4 lines on average,
-    /// and `perf` puts most samples on the prefetches, whose misses fill the CPU's buffers (an L2
-    /// hint instead measured the same).
-    fn insert_blocked_batch(&mut self, keys: &[&[u8]]) {
-        const AHEAD: usize = 16;
-        let mut probes = Vec::with_capacity(keys.len());
-        crate::filter::block_probes(self.spec, BlockKernel::detect(), keys, &mut probes);
-        let k = self.spec.hashes;
-        for (i, probe) in probes.iter().enumerate() {
-            if let Some(ahead) = probes.get(i + AHEAD) {
-                self.prefetch_block_lines(ahead, k);
-            }
-            let base = probe.block as u64 * BLOCK_BITS;
-            probe.for_each_bit(k, |bit| self.increment(base + bit as u64));
-        }
-    }
-
-    /// Prefetches the cache lines of a block (128 counters each) that a probe's counters lie in.
-    #[inline(always)]
-    fn prefetch_block_lines(&self, probe: &BlockProbe, k: u32) {
-        const COUNTERS_PER_LINE: u32 = 128;
-        let mut lines = 0u32;
-        probe.for_each_bit(k, |bit| lines |= 1 << (bit / COUNTERS_PER_LINE));
-        let first_word = probe.block * (BLOCK_BITS / COUNTERS_PER_WORD) as usize;
-        while lines != 0 {
-            let line = lines.trailing_zeros() as usize;
-            if let Some(word) = self.words.get(first_word + line * (COUNTERS_PER_LINE as usize / COUNTERS_PER_WORD as usize)) {
-                prefetch(word);
-            }
-            lines &= lines - 1;
-        }
     }
 
     /// Records the (n, p) this filter was sized for, reported by `info`.
@@ -335,13 +278,121 @@ impl CountingBloomFilter {
     }
 }
 
+/// Where a batched count increments its counters: a filter's own words ([`Counters`]), or a
+/// process's filter that all its workers fill at once
+/// ([`SharedFilter`](crate::shared_filter::SharedFilter), by compare-and-swap).
+pub(crate) trait CounterSink {
+    /// The counters' words, for prefetching only.
+    fn words(&self) -> *const u64;
+    fn word_count(&self) -> usize;
+    /// Increments counter `pos`, saturating at 15.
+    fn increment(&mut self, pos: u64);
+}
+
+/// A counting filter's own words, incremented in place.
+struct Counters<'a>(&'a mut [u64]);
+
+impl CounterSink for Counters<'_> {
+    #[inline(always)]
+    fn words(&self) -> *const u64 {
+        self.0.as_ptr()
+    }
+
+    fn word_count(&self) -> usize {
+        self.0.len()
+    }
+
+    #[inline(always)]
+    fn increment(&mut self, pos: u64) {
+        let word = &mut self.0[(pos / COUNTERS_PER_WORD) as usize];
+        let shift = (pos % COUNTERS_PER_WORD) * 4;
+        if (*word >> shift) & 0xF < COUNTER_MAX as u64 {
+            *word += 1 << shift;
+        }
+    }
+}
+
+/// The batched count of a counting filter of identity `spec` into `sink`: see
+/// [`CountingBloomFilter::insert_batch`].
+pub(crate) fn insert_counts_into<S: CounterSink>(spec: FilterSpec, sink: &mut S, keys: &[&[u8]]) {
+    if spec.layout == Layout::Blocked && spec.scheme.is_native() {
+        return insert_blocked_counts(spec, sink, keys);
+    }
+    const GROUP: usize = 16;
+    let (mut counting, mut next) = (Vec::new(), Vec::new());
+    let mut groups = keys.chunks(GROUP);
+    let (words, word_count) = (sink.words(), sink.word_count());
+    let positions_of = |group: Option<&[&[u8]]>, into: &mut Vec<u64>| {
+        into.clear();
+        for key in group.into_iter().flatten() {
+            for pos in spec.positions(key) {
+                prefetch_word(words, word_count, (pos / COUNTERS_PER_WORD) as usize);
+                into.push(pos);
+            }
+        }
+    };
+    positions_of(groups.next(), &mut counting);
+    while !counting.is_empty() {
+        positions_of(groups.next(), &mut next);
+        for &pos in &counting {
+            sink.increment(pos);
+        }
+        std::mem::swap(&mut counting, &mut next);
+    }
+}
+
+/// [`insert_counts_into`] in the blocked layout, where a key's k counters lie in one block of
+/// 512 (4 cache lines): the keys' probes are computed first, hashed a group at a time in vectors
+/// as a plain filter's are, then each probe's lines are prefetched a group of probes ahead of
+/// its count. A build of the 20M-row probe into 95 MiB of counters, to the merged filter
+/// (medians of 3): `-w 1` 2.42 -> 2.13 s, `-w 2` 1.36 -> 1.29 s against the positions' iterator
+/// key by key; the whole `-w 2` job 1.64 -> 1.38 s (5 interleaved). What is left waits on
+/// memory: a key's counters span 3.3 of the block's 4 lines on average, and `perf` puts most
+/// samples on the prefetches, whose misses fill the CPU's buffers (an L2 hint instead measured
+/// the same).
+fn insert_blocked_counts<S: CounterSink>(spec: FilterSpec, sink: &mut S, keys: &[&[u8]]) {
+    const AHEAD: usize = 16;
+    let mut probes = Vec::with_capacity(keys.len());
+    crate::filter::block_probes(spec, BlockKernel::detect(), keys, &mut probes);
+    let k = spec.hashes;
+    for (i, probe) in probes.iter().enumerate() {
+        if let Some(ahead) = probes.get(i + AHEAD) {
+            prefetch_block_lines(sink, ahead, k);
+        }
+        let base = probe.block as u64 * BLOCK_BITS;
+        probe.for_each_bit(k, |bit| sink.increment(base + bit as u64));
+    }
+}
+
+/// Prefetches the cache lines of a block (128 counters each) that a probe's counters lie in.
+#[inline(always)]
+fn prefetch_block_lines<S: CounterSink>(sink: &S, probe: &BlockProbe, k: u32) {
+    const COUNTERS_PER_LINE: u32 = 128;
+    let mut lines = 0u32;
+    probe.for_each_bit(k, |bit| lines |= 1 << (bit / COUNTERS_PER_LINE));
+    let first_word = probe.block * (BLOCK_BITS / COUNTERS_PER_WORD) as usize;
+    while lines != 0 {
+        let line = lines.trailing_zeros() as usize;
+        prefetch_word(sink.words(), sink.word_count(), first_word + line * (COUNTERS_PER_LINE as usize / COUNTERS_PER_WORD as usize));
+        lines &= lines - 1;
+    }
+}
+
+/// Prefetches word `i` of the `count` words at `words`, if there is one.
+#[inline(always)]
+fn prefetch_word(words: *const u64, count: usize, i: usize) {
+    if i < count {
+        prefetch(words.wrapping_add(i));
+    }
+}
+
 /// Asks the CPU to bring the cache line of `word` in, without waiting for it.
 #[inline(always)]
-fn prefetch(word: &u64) {
+fn prefetch(word: *const u64) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching has no effect on memory and faults on no address.
     unsafe {
-        std::arch::x86_64::_mm_prefetch(word as *const u64 as *const i8, std::arch::x86_64::_MM_HINT_T0);
+        std::arch::x86_64::_mm_prefetch(word as *const i8, std::arch::x86_64::_MM_HINT_T0);
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = word;

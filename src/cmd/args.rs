@@ -308,8 +308,9 @@ pub struct SizingArgs {
     pub key_type: KeyTypeArg,
     /// Copies of the filter the build holds: one per worker, merged at the end (fastest for a
     /// filter that fits the cache), or one per process that its workers fill together (atomic
-    /// ORs: the memory of one copy, whatever -w). auto: per process for a filter of 1 GiB or
-    /// more, or where a copy per worker would not fit in memory. The filter is the same.
+    /// ORs, or compare-and-swaps of counters: the memory of one copy, whatever -w). auto: per
+    /// process for a filter of 1 GiB or more, or where a copy per worker would not fit in memory.
+    /// The filter is the same.
     #[arg(long, value_enum, default_value_t = FilterPerArg::Auto)]
     pub filter_per: FilterPerArg,
 }

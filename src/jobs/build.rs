@@ -248,25 +248,21 @@ pub(super) fn filter_plan(source: &Source, sized: &SizedSpec) -> String {
 /// once the memory the job's copies need is known to be available.
 pub(crate) fn shared_filter(per: FilterPer, counting: bool, sized: &SizedSpec, local_workers: usize) -> Result<Option<SharedFilter>> {
     let workers = local_workers as u64;
-    let bytes = sized.spec.bits.div_ceil(8);
-    if counting {
-        if per == FilterPer::Process {
-            return Err(Error::invalid("--filter-per", "process shares a plain filter; a counting filter is built per worker"));
-        }
-        // A counting filter holds 4 bits a position.
-        crate::limits::check_allocation(
-            bytes.saturating_mul(4).saturating_mul(workers),
-            &format!("the counting filter ({} bits, a 4-bit counter each, one partial per worker, {workers} worker(s))", sized.spec.bits),
-        )?;
-        return Ok(None);
-    }
+    // A counting filter holds 4 bits a position.
+    let (bytes, what) = match counting {
+        true => (sized.spec.bits.div_ceil(2), format!("the counting filter ({} bits, a 4-bit counter each", sized.spec.bits)),
+        false => (sized.spec.bits.div_ceil(8), format!("the filter ({} bits", sized.spec.bits)),
+    };
     if !per.shares(bytes, local_workers, crate::limits::available_memory()) {
-        crate::limits::check_allocation(bytes.saturating_mul(workers), &format!("the filter ({} bits, one partial per worker, {workers} worker(s))", sized.spec.bits))?;
+        crate::limits::check_allocation(bytes.saturating_mul(workers), &format!("{what}, one partial per worker, {workers} worker(s))"))?;
         return Ok(None);
     }
-    crate::limits::check_allocation(bytes, &format!("the filter ({} bits, one per process, shared by its {workers} worker(s))", sized.spec.bits))?;
-    let filter = BloomFilter::new_shared(sized.spec, local_workers).sized_for(sized.expected_items, sized.target_fpp);
-    Ok(Some(SharedFilter::new(filter)))
+    crate::limits::check_allocation(bytes, &format!("{what}, one per process, shared by its {workers} worker(s))"))?;
+    let (n, p) = (sized.expected_items, sized.target_fpp);
+    Ok(Some(match counting {
+        true => SharedFilter::new_counting(CountingBloomFilter::new_shared(sized.spec, local_workers).sized_for(n, p)),
+        false => SharedFilter::new(BloomFilter::new_shared(sized.spec, local_workers).sized_for(n, p)),
+    }))
 }
 
 /// What every process of the job must agree on: the plan of its inputs and its filter.
@@ -314,19 +310,19 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         let mut timeline = Timeline::default();
         timeline.mark("workers running", started);
         let (spec, n, p) = (job_sized.spec, job_sized.expected_items, job_sized.target_fpp);
-        let (mut filter, report) = if counting {
-            let empty = |tick: &mut dyn FnMut()| CountingBloomFilter::new_partial(spec, tick).sized_for(n, p);
-            let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
-            (StoredFilter::Counting(filter), report)
-        } else if let Some(shared) = &shared {
+        let (mut filter, report) = if let Some(shared) = &shared {
             let report = global_shared_filter(worker, &source, shared, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
             let filter = match worker.index() {
                 // SAFETY: every worker of this process is past its last use of the filter
                 // (`global_shared_filter` returns after it, behind a barrier).
                 0 => unsafe { shared.take() }.expect("the filter is taken by worker 0 only"),
-                _ => <BloomFilter as Partial>::placeholder(),
+                _ => StoredFilter::Plain(<BloomFilter as Partial>::placeholder()),
             };
-            (StoredFilter::Plain(filter), report)
+            (filter, report)
+        } else if counting {
+            let empty = |tick: &mut dyn FnMut()| CountingBloomFilter::new_partial(spec, tick).sized_for(n, p);
+            let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
+            (StoredFilter::Counting(filter), report)
         } else {
             let empty = |tick: &mut dyn FnMut()| BloomFilter::new_partial(spec, tick).sized_for(n, p);
             let (filter, report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);

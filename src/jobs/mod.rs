@@ -146,7 +146,6 @@ pub(crate) fn global_shared_filter(
     keep: KeepKeys,
     local: &LocalMerge,
 ) -> WorkerReport {
-    let me = worker.index();
     let insert = |keys: &[&[u8]]| {
         shared.insert_batch(keys);
         Ok(())
@@ -156,15 +155,24 @@ pub(crate) fn global_shared_filter(
     // Every insert of the process happens before any range is merged: a barrier.
     local.wait();
     if topology.processes > 1 {
-        let range = owned_range(topology.local_index(me), topology.local, shared.word_count());
-        // SAFETY: every insert of this process is over (the barrier above); the local workers'
-        // ranges do not overlap; the view is used only until the merge is over, and no worker
-        // takes the filter before the barrier below.
-        let view = Rc::new(RefCell::new(unsafe { shared.local_range(range) }));
-        merge_between_processes(worker, &view, gather, topology);
+        match shared.is_counting() {
+            false => merge_shared_range::<BloomFilter>(worker, shared, gather, topology),
+            true => merge_shared_range::<CountingBloomFilter>(worker, shared, gather, topology),
+        }
         local.wait();
     }
     report
+}
+
+/// This worker's local range of a filter its process shares, merged between processes as `F`'s
+/// words merge, once every insert of the process is over and before any worker takes it.
+fn merge_shared_range<F: Mergeable + 'static>(worker: &mut Worker, shared: &SharedFilter, gather: Gather, topology: Topology) {
+    let range = owned_range(topology.local_index(worker.index()), topology.local, shared.word_count());
+    // SAFETY: every insert of this process is over (the caller's barrier); the local workers'
+    // ranges do not overlap; the view is used only until the merge is over, and no worker takes
+    // the filter before the caller's next barrier.
+    let view = Rc::new(RefCell::new(unsafe { shared.local_range::<F>(range) }));
+    merge_between_processes(worker, &view, gather, topology);
 }
 
 /// Reads the splits this worker claims (see [`claims`]) and hands each batch of keys to

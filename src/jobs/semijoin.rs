@@ -21,7 +21,7 @@ use crate::compressed::OutputCompression;
 use crate::filter::BloomFilter;
 use crate::query_filter::QueryFilter;
 use crate::shared_filter::{FilterPer, SharedFilter};
-use crate::format;
+use crate::format::{self, StoredFilter};
 use crate::hashing::Scheme;
 use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
@@ -415,7 +415,10 @@ impl Job {
                         // SAFETY: every worker of this process is past its last use of the shared
                         // filter's words (`global_shared_filter` returns after it, behind a
                         // barrier): the first worker here takes it, and all share it.
-                        let filter = self.shared_query.get_or_init(|| Arc::new(QueryFilter::One(unsafe { shared.take() }.expect("taken once"))));
+                        let filter = self.shared_query.get_or_init(|| match unsafe { shared.take() } {
+                            Some(StoredFilter::Plain(filter)) => Arc::new(QueryFilter::One(filter)),
+                            _ => unreachable!("a semi-join shares a plain filter, taken once"),
+                        });
                         (Arc::clone(filter), report)
                     }
                     None => {

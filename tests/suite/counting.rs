@@ -57,7 +57,8 @@ fn a_counting_build_counts_every_key_as_one_filter_does_for_any_worker_count() {
     }
 }
 
-/// Processes merge their counters over the network into the bytes one process writes.
+/// Processes merge their counters over the network into the bytes one process writes, from
+/// partials or from a filter each process's workers count into together.
 #[test]
 fn counting_builds_are_byte_identical_across_processes_on_loopback() {
     let dir = tempdir();
@@ -66,12 +67,13 @@ fn counting_builds_are_byte_identical_across_processes_on_loopback() {
     let reference = path_str(dir.path(), "one.bloom");
     let args = ["build", &input, "-k", "key", "--counting", "--bits", "400000", "--hashes", "4", "--split-size", "40000", "--no-progress"];
     ok(&run(&[&args[..], &["-o", &reference]].concat()));
-    for (processes, workers) in [(2, 1), (2, 2)] {
-        let out = path_str(dir.path(), &format!("c{processes}x{workers}.bloom"));
-        let stats = path_str(dir.path(), &format!("c{processes}x{workers}.json"));
-        let outs = run_cluster(dir.path(), processes, workers, &[&args[..], &["-o", &out, "--stats-json", &stats]].concat(), Duration::from_secs(60));
+    for (processes, workers, per) in [(2, 1, "worker"), (2, 2, "worker"), (2, 2, "process")] {
+        let out = path_str(dir.path(), &format!("c{processes}x{workers}-{per}.bloom"));
+        let stats = path_str(dir.path(), &format!("c{processes}x{workers}-{per}.json"));
+        let args = [&args[..], &["-o", &out, "--stats-json", &stats, "--filter-per", per]].concat();
+        let outs = run_cluster(dir.path(), processes, workers, &args, Duration::from_secs(60));
         all_ok(&outs);
-        assert!(std::fs::read(&out).unwrap() == std::fs::read(&reference).unwrap(), "{processes} x {workers}: other bytes than one process's");
+        assert!(std::fs::read(&out).unwrap() == std::fs::read(&reference).unwrap(), "{processes} x {workers}, a filter per {per}: other bytes than one process's");
         // Splits are claimed, not dealt: the merge is tested only where both processes read.
         let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
         let readers: Vec<u64> = stats["per_worker"].as_array().unwrap().iter().filter(|w| w["scan"]["records"].as_u64().unwrap() > 0).map(|w| w["worker"].as_u64().unwrap()).collect();
