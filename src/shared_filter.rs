@@ -267,6 +267,18 @@ mod tests {
     use crate::hashing::{HadoopHash, Scheme};
     use crate::spec::Layout;
 
+    /// Inserts each list of keys from a thread of its own, all at once, in batches of `batch`.
+    fn insert_from_threads(shared: &SharedFilter, keys: &[Vec<String>], batch: usize) {
+        std::thread::scope(|scope| {
+            for ours in keys {
+                scope.spawn(move || {
+                    let ours: Vec<&[u8]> = ours.iter().map(|k| k.as_bytes()).collect();
+                    ours.chunks(batch).for_each(|batch| shared.insert_batch(batch));
+                });
+            }
+        });
+    }
+
     /// The plain filter taken from a shared one.
     fn plain(taken: Option<StoredFilter>) -> BloomFilter {
         match taken {
@@ -313,15 +325,7 @@ mod tests {
                 let mut expected = BloomFilter::new(spec).with_kernel(kernel);
                 keys.iter().flatten().for_each(|k| expected.insert(k.as_bytes()));
                 let shared = SharedFilter::new(BloomFilter::new(spec).with_kernel(kernel));
-                std::thread::scope(|scope| {
-                    for ours in &keys {
-                        let shared = &shared;
-                        scope.spawn(move || {
-                            let ours: Vec<&[u8]> = ours.iter().map(|k| k.as_bytes()).collect();
-                            ours.chunks(1000).for_each(|batch| shared.insert_batch(batch));
-                        });
-                    }
-                });
+                insert_from_threads(&shared, &keys, 1000);
                 // SAFETY: the threads are joined; nothing else uses the filter.
                 let got = plain(unsafe { shared.take() });
                 assert_eq!(got.bits().words(), expected.bits().words(), "{spec:?} {kernel:?}");
@@ -331,15 +335,7 @@ mod tests {
                 let mut expected = CountingBloomFilter::new(spec);
                 keys.iter().flatten().for_each(|k| expected.insert(k.as_bytes()));
                 let shared = SharedFilter::new_counting(CountingBloomFilter::new(spec));
-                std::thread::scope(|scope| {
-                    for ours in &keys {
-                        let shared = &shared;
-                        scope.spawn(move || {
-                            let ours: Vec<&[u8]> = ours.iter().map(|k| k.as_bytes()).collect();
-                            ours.chunks(1000).for_each(|batch| shared.insert_batch(batch));
-                        });
-                    }
-                });
+                insert_from_threads(&shared, &keys, 1000);
                 // SAFETY: as above.
                 let Some(StoredFilter::Counting(got)) = (unsafe { shared.take() }) else { panic!("a counting filter") };
                 assert_eq!(got.words(), expected.words(), "counting {spec:?} {kernel:?}");
@@ -358,12 +354,7 @@ mod tests {
             let mut expected = BloomFilter::new(spec);
             keys.iter().flatten().for_each(|k| expected.insert(k.as_bytes()));
             let shared = SharedFilter::new(BloomFilter::new(spec));
-            std::thread::scope(|scope| {
-                for ours in &keys {
-                    let shared = &shared;
-                    scope.spawn(move || ours.iter().for_each(|k| shared.insert_batch(&[k.as_bytes()])));
-                }
-            });
+            insert_from_threads(&shared, &keys, 1);
             // SAFETY: the threads are joined; nothing else uses the filter.
             let got = plain(unsafe { shared.take() });
             assert_eq!(got.bits().words(), expected.bits().words(), "round {round}");
