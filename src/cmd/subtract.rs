@@ -1,7 +1,7 @@
 //! `bloomflow subtract FILTER INPUT... --key FIELD`: the distributed removal of a dataset's keys
 //! from a counting filter (see [`bloomflow::jobs::subtract`]).
 
-use super::args::{ClusterArgs, InputArgs, KeyTypeArg};
+use super::args::{ClusterArgs, FilterPerArg, InputArgs, KeyTypeArg};
 use bloomflow::jobs::subtract::{self, SubtractConfig, SubtractStats};
 use bloomflow::records::{KeyRules, KeyType};
 use std::path::PathBuf;
@@ -37,6 +37,12 @@ pub struct Args {
     /// Also write the statistics as JSON to this file.
     #[arg(long, value_name = "FILE")]
     stats_json: Option<PathBuf>,
+    /// Where the counts of the keys to remove are kept, as `build --counting` keeps its
+    /// counters: a partial per worker, merged, or one per process that its workers count into
+    /// together; auto: per process for counts of 1 GiB or more, or where a partial per worker
+    /// would not fit in memory.
+    #[arg(long, value_enum, default_value_t = FilterPerArg::Auto)]
+    filter_per: FilterPerArg,
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
@@ -56,6 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         scan,
         key_type,
         skip_absent: args.skip_absent,
+        filter_per: args.filter_per.into(),
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
     };
@@ -76,6 +83,7 @@ fn print_summary(s: &SubtractStats) {
     }
     println!("  counters set       {}", s.counters_set);
     println!("  saturated counters {} (at 15, never decremented)", s.saturated_counters);
+    println!("  counts kept        one per {}", s.filter_per);
     println!("  elapsed            {:.3} s", s.elapsed_secs);
     println!("  timeline           {} (worker 0, since the start)", s.timeline.describe());
     println!("  throughput         {:.1} MB/s", s.mb_per_sec);

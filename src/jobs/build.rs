@@ -1,8 +1,9 @@
-//! The build job: every worker of every process reads its own splits into a partial filter, the
-//! partials are merged by the all-reduce (OR-merged; a counting filter's counters added), and
-//! worker 0 writes the global filter.
+//! The build job: every worker of every process reads its own splits into a partial filter (or,
+//! with `--filter-per process`, into one filter its process's workers share), the partials are
+//! merged by the all-reduce (OR-merged; a counting filter's counters added), and worker 0 writes
+//! the global filter.
 
-use super::{global_filter, global_shared_filter, input_reports, join_workers, KeepKeys, Partial};
+use super::{every_key, global_filter, global_shared_filter, input_reports, join_workers, KeepKeys, Partial};
 use crate::shared_filter::{FilterPer, SharedFilter};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
@@ -311,7 +312,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         timeline.mark("workers running", started);
         let (spec, n, p) = (job_sized.spec, job_sized.expected_items, job_sized.target_fpp);
         let (mut filter, report) = if let Some(shared) = &shared {
-            let report = global_shared_filter(worker, &source, shared, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
+            let report = global_shared_filter(worker, &source, shared, every_key(shared), Gather::To(0), &abort, &counter, KeepKeys::No, &local);
             let filter = match worker.index() {
                 // SAFETY: every worker of this process is past its last use of the filter
                 // (`global_shared_filter` returns after it, behind a barrier).

@@ -132,24 +132,22 @@ pub(crate) fn global_filter<P: Partial>(
 /// [`FilterPer`](crate::shared_filter::FilterPer)): the process's bits are the OR of its
 /// workers' once their scans are over, and between processes local worker i merges its local
 /// range of them as it would its partial's.
-/// Returns this worker's report; once it has returned on every worker of the process, `shared`
-/// holds the global filter where `gather` names a worker of this process, and may be taken
-/// ([`SharedFilter::take`]).
+/// Each batch of keys goes to `insert`, which inserts into `shared` what it will (all of them,
+/// for a build). Returns this worker's report; once it has returned on every worker of the
+/// process, `shared` holds the global filter where `gather` names a worker of this process,
+/// and may be taken ([`SharedFilter::take`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn global_shared_filter(
     worker: &mut Worker,
     source: &Source,
     shared: &SharedFilter,
+    insert: impl FnMut(&[&[u8]]) -> crate::error::Result<()>,
     gather: Gather,
     abort: &AtomicBool,
     progress: &AtomicU64,
     keep: KeepKeys,
     local: &LocalMerge,
 ) -> WorkerReport {
-    let insert = |keys: &[&[u8]]| {
-        shared.insert_batch(keys);
-        Ok(())
-    };
     let report = scan_keys(worker, source, |_| {}, insert, abort, progress, keep);
     let topology = wait_for_local_scans(worker, local);
     // Every insert of the process happens before any range is merged: a barrier.
@@ -162,6 +160,14 @@ pub(crate) fn global_shared_filter(
         local.wait();
     }
     report
+}
+
+/// The insert of a [`global_shared_filter`] that inserts every key it reads (a build's).
+pub(crate) fn every_key(shared: &SharedFilter) -> impl FnMut(&[&[u8]]) -> crate::error::Result<()> + '_ {
+    move |keys| {
+        shared.insert_batch(keys);
+        Ok(())
+    }
 }
 
 /// This worker's local range of a filter its process shares, merged between processes as `F`'s

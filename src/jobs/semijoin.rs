@@ -12,7 +12,7 @@
 use super::build::{filter_plan, shared_filter, size_filter, SizedSpec, Sizing};
 use super::shard_join::{send_kept_keys, shard_join};
 use super::steal::ProbeClaims;
-use super::{all_reports, broadcast_keys, check_keys_found, global_filter, global_shared_filter, join_workers, KeepKeys, SharedKeys};
+use super::{all_reports, broadcast_keys, check_keys_found, every_key, global_filter, global_shared_filter, join_workers, KeepKeys, SharedKeys};
 use crate::keyset::{KeyArena, KeyCounts, KeySet};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
@@ -411,7 +411,7 @@ impl Job {
             PlannedFilter::Build { source, sized, shared } => {
                 let (filter, report) = match shared {
                     Some(shared) => {
-                        let report = global_shared_filter(worker, source, shared, Gather::All, abort, counter, keep, &self.local_merge);
+                        let report = global_shared_filter(worker, source, shared, every_key(shared), Gather::All, abort, counter, keep, &self.local_merge);
                         // SAFETY: every worker of this process is past its last use of the shared
                         // filter's words (`global_shared_filter` returns after it, behind a
                         // barrier): the first worker here takes it, and all share it.

@@ -9,8 +9,9 @@
 //! than the keys count there fails the job before anything is written, which is exactly when
 //! removing the keys one by one, in any order, would have met a key answered `no`.
 
-use super::build::check_writable;
-use super::{global_filter, input_reports, join_workers, KeepKeys, Partial};
+use super::build::{check_writable, shared_filter, SizedSpec};
+use super::{global_filter, global_shared_filter, input_reports, join_workers, KeepKeys, Partial};
+use crate::shared_filter::FilterPer;
 use crate::allreduce::{Gather, LocalMerge, Mergeable};
 use crate::cluster::{Agreement, ClusterConfig};
 use crate::counting::CountingBloomFilter;
@@ -42,6 +43,9 @@ pub struct SubtractConfig {
     pub output: PathBuf,
     /// Skip (and count) keys the filter answers `no` for instead of failing on the first.
     pub skip_absent: bool,
+    /// The counts of the keys to remove in a partial per worker, or in one per process (see
+    /// [`FilterPer`]).
+    pub filter_per: FilterPer,
     pub cluster: ClusterConfig,
     pub progress: bool,
 }
@@ -59,6 +63,9 @@ pub struct SubtractStats {
     pub malformed_examples: Vec<String>,
     /// Records whose key is NULL (`--null-key`): skipped, as a build skips them.
     pub null_keys: u64,
+    /// `worker` or `process`: where the counts of the keys to remove were kept (see
+    /// [`FilterPer`]).
+    pub filter_per: &'static str,
     pub keys_removed: u64,
     /// Keys the filter answers `no` for, skipped (`--skip-absent`).
     pub absent_keys_skipped: u64,
@@ -79,7 +86,15 @@ pub struct SubtractStats {
 /// A worker's partial: the counts of the keys it read that the filter may hold.
 struct Removals {
     counts: CountingBloomFilter,
-    /// The filter's counters above zero, as bits: a key it answers `no` for was never inserted.
+    check: KeyCheck,
+}
+
+/// Which keys of a batch are counted for removal: those the filter may hold. A key it answers
+/// `no` for was never inserted: it fails the job, or is skipped and counted with
+/// `--skip-absent`.
+#[derive(Clone)]
+struct KeyCheck {
+    /// The filter's counters above zero, as bits.
     present: Arc<BloomFilter>,
     /// The filter file, for messages.
     filter: Arc<str>,
@@ -87,6 +102,30 @@ struct Removals {
     /// Keys skipped as absent.
     absent: u64,
     answers: Vec<bool>,
+}
+
+impl KeyCheck {
+    /// Hands `count` the keys of the batch the filter may hold, all of it at once where it holds
+    /// them all (batched queries first, then a batched count).
+    fn count_present(&mut self, keys: &[&[u8]], count: impl FnOnce(&[&[u8]])) -> Result<()> {
+        self.present.contains_batch(keys, &mut self.answers);
+        let Some(first_absent) = self.answers.iter().position(|&maybe| !maybe) else {
+            count(keys);
+            return Ok(());
+        };
+        if !self.skip_absent {
+            return Err(Error::Job(format!(
+                "{}: key {:?} is definitely not in the filter (it answers `no` for it): it was never inserted, so it cannot be removed; \
+                 nothing was written (give --skip-absent to skip such keys)",
+                self.filter,
+                String::from_utf8_lossy(keys[first_absent])
+            )));
+        }
+        let held: Vec<&[u8]> = keys.iter().zip(&self.answers).filter(|&(_, &maybe)| maybe).map(|(&key, _)| key).collect();
+        self.absent += (keys.len() - held.len()) as u64;
+        count(&held);
+        Ok(())
+    }
 }
 
 impl Mergeable for Removals {
@@ -108,37 +147,15 @@ impl Mergeable for Removals {
 }
 
 impl Partial for Removals {
-    /// Counts the keys the filter may hold, all of a batch at once where it holds them all
-    /// (batched queries first, then a batched count).
     fn insert_batch(&mut self, keys: &[&[u8]]) -> Result<()> {
-        self.present.contains_batch(keys, &mut self.answers);
-        let Some(first_absent) = self.answers.iter().position(|&maybe| !maybe) else {
-            self.counts.insert_batch(keys);
-            return Ok(());
-        };
-        if !self.skip_absent {
-            return Err(Error::Job(format!(
-                "{}: key {:?} is definitely not in the filter (it answers `no` for it): it was never inserted, so it cannot be removed; \
-                 nothing was written (give --skip-absent to skip such keys)",
-                self.filter,
-                String::from_utf8_lossy(keys[first_absent])
-            )));
-        }
-        let held: Vec<&[u8]> = keys.iter().zip(&self.answers).filter(|&(_, &maybe)| maybe).map(|(&key, _)| key).collect();
-        self.absent += (keys.len() - held.len()) as u64;
-        self.counts.insert_batch(&held);
-        Ok(())
+        let counts = &mut self.counts;
+        self.check.count_present(keys, |held| counts.insert_batch(held))
     }
 
     fn placeholder() -> Self {
-        Removals {
-            counts: <CountingBloomFilter as Partial>::placeholder(),
-            present: Arc::new(<BloomFilter as Partial>::placeholder()),
-            filter: Arc::from(""),
-            skip_absent: false,
-            absent: 0,
-            answers: Vec::new(),
-        }
+        let present = Arc::new(<BloomFilter as Partial>::placeholder());
+        let check = KeyCheck { present, filter: Arc::from(""), skip_absent: false, absent: 0, answers: Vec::new() };
+        Removals { counts: <CountingBloomFilter as Partial>::placeholder(), check }
     }
 }
 
@@ -183,10 +200,11 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
     let source = Arc::new(Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?);
     let cluster = &config.cluster;
     let spec = *filter.spec();
-    crate::limits::check_allocation(
-        spec.bits.div_ceil(2).saturating_mul(cluster.workers as u64),
-        &format!("the counts of the keys to remove ({} counters of 4 bits, one partial per worker, {} worker(s))", spec.bits, cluster.workers),
-    )?;
+    // The counts of the keys to remove: a counting filter of the filter's identity, a partial per
+    // worker or one per process.
+    let sized = SizedSpec { spec, expected_items: 0, target_fpp: 0.0, note: String::new() };
+    let shared = shared_filter(config.filter_per, true, &sized, cluster.workers)?.map(Arc::new);
+    let shares = shared.is_some();
     let peers = cluster.peers();
     let my_workers = cluster.process * cluster.workers..(cluster.process + 1) * cluster.workers;
     let counter = Arc::new(AtomicU64::new(0));
@@ -203,22 +221,36 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
     let guards = crate::cluster::execute(cluster, agreement, move |worker| {
         let mut timeline = Timeline::default();
         timeline.mark("workers running", started);
-        let empty = |tick: &mut dyn FnMut()| Removals {
-            counts: CountingBloomFilter::new_partial(spec, tick),
-            present: Arc::clone(&present),
-            filter: Arc::clone(&name),
-            skip_absent,
-            absent: 0,
-            answers: Vec::new(),
+        let mut check = KeyCheck { present: Arc::clone(&present), filter: Arc::clone(&name), skip_absent, absent: 0, answers: Vec::new() };
+        let (counts, report) = match &shared {
+            Some(shared) => {
+                let insert = |keys: &[&[u8]]| check.count_present(keys, |held| shared.insert_batch(held));
+                let mut report = global_shared_filter(worker, &source, shared, insert, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
+                report.absent_keys = check.absent;
+                let counts = match worker.index() {
+                    // SAFETY: every worker of this process is past its last use of the counts
+                    // (`global_shared_filter` returns after it, behind a barrier).
+                    0 => match unsafe { shared.take() } {
+                        Some(StoredFilter::Counting(counts)) => counts,
+                        _ => unreachable!("the counts are a counting filter, taken by worker 0 only"),
+                    },
+                    _ => <CountingBloomFilter as Partial>::placeholder(),
+                };
+                (counts, report)
+            }
+            None => {
+                let empty = |tick: &mut dyn FnMut()| Removals { counts: CountingBloomFilter::new_partial(spec, tick), check };
+                let (removals, mut report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
+                report.absent_keys = removals.check.absent;
+                (removals.counts, report)
+            }
         };
-        let (removals, mut report) = global_filter(worker, &source, empty, Gather::To(0), &abort, &counter, KeepKeys::No, &local);
-        report.absent_keys = removals.absent;
         timeline.mark("counts merged", started);
         let reports = input_reports(worker, report)?;
         if worker.index() != 0 {
             return Ok(None);
         }
-        let mut counts = removals.counts;
+        let mut counts = counts;
         counts.set_items_inserted(reports.iter().map(|r| r.keys - r.absent_keys).sum());
         Ok(Some((counts, reports, timeline)))
     })?;
@@ -247,6 +279,7 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
         malformed: scan.malformed,
         malformed_examples: scan.malformed_examples,
         null_keys: scan.null_keys,
+        filter_per: if shares { "process" } else { "worker" },
         keys_removed: counts.items_inserted(),
         absent_keys_skipped: per_worker.iter().map(|r| r.absent_keys).sum(),
         items_before,

@@ -197,15 +197,18 @@ fn subtract_leaves_the_filter_of_the_other_records_for_any_worker_and_process_co
     let expected = std::fs::read(&reference).unwrap();
 
     let subtract = ["subtract", &built, &gone, "-k", "key", "--split-size", "20000", "--no-progress"];
-    for w in ["1", "3"] {
-        let out = path_str(dir.path(), &format!("w{w}.bloom"));
-        let summary = ok(&run(&[&subtract[..], &["-o", &out, "-w", w]].concat()));
+    for (w, per) in [("1", "worker"), ("3", "worker"), ("3", "process")] {
+        let out = path_str(dir.path(), &format!("w{w}-{per}.bloom"));
+        let summary = ok(&run(&[&subtract[..], &["-o", &out, "-w", w, "--filter-per", per]].concat()));
         assert!(summary.contains("removed 20000 key(s)") && summary.contains("keys in filter     60000 -> 40000"), "{summary}");
-        assert!(std::fs::read(&out).unwrap() == expected, "-w {w}: not the filter of the other records");
+        assert!(summary.contains(&format!("counts kept        one per {per}")), "{summary}");
+        assert!(std::fs::read(&out).unwrap() == expected, "-w {w}, counts per {per}: not the filter of the other records");
     }
-    let out = path_str(dir.path(), "p2.bloom");
-    all_ok(&run_cluster(dir.path(), 2, 1, &[&subtract[..], &["-o", &out]].concat(), Duration::from_secs(60)));
-    assert!(std::fs::read(&out).unwrap() == expected, "2 processes: not the filter of the other records");
+    for (workers, per) in [(1, "worker"), (2, "process")] {
+        let out = path_str(dir.path(), &format!("p2x{workers}-{per}.bloom"));
+        all_ok(&run_cluster(dir.path(), 2, workers, &[&subtract[..], &["-o", &out, "--filter-per", per]].concat(), Duration::from_secs(60)));
+        assert!(std::fs::read(&out).unwrap() == expected, "2 processes x {workers}, counts per {per}: not the filter of the other records");
+    }
     // In place by default.
     ok(&run(&subtract));
     assert!(std::fs::read(&built).unwrap() == expected, "in place: not the filter of the other records");
@@ -223,19 +226,25 @@ fn subtract_refuses_absent_keys_and_counts_past_a_counter_and_writes_nothing() {
     let with_absent = write_keys_csv(dir.path(), "with-absent.csv", &[&keys[0], &absent, &keys[1]]);
     let out = path_str(dir.path(), "out.bloom");
 
-    fails_with(&run(&["subtract", &built, &with_absent, "-k", "key", "-o", &out, "-w", "2", "--no-progress"]), &[&format!("{absent:?}"), "definitely not in", "nothing was written"]);
+    for per in ["worker", "process"] {
+        let args = ["subtract", &built, &with_absent, "-k", "key", "-o", &out, "-w", "2", "--no-progress", "--filter-per", per];
+        fails_with(&run(&args), &[&format!("{absent:?}"), "definitely not in", "nothing was written"]);
+    }
     // The input twice: every counter that is not saturated is asked for twice what it holds.
     fails_with(&run(&["subtract", &built, &input, &input, "-k", "key", "-o", &out, "--no-progress"]), &["below zero", "never inserted", "nothing was written"]);
     assert!(!Path::new(&out).exists(), "an output was written");
     fails_with(&run(&["subtract", &built, &input, &input, "-k", "key", "--no-progress"]), &["below zero"]);
     assert!(std::fs::read(&built).unwrap() == before, "the filter changed");
 
-    let summary = ok(&run(&["subtract", &built, &with_absent, "-k", "key", "-o", &out, "--skip-absent", "--no-progress"]));
-    assert!(summary.contains("removed 2 key(s)") && summary.contains("absent keys        1 (skipped"), "{summary}");
     let mut expected = load_counting(&built);
     expected.remove(keys[0].as_bytes()).unwrap();
     expected.remove(keys[1].as_bytes()).unwrap();
-    assert!(load_counting(&out) == expected, "not the filter with the two keys removed");
+    for per in ["worker", "process"] {
+        let args = ["subtract", &built, &with_absent, "-k", "key", "-o", &out, "--skip-absent", "--no-progress", "-w", "2", "--filter-per", per];
+        let summary = ok(&run(&args));
+        assert!(summary.contains("removed 2 key(s)") && summary.contains("absent keys        1 (skipped"), "{per}: {summary}");
+        assert!(load_counting(&out) == expected, "{per}: not the filter with the two keys removed");
+    }
 
     let plain = path_str(dir.path(), "plain.bloom");
     ok(&run(&["build", &input, "-k", "key", "-o", &plain, "--no-progress"]));
