@@ -92,7 +92,6 @@ struct Removals {
 /// Which keys of a batch are counted for removal: those the filter may hold. A key it answers
 /// `no` for was never inserted: it fails the job, or is skipped and counted with
 /// `--skip-absent`.
-#[derive(Clone)]
 struct KeyCheck {
     /// The filter's counters above zero, as bits.
     present: Arc<BloomFilter>,
