@@ -103,19 +103,9 @@ impl CountingBloomFilter {
 
     /// Increments the k counters of `key`, saturating at 15.
     pub fn insert(&mut self, key: &[u8]) {
-        for pos in self.spec.positions(key) {
-            self.increment(pos);
-        }
+        let mut counters = Counters(&mut self.words);
+        self.spec.positions(key).for_each(|pos| counters.increment(pos));
         self.items_inserted += 1;
-    }
-
-    /// Increments counter `pos`, saturating at 15.
-    #[inline]
-    fn increment(&mut self, pos: u64) {
-        let c = self.counter(pos);
-        if c < COUNTER_MAX {
-            self.set_counter(pos, c + 1);
-        }
     }
 
     /// False means `key` is definitely not a member.

@@ -227,7 +227,7 @@ mod tests {
     /// read: written, not left for the zero page (a fresh mapping left untouched has none).
     #[cfg(target_os = "linux")]
     /// Zeroed by several threads, a block is written whole, every page of it: the runs cover it
-    /// however its size divides among the threads, and the first one's thread ticks.
+    /// however its size divides among the threads.
     #[test]
     fn a_block_zeroed_by_several_threads_is_written_whole() {
         for (words, threads) in [((5 << 17) + 1, 3), (1 << 20, 2), ((4 << 17) + 7, 8), (1 << 20, 1)] {

@@ -104,10 +104,6 @@ impl SharedFilter {
         self.counting
     }
 
-    pub fn spec(&self) -> &FilterSpec {
-        &self.spec
-    }
-
     /// The number of words.
     pub fn word_count(&self) -> usize {
         self.word_count

@@ -242,6 +242,9 @@ fn a_filter_larger_than_memory_is_refused_before_allocating() {
     let dir = tempdir();
     let (build, _) = inputs(dir.path());
     build_fails(dir.path(), &build, "id", &["--bits", "1152921504606846976", "--hashes", "3"], &["1152921504606846976 bits", "needs 128.0 PiB", "of memory is available"]);
+    // With two workers `auto` shares one filter a process, which does not fit either.
+    let two = ["--bits", "1152921504606846976", "--hashes", "3", "-w", "2"];
+    build_fails(dir.path(), &build, "id", &two, &["one per process, shared by its 2 worker(s)", "needs 128.0 PiB", "of memory is available"]);
 }
 
 #[test]
