@@ -218,6 +218,13 @@ impl BloomFilter {
         all & 1 == 1
     }
 
+    /// Whether every one of `positions` is set: the standard layout's test of a key whose
+    /// positions are computed already.
+    #[inline(always)]
+    pub fn contains_positions(&self, positions: &[u64]) -> bool {
+        positions.iter().fold(true, |all, &pos| all & self.bits.get(pos))
+    }
+
     /// Inserts many keys: their positions (for the blocked layout, probes) are computed and
     /// their cache lines prefetched a group of keys at a time before any bit is set, so the
     /// loads overlap.
@@ -247,9 +254,7 @@ impl BloomFilter {
         if self.spec.layout != Layout::Blocked {
             if self.spec.scheme.is_native() {
                 // Branch-free over a key's positions, as the blocked test is.
-                standard_batch(self.spec, kernel, self.bits.line_ptr(0), keys, |positions| {
-                    answers.push(positions.iter().fold(true, |all, &pos| all & self.bits.get(pos)));
-                });
+                standard_batch(self.spec, kernel, self.bits.line_ptr(0), keys, |positions| answers.push(self.contains_positions(positions)));
             } else {
                 chained_queries(self, kernel, keys, answers);
             }
@@ -307,6 +312,62 @@ impl BloomFilter {
         } else {
             self.contains_groups(keys, answers, probe, |p| test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx2::test(line, z, k) }));
         }
+    }
+
+    /// Answers for keys whose blocked-layout probes are computed already (a counting filter's
+    /// batched count computes them, and `subtract` checks its keys against the filter they
+    /// are removed from with the same probes): [`contains_batch`](Self::contains_batch)
+    /// without the hashing, each probe's line prefetched a few probes ahead of its test.
+    pub fn contains_probes(&self, probes: &[BlockProbe], answers: &mut Vec<bool>) {
+        answers.clear();
+        match self.kernel {
+            // SAFETY (both): the filter's kernel runs on this CPU.
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx512 => unsafe { self.contains_probes_avx512(probes, answers) },
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx2 => unsafe { self.contains_probes_avx2(probes, answers) },
+            _ => self.test_probes(probes, answers, |p| self.contains_probe(p)),
+        }
+    }
+
+    /// [`contains_probes`](Self::contains_probes) with the AVX-512 test.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,bmi2")]
+    unsafe fn contains_probes_avx512(&self, probes: &[BlockProbe], answers: &mut Vec<bool>) {
+        let k = self.spec.hashes;
+        // SAFETY (both): the caller checked that the CPU runs the avx512 kernel.
+        match k <= block_avx512::MAX_K {
+            true => self.test_probes(probes, answers, |p| unsafe { block_avx512::test(self.bits.line(p.block), p.remixed(), k) }),
+            false => self.test_probes(probes, answers, |p| test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx512::test(line, z, k) })),
+        }
+    }
+
+    /// [`contains_probes`](Self::contains_probes) with the AVX2 test.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi2")]
+    unsafe fn contains_probes_avx2(&self, probes: &[BlockProbe], answers: &mut Vec<bool>) {
+        let k = self.spec.hashes;
+        // SAFETY (all): the caller checked that the CPU has AVX2.
+        match k <= block_avx2::MAX_K {
+            true => {
+                let demand = unsafe { block_avx2::demand(k) };
+                self.test_probes(probes, answers, |p| unsafe { block_avx2::test_demanding(self.bits.line(p.block), p.remixed(), demand) });
+            }
+            false => self.test_probes(probes, answers, |p| test_runs(self.bits.line(p.block), p.remixed(), k, |line, z, k| unsafe { block_avx2::test(line, z, k) })),
+        }
+    }
+
+    /// Tests each of `probes` with `test`, the line of the probe [`PROBES_AHEAD`] on prefetched
+    /// first.
+    #[inline(always)]
+    fn test_probes(&self, probes: &[BlockProbe], answers: &mut Vec<bool>, test: impl Fn(&BlockProbe) -> bool) {
+        let lines = self.bits.line_ptr(0);
+        answers.extend(probes.iter().enumerate().map(|(i, probe)| {
+            if let Some(ahead) = probes.get(i + PROBES_AHEAD) {
+                prefetch(line_of(lines, ahead));
+            }
+            test(probe)
+        }));
     }
 
     /// The batched blocked query, with `probe` hashing and probing each group of keys
@@ -560,6 +621,9 @@ fn pipelined(keys: &[&[u8]], lines: *const u8, mut probe: impl FnMut(&[&[u8]], &
         then(&buffers[last % 2][..waiting], &[]);
     }
 }
+
+/// How many probes ahead of its test [`BloomFilter::contains_probes`] prefetches a line.
+const PROBES_AHEAD: usize = 16;
 
 /// Keys whose positions a standard-layout batch computes, and whose words it prefetches, before
 /// testing or setting any of them: at the usual k of 7, 56 words in flight.
@@ -1018,7 +1082,10 @@ mod tests {
                 let mut one_by_one = BloomFilter::new(spec);
                 refs[..2000].iter().for_each(|key| one_by_one.insert(key));
                 assert_eq!(one_by_one.bits, f.bits, "{scheme} k {k}: insert_batch");
+                let probes: Vec<BlockProbe> = refs.iter().map(|key| spec.block_probe(key)).collect();
                 for &kernel in &kernels {
+                    f.clone().with_kernel(kernel).contains_probes(&probes, &mut batched);
+                    assert_eq!(batched, portable, "{scheme} k {k}: contains_probes with {kernel:?}");
                     // Each kernel's batched insert sets the bits one-by-one inserts set.
                     let mut by_kernel = BloomFilter { kernel, ..BloomFilter::new(spec) };
                     by_kernel.insert_batch(&refs[..2000]);

@@ -18,7 +18,7 @@
 //! one copy in place of one a worker. See [`FilterPer`].
 
 use crate::allreduce::Mergeable;
-use crate::counting::{insert_counts_into, CounterSink, CountingBloomFilter, COUNTER_MAX};
+use crate::counting::{insert_counts_into, CountCheck, CountEvery, CounterSink, CountingBloomFilter, COUNTER_MAX};
 use crate::filter::{insert_batch_into, BitSink, BloomFilter};
 use crate::format::StoredFilter;
 use crate::hashing::{BlockKernel, BlockProbe};
@@ -116,8 +116,19 @@ impl SharedFilter {
         let words = self.words as *const AtomicU64;
         match self.counting {
             false => insert_batch_into(self.spec, self.kernel, &mut AtomicBits { words }, keys),
-            true => insert_counts_into(self.spec, &mut AtomicCounters { words, word_count: self.word_count }, keys),
+            true => {
+                insert_counts_into(self.spec, &mut AtomicCounters { words, word_count: self.word_count }, keys, &mut CountEvery);
+            }
         }
+    }
+
+    /// Counts the keys of a batch that `check` keeps, each hashed once for both, as
+    /// [`CountingBloomFilter::insert_batch`] would count them, while other threads may count
+    /// theirs. Returns how many it kept. The filter must be a counting one.
+    pub(crate) fn insert_counts_checked(&self, keys: &[&[u8]], check: &mut impl CountCheck) -> u64 {
+        assert!(self.counting, "only a counting filter's counts are checked");
+        let words = self.words as *const AtomicU64;
+        insert_counts_into(self.spec, &mut AtomicCounters { words, word_count: self.word_count }, keys, check)
     }
 
     /// The filter, whole, for the one worker that writes or shares it.

@@ -214,6 +214,39 @@ fn subtract_leaves_the_filter_of_the_other_records_for_any_worker_and_process_co
     assert!(std::fs::read(&built).unwrap() == expected, "in place: not the filter of the other records");
 }
 
+/// In every layout and format of counting filter (whose keys are checked and counted with the
+/// same positions: blocked probes, or a standard layout's positions), a key the filter answers
+/// `no` for fails `subtract`, named, in a batch of keys it holds; `--skip-absent` skips it
+/// and counts the others, with counts per worker or per process.
+#[test]
+fn subtract_checks_each_key_in_every_counting_format() {
+    let dir = tempdir();
+    let (input, keys) = write_repeating_csv(dir.path(), 1_000, 100);
+    let shapes: [&[&str]; 3] = [&[], &["--layout", "standard"], &["--format", "hadoop", "--bits", "20000", "--hashes", "5"]];
+    for shape in shapes {
+        let built = path_str(dir.path(), "built.bloom");
+        ok(&run(&[&["build", &input, "-k", "key", "--counting", "-o", &built, "--no-progress"][..], shape].concat()));
+        let filter = load_counting(&built);
+        let absent = (0..).map(|i| format!("absent-{i}")).find(|k| !filter.contains(k.as_bytes())).unwrap();
+        // The absent key amid 300 held ones, so that it is not alone in its batch or group.
+        let mut batch: Vec<&String> = keys.iter().take(300).collect();
+        batch.insert(150, &absent);
+        let with_absent = write_keys_csv(dir.path(), "with-absent.csv", &batch);
+        let mut expected = filter.clone();
+        keys.iter().take(300).for_each(|key| expected.remove(key.as_bytes()).unwrap());
+        let out = path_str(dir.path(), "out.bloom");
+        for per in ["worker", "process"] {
+            let args = ["subtract", &built, &with_absent, "-k", "key", "-o", &out, "-w", "2", "--no-progress", "--filter-per", per];
+            fails_with(&run(&args), &[&format!("{absent:?}"), "definitely not in", "nothing was written"]);
+            assert!(!Path::new(&out).exists(), "{shape:?}, {per}: an output was written");
+            let summary = ok(&run(&[&args[..], &["--skip-absent"]].concat()));
+            assert!(summary.contains("removed 300 key(s)") && summary.contains("absent keys        1 (skipped"), "{shape:?}, {per}: {summary}");
+            assert!(load_counting(&out) == expected, "{shape:?}, {per}: not the filter with the 300 keys removed");
+            std::fs::remove_file(&out).unwrap();
+        }
+    }
+}
+
 /// A key the filter answers `no` for fails the job, named, and so do keys counted more often
 /// than inserted (the counter named); nothing is written either way. `--skip-absent` skips and
 /// counts absent keys; a plain filter is refused.
