@@ -449,6 +449,9 @@ pub struct SplitReader<R> {
     /// With `--multiline`, the delimiter of records whose quoted fields may hold newlines: the
     /// ranges given end at records' ends, not at every line's.
     multiline: Option<u8>,
+    /// Whether the source must reach `end` before it ends: a split of a file, planned from its
+    /// size when the job started (a file that ends sooner shrank while the job read it).
+    planned: bool,
 }
 
 /// Bytes asked of each `read`. The kernel copies them into the buffer and the scan reads them
@@ -476,6 +479,7 @@ impl SplitReader<File> {
         let capacity = (split.end - seek_to).saturating_add(4096).min(READ_SIZE as u64) as usize;
         let mut reader =
             SplitReader::with_buffer(file, seek_to, split.end, max_record, path.display().to_string(), buffer, capacity).with_line_ends(line_ends);
+        reader.planned = true;
         if split.start > 0 {
             // The record holding byte start-1 belongs to an earlier split; skip through its
             // newline. If byte start-1 is itself a newline, this skips just that byte.
@@ -518,6 +522,7 @@ impl<R: Read> SplitReader<R> {
             numbering: if offset == 0 { Numbering::FromReaderStart } else { Numbering::CountedInFile },
             line_ends: LineEnds::Lf,
             multiline: None,
+            planned: false,
         }
     }
 
@@ -567,7 +572,7 @@ impl<R: Read> SplitReader<R> {
         loop {
             match self.source.read(&mut self.buf[self.filled..]) {
                 Ok(0) => {
-                    self.eof = true;
+                    self.reached_eof()?;
                     return Ok(self.filled > self.pos);
                 }
                 Ok(n) => {
@@ -584,6 +589,22 @@ impl<R: Read> SplitReader<R> {
                 Err(e) => return Err(Error::io(&self.name, e)),
             }
         }
+    }
+
+    /// Notes the source's end, refusing one before the split's planned end: the records past it
+    /// would be missing from the job's output without a word (Hadoop's line reader ends such a
+    /// split quietly).
+    fn reached_eof(&mut self) -> Result<()> {
+        self.eof = true;
+        let read_to = self.offset + (self.filled - self.pos) as u64;
+        if self.planned && read_to < self.end {
+            // A split that starts past the new end seeks there and reads nothing: its offset is
+            // not where the file ends, its size is.
+            let now = std::fs::metadata(&self.name).map(|m| format!(" (it holds {} bytes now)", m.len())).unwrap_or_default();
+            let why = format!("the file ends before byte {} where the job planned a split of it to end{now}: it shrank while the job read it", self.end);
+            return Err(Error::io(&self.name, std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why)));
+        }
+        Ok(())
     }
 
     /// Discards bytes through the next newline.
@@ -679,7 +700,7 @@ impl<R: Read> SplitReader<R> {
         while self.filled < self.buf.len() {
             match self.source.read(&mut self.buf[self.filled..]) {
                 Ok(0) => {
-                    self.eof = true;
+                    self.reached_eof()?;
                     break;
                 }
                 Ok(n) => self.filled += n,
@@ -980,6 +1001,43 @@ mod tests {
         assert_eq!(expected[4].1, b"last-no-newline");
         for size in 1..=data.len() as u64 + 1 {
             assert_eq!(read_all(data, size), expected, "split size {size}");
+        }
+    }
+
+    /// A file cut short after its splits were planned fails the splits that reach past its new
+    /// end, in whichever line-end mode, naming it and where it ends, instead of giving fewer
+    /// records; the splits before the cut read as planned.
+    #[test]
+    fn a_file_that_shrank_after_planning_fails_the_splits_past_its_end() {
+        let data: Vec<u8> = (0..200).flat_map(|i| format!("{i},row-{i}\n").into_bytes()).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.csv");
+        std::fs::write(&path, &data).unwrap();
+        let inputs = resolve_inputs(std::slice::from_ref(&path)).unwrap();
+        let splits = plan_splits(&inputs, 500, 500).unwrap();
+        assert!(splits.len() > 3);
+        let cut = 1200;
+        std::fs::write(&path, &data[..cut]).unwrap();
+        let read = |split: &Split, ends: LineEnds| -> Result<usize> {
+            let mut r = SplitReader::open_with(&path, split, 1 << 20, Vec::new(), ends)?;
+            let mut records = 0;
+            while r.next_record()?.is_some() {
+                records += 1;
+            }
+            Ok(records)
+        };
+        for ends in [LineEnds::Lf, LineEnds::Detect] {
+            for split in &splits {
+                match read(split, ends) {
+                    Ok(records) => assert!(split.end <= cut as u64 && records > 0, "{split:?} read {records} records past the cut"),
+                    Err(e) => {
+                        assert!(split.end > cut as u64, "{split:?}: {e}");
+                        let message = e.to_string();
+                        assert!(message.contains("in.csv") && message.contains("shrank"), "{message}");
+                        assert!(message.contains(&format!("ends before byte {}", split.end)) && message.contains(&format!("holds {cut} bytes now")), "{message}");
+                    }
+                }
+            }
         }
     }
 
