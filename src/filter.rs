@@ -357,8 +357,8 @@ impl BloomFilter {
         }
     }
 
-    /// Tests each of `probes` with `test`, the line of the probe [`PROBES_AHEAD`] on prefetched
-    /// first.
+    /// Tests each of `probes` with `test`, first prefetching the line of the probe
+    /// [`PROBES_AHEAD`] places further on.
     #[inline(always)]
     fn test_probes(&self, probes: &[BlockProbe], answers: &mut Vec<bool>, test: impl Fn(&BlockProbe) -> bool) {
         let lines = self.bits.line_ptr(0);

@@ -1,6 +1,7 @@
 //! The batched paths of the blocked layout: for any group of keys (slices of the input, so that
 //! some end at its last byte) and any k, every kernel the CPU runs must set the bits that
-//! inserting one key at a time sets, answer as single-key queries do, and its wide hashes must
+//! inserting one key at a time sets, answer as single-key queries do (of keys or of their
+//! probes computed first), and its wide hashes must
 //! equal the scalar lookup3. The standard layout's batches likewise, for every scheme and every
 //! kernel the CPU runs (Hadoop's and Spark's hash in lanes with a vector kernel only).
 #![no_main]
@@ -52,6 +53,13 @@ fuzz_target!(|data: &[u8]| {
     for kernel in BlockKernel::ALL {
         filter.contains_batch_with(kernel, &others, &mut answers);
         assert_eq!(answers, expected, "contains_batch_with {kernel:?}");
+    }
+    // The same keys' probes computed first, as a counting filter's batched count computes them
+    // for `subtract`'s check.
+    let probes: Vec<_> = others.iter().map(|key| spec.block_probe(key)).collect();
+    for &kernel in &kernels {
+        filter.clone().with_kernel(kernel).contains_probes(&probes, &mut answers);
+        assert_eq!(answers, expected, "contains_probes {kernel:?}");
     }
 
     // The standard layout, in a filter small enough that some keys are false positives.

@@ -130,7 +130,6 @@ impl KeyCheck {
             _ => Ok(()),
         }
     }
-
 }
 
 impl CountCheck for KeyCheck {
