@@ -251,11 +251,16 @@ impl Source {
                     self.scan_split(&mut reader, split, from_text_start, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
                 }
-                &Input::File { ref path, compression, .. } => {
+                &Input::File { ref path, compression, len } => {
                     let (reader, read) = CompressedSplitReader::open_compressed(path, compression, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
                     let mut reader = reader.with_line_ends(ends);
                     self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     buffer = reader.into_buffer();
+                    // Its decoder read to the file's end unless the job is aborting: a stream
+                    // cut short where one of its members or frames ends decodes without an error.
+                    if read.load(Ordering::Relaxed) < len && !abort.load(Ordering::Relaxed) {
+                        return Err(crate::splits::shrank(path, len));
+                    }
                 }
                 Input::Stdin => {
                     let stdin = crate::compressed::stdin(self.options.stdin_compression).map_err(|e| Error::io("<stdin>", e))?;
@@ -1134,6 +1139,39 @@ mod tests {
                 assert_eq!((stats.records, stats.bytes), (want.len() as u64, lf.len() as u64));
             }
         }
+    }
+
+    /// A compressed file cut short after the job planned it, where one of its members ends (so
+    /// that its decoder ends without an error), fails the scan, naming it: its records past the
+    /// cut would be missing. Read whole, it scans.
+    #[test]
+    fn a_compressed_file_that_shrank_after_planning_fails_the_scan() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.csv.gz");
+        let member = |first: usize| {
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            (first..first + 500).for_each(|i| writeln!(encoder, "{i},k{i}").unwrap());
+            encoder.finish().unwrap()
+        };
+        let first = member(0);
+        std::fs::write(&path, [first.clone(), member(500)].concat()).unwrap();
+        let scan = |source: &Source| {
+            let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+            let mut records = 0;
+            source
+                .scan_worker(0, 1, &abort, &progress, |batch| {
+                    records += batch.keys.len();
+                    Ok(())
+                })
+                .map(|_| records)
+        };
+        let options = ScanOptions { format: RecordFormat { delimiter: b',', has_header: false, multiline: false }, ..csv_options(1 << 20) };
+        let source = Source::plan(std::slice::from_ref(&path), options, 1).unwrap();
+        assert_eq!(scan(&source).unwrap(), 1000);
+        std::fs::write(&path, &first).unwrap();
+        let message = scan(&source).unwrap_err().to_string();
+        assert!(message.contains("in.csv.gz") && message.contains("shrank") && message.contains(&format!("holds {} bytes now", first.len())), "{message}");
     }
 
     /// With `--multiline`, a long stretch without quotes has record starts only where the limit

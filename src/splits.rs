@@ -423,6 +423,18 @@ enum Numbering {
     Unknown,
 }
 
+/// The error for file `path`, which ended before byte `planned`, where the job's plan of its
+/// splits (made from its size when the job started) had one end: it shrank while the job read
+/// it, and the records past its new end would be missing from the job's output without a word
+/// (Hadoop's line reader ends such a split quietly).
+pub(crate) fn shrank(path: &Path, planned: u64) -> Error {
+    // The size now, not where the read stopped: a split that starts past the new end seeks
+    // there and reads nothing.
+    let now = std::fs::metadata(path).map(|m| format!(" (it holds {} bytes now)", m.len())).unwrap_or_default();
+    let why = format!("the file ends before byte {planned} where the job planned a split of it to end{now}: it shrank while the job read it");
+    Error::io(path, std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why))
+}
+
 /// Reads the records (lines) of one split with large reads and no per-line allocation.
 pub struct SplitReader<R> {
     source: R,
@@ -591,18 +603,12 @@ impl<R: Read> SplitReader<R> {
         }
     }
 
-    /// Notes the source's end, refusing one before the split's planned end: the records past it
-    /// would be missing from the job's output without a word (Hadoop's line reader ends such a
-    /// split quietly).
+    /// Notes the source's end, refusing one before the split's planned end ([`shrank`]).
     fn reached_eof(&mut self) -> Result<()> {
         self.eof = true;
         let read_to = self.offset + (self.filled - self.pos) as u64;
         if self.planned && read_to < self.end {
-            // A split that starts past the new end seeks there and reads nothing: its offset is
-            // not where the file ends, its size is.
-            let now = std::fs::metadata(&self.name).map(|m| format!(" (it holds {} bytes now)", m.len())).unwrap_or_default();
-            let why = format!("the file ends before byte {} where the job planned a split of it to end{now}: it shrank while the job read it", self.end);
-            return Err(Error::io(&self.name, std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why)));
+            return Err(shrank(Path::new(&self.name), self.end));
         }
         Ok(())
     }
