@@ -191,6 +191,11 @@ impl Bzip2Split {
     /// block decodes where one begins (a damaged file).
     pub fn open(path: &Path, start: u64, end: u64) -> Result<Self> {
         let file_len = std::fs::metadata(path).map_err(|e| Error::io(path, e))?.len();
+        // The splits were planned from the file's size: one past its end now finds no block
+        // and would read as a split without records.
+        if file_len < end {
+            return Err(crate::splits::shrank(path, end));
+        }
         // Magics are looked for from a little before the split, so that one straddling its
         // start (which begins before it) is not mistaken for one of its own.
         let mut split = Self::open_window(path, start.saturating_sub(8), file_len)?;
@@ -577,6 +582,33 @@ mod tests {
         for size in [len, len / 2 + 1, 40_000, 9_999, 1_000] {
             assert!(records_in_splits(&path, size) == lines(&text), "split size {size}");
         }
+    }
+
+    /// A file cut short after its splits were planned fails every split that reaches past the
+    /// cut, naming it (such a split found no block and read as one without records); the splits
+    /// before the cut open, but for the one whose first block the cut runs through.
+    #[test]
+    fn a_file_that_shrank_after_planning_fails_the_splits_past_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, path, bytes, markers) = blocky_file_and_markers(dir.path());
+        let (len, size) = (bytes.len() as u64, 9_999);
+        let cut = markers[markers.len() / 2].bit / 8;
+        std::fs::write(&path, &bytes[..cut as usize]).unwrap();
+        let mut failed = 0;
+        for (index, start) in (0..len).step_by(size as usize).enumerate() {
+            let split = crate::splits::Split { index, input: 0, start, end: (start + size).min(len) };
+            let opened = Bzip2SplitReader::open_bzip2(&path, &split, 1 << 20, Vec::new(), crate::splits::LineEnds::Lf);
+            match opened {
+                Err(e) if split.end > cut => {
+                    assert!(e.to_string().contains("shrank"), "{split:?}: {e}");
+                    failed += 1;
+                }
+                // Before the cut, only the block the cut runs through fails, as damaged.
+                Err(e) => assert!(e.to_string().contains("truncated or corrupt"), "{split:?}: {e}"),
+                Ok(_) => assert!(split.end <= cut, "{split:?} opened past the cut at byte {cut}"),
+            }
+        }
+        assert!(failed > 1, "{failed} splits failed");
     }
 
     /// A false block magic (48 bits of compressed data that read as one, about once per 30 TB)
