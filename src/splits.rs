@@ -749,7 +749,10 @@ impl<R: Read> SplitReader<R> {
             let complete = match self.multiline {
                 // The split ends at a record's start (`align_to_records`): the records ready
                 // are those that end, up to it.
-                Some(delimiter) => crate::records::late_record_end(&ready[..ready.len().min((self.end - offset) as usize)], delimiter),
+                Some(delimiter) => {
+                    let (bom, limit) = (bom_at(offset, ready), ready.len().min((self.end - offset) as usize));
+                    crate::records::late_record_end(&ready[bom.min(limit)..limit], delimiter).map(|end| bom + end)
+                }
                 None => {
                     // The split's last record holds its byte end - 1, and ends at the first
                     // newline from there; if that is not in the buffer yet, the records before
@@ -784,7 +787,10 @@ impl<R: Read> SplitReader<R> {
         let mut start = 0;
         let ready = &self.buf[self.pos..self.pos + len];
         let ends: Vec<usize> = match self.multiline {
-            Some(delimiter) => crate::records::record_ends(ready, delimiter).collect(),
+            Some(delimiter) => {
+                let bom = bom_at(self.offset, ready);
+                crate::records::record_ends(&ready[bom..], delimiter).map(|end| bom + end).collect()
+            }
             None => memchr::memchr_iter(b'\n', ready).map(|i| i + 1).collect(),
         };
         for end in ends.into_iter().chain(std::iter::once(len)) {
@@ -813,6 +819,15 @@ impl<R: Read> SplitReader<R> {
     pub fn offset(&self) -> u64 {
         self.offset
     }
+}
+
+/// The length of the byte order mark that `ready`, at file (or text) offset `offset`, starts
+/// with where it is the input's start: `--multiline`'s records are read past it, as the scan
+/// reads them. Read as a record's first bytes, it hid the quote of a first field that opens
+/// with one, whose line breaks then ended records (a file of one such record, without a final
+/// newline, failed as an unclosed quote).
+fn bom_at(offset: u64, ready: &[u8]) -> usize {
+    if offset == 0 { crate::records::bom_len(ready) } else { 0 }
 }
 
 /// The lines of a run of [`SplitReader::next_lines`], each with its terminator (the last may
