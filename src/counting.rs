@@ -313,7 +313,7 @@ impl CounterSink for Counters<'_> {
     }
 
     /// The block's words bounds-checked once, not once a counter (`subtract -w 1` of 2M keys,
-    /// callgrind: 1,106.2M instructions before).
+    /// callgrind: 1,106.2M instructions before, 1,053.8M after).
     #[inline(always)]
     fn increment_probe(&mut self, probe: &BlockProbe, k: u32) {
         const BLOCK_WORDS: usize = (BLOCK_BITS / COUNTERS_PER_WORD) as usize;
