@@ -11,7 +11,7 @@ use crate::spec::{FilterSpec, Layout, BLOCK_BITS};
 
 /// Largest value a counter holds.
 pub const COUNTER_MAX: u8 = 15;
-const COUNTERS_PER_WORD: u64 = 16;
+pub(crate) const COUNTERS_PER_WORD: u64 = 16;
 
 /// Number of u64 words holding `m` 4-bit counters.
 pub fn words_for_counters(m: u64) -> u64 {
@@ -305,11 +305,7 @@ impl CounterSink for Counters<'_> {
 
     #[inline(always)]
     fn increment(&mut self, pos: u64) {
-        let word = &mut self.0[(pos / COUNTERS_PER_WORD) as usize];
-        let shift = (pos % COUNTERS_PER_WORD) * 4;
-        if (*word >> shift) & 0xF < COUNTER_MAX as u64 {
-            *word += 1 << shift;
-        }
+        increment_in_word(&mut self.0[(pos / COUNTERS_PER_WORD) as usize], pos % COUNTERS_PER_WORD);
     }
 
     /// The block's words bounds-checked once, not once a counter (`subtract -w 1` of 2M keys,
@@ -319,12 +315,18 @@ impl CounterSink for Counters<'_> {
         const BLOCK_WORDS: usize = (BLOCK_BITS / COUNTERS_PER_WORD) as usize;
         let block: &mut [u64; BLOCK_WORDS] = (&mut self.0[probe.block * BLOCK_WORDS..][..BLOCK_WORDS]).try_into().expect("a block's words");
         probe.for_each_bit(k, |bit| {
-            let word = &mut block[(bit as u64 / COUNTERS_PER_WORD) as usize % BLOCK_WORDS];
-            let shift = (bit as u64 % COUNTERS_PER_WORD) * 4;
-            if (*word >> shift) & 0xF < COUNTER_MAX as u64 {
-                *word += 1 << shift;
-            }
+            let bit = bit as u64;
+            increment_in_word(&mut block[(bit / COUNTERS_PER_WORD) as usize % BLOCK_WORDS], bit % COUNTERS_PER_WORD);
         });
+    }
+}
+
+/// Increments counter `lane` (0..16) of `word`, saturating at 15.
+#[inline(always)]
+fn increment_in_word(word: &mut u64, lane: u64) {
+    let shift = lane * 4;
+    if (*word >> shift) & 0xF < COUNTER_MAX as u64 {
+        *word += 1 << shift;
     }
 }
 

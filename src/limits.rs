@@ -223,11 +223,9 @@ mod tests {
         assert!(huge.len() == (5 << 17) + 1 && huge.iter().all(|&w| w == 0));
     }
 
-    /// A block of 64 KiB to 4 MiB from `zeroed_written` has every page in memory before it is
-    /// read: written, not left for the zero page (a fresh mapping left untouched has none).
-    #[cfg(target_os = "linux")]
     /// Zeroed by several threads, a block is written whole, every page of it: the runs cover it
     /// however its size divides among the threads.
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_block_zeroed_by_several_threads_is_written_whole() {
         for (words, threads) in [((5 << 17) + 1, 3), (1 << 20, 2), ((4 << 17) + 7, 8), (1 << 20, 1)] {
@@ -241,6 +239,9 @@ mod tests {
         assert_eq!(crate::filter::BloomFilter::new_shared(spec, 2).bits().count_ones(), 0);
     }
 
+    /// A block of 64 KiB to 4 MiB from `zeroed_written` has every page in memory before it is
+    /// read: written, not left for the zero page (a fresh mapping left untouched has none).
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_mid_sized_written_block_has_every_page_in_memory() {
         for bytes in [64 << 10, 3 << 20, (4 << 20) - 8] {

@@ -18,7 +18,7 @@
 //! one copy in place of one a worker. See [`FilterPer`].
 
 use crate::allreduce::Mergeable;
-use crate::counting::{insert_counts_into, CountCheck, CountEvery, CounterSink, CountingBloomFilter, COUNTER_MAX};
+use crate::counting::{insert_counts_into, CountCheck, CountEvery, CounterSink, CountingBloomFilter, COUNTERS_PER_WORD, COUNTER_MAX};
 use crate::filter::{insert_batch_into, BitSink, BloomFilter};
 use crate::format::StoredFilter;
 use crate::hashing::{BlockKernel, BlockProbe};
@@ -113,11 +113,10 @@ impl SharedFilter {
     /// [`CountingBloomFilter::insert_batch`]) does, while other threads may insert theirs: each
     /// word is changed atomically. The insert count is not kept: the job sums its workers'.
     pub fn insert_batch(&self, keys: &[&[u8]]) {
-        let words = self.words as *const AtomicU64;
         match self.counting {
-            false => insert_batch_into(self.spec, self.kernel, &mut AtomicBits { words }, keys),
+            false => insert_batch_into(self.spec, self.kernel, &mut AtomicBits { words: self.words as *const AtomicU64 }, keys),
             true => {
-                insert_counts_into(self.spec, &mut AtomicCounters { words, word_count: self.word_count }, keys, &mut CountEvery);
+                self.insert_counts_checked(keys, &mut CountEvery);
             }
         }
     }
@@ -212,10 +211,10 @@ impl CounterSink for AtomicCounters {
 
     #[inline(always)]
     fn increment(&mut self, pos: u64) {
-        let shift = (pos % 16) * 4;
+        let shift = (pos % COUNTERS_PER_WORD) * 4;
         // SAFETY: `pos` is below the filter's counter count, its word inside the words, which
         // outlive the insert (see `SharedFilter::take`).
-        let word = unsafe { &*self.words.add((pos / 16) as usize) };
+        let word = unsafe { &*self.words.add((pos / COUNTERS_PER_WORD) as usize) };
         let mut current = word.load(Ordering::Relaxed);
         // Saturated counters stay at 15.
         while (current >> shift) & 0xF < COUNTER_MAX as u64 {

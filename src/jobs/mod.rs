@@ -129,9 +129,10 @@ pub(crate) fn global_filter<P: Partial>(
 }
 
 /// [`global_filter`] where the workers of each process fill one [`SharedFilter`] (see
-/// [`FilterPer`](crate::shared_filter::FilterPer)): the process's bits are the OR of its
-/// workers' once their scans are over, and between processes local worker i merges its local
-/// range of them as it would its partial's.
+/// [`FilterPer`](crate::shared_filter::FilterPer)): the process's words are the merge of its
+/// workers' inserts once their scans are over (an OR of bits, a saturating sum of counters),
+/// and between processes local worker i merges its local range of them as it would its
+/// partial's.
 /// Each batch of keys goes to `insert`, which inserts into `shared` what it will (all of them,
 /// for a build). Returns this worker's report; once it has returned on every worker of the
 /// process, `shared` holds the global filter where `gather` names a worker of this process,
