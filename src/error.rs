@@ -59,6 +59,11 @@ pub enum Error {
         user: String,
     },
 
+    /// An input file that changed after the job planned its splits (`what` says how): the job
+    /// would have read its records partly as they were and partly as they are.
+    #[error("{path}: the file changed while the job read it ({what}): its records would be read partly as they were and partly as they are. Inputs must not change under a job: copy or rotate a file that is being written, then run the job again")]
+    InputChanged { path: PathBuf, what: String },
+
     /// The input is usable but something about the job as a whole is wrong.
     #[error("{0}")]
     Job(String),

@@ -144,7 +144,7 @@ impl Source {
         for input in &inputs {
             // One read of each file's first bytes tells its line ends and, mostly, its header.
             let start = match input {
-                Input::File { path, len, compression } if *len > 0 => Some(crate::compressed::text_start(path, *compression, options.max_record)?),
+                Input::File { path, len, compression, .. } if *len > 0 => Some(crate::compressed::text_start(path, *compression, options.max_record)?),
                 _ => None,
             };
             let ends = match (input, &start) {
@@ -239,35 +239,46 @@ impl Source {
             let Some(index) = feed.next_split() else { break };
             let split = &self.splits[index];
             let mut tick = FeedTick { every: feed.tick_every(), tick: || feed.tick() };
-            let ends = self.line_ends[split.input];
-            match &self.inputs[split.input] {
-                Input::File { path, compression: Compression::None, .. } => {
-                    let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer), ends)?;
-                    self.scan_split(&mut reader, split, split.start == 0, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
-                    buffer = reader.into_buffer();
-                }
-                Input::File { path, compression: Compression::Bzip2, .. } => {
-                    let (mut reader, read, from_text_start) = Bzip2SplitReader::open_bzip2(path, split, self.options.max_record, std::mem::take(&mut buffer), ends)?;
-                    self.scan_split(&mut reader, split, from_text_start, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
-                    buffer = reader.into_buffer();
-                }
-                &Input::File { ref path, compression, len } => {
-                    let (reader, read) = CompressedSplitReader::open_compressed(path, compression, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
-                    let mut reader = reader.with_line_ends(ends);
-                    self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
-                    buffer = reader.into_buffer();
-                    // Its decoder read to the file's end unless the job is aborting: a stream
-                    // cut short where one of its members or frames ends decodes without an error.
-                    if read.load(Ordering::Relaxed) < len && !abort.load(Ordering::Relaxed) {
-                        return Err(crate::splits::shrank(path, len));
+            // The split's read, as a closure so that a failed one is seen after the check below.
+            let mut read = || -> Result<()> {
+                let ends = self.line_ends[split.input];
+                match &self.inputs[split.input] {
+                    Input::File { path, compression: Compression::None, .. } => {
+                        let mut reader = SplitReader::open_with(path, split, self.options.max_record, std::mem::take(&mut buffer), ends)?;
+                        self.scan_split(&mut reader, split, split.start == 0, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                        buffer = reader.into_buffer();
+                    }
+                    Input::File { path, compression: Compression::Bzip2, .. } => {
+                        let (mut reader, read, from_text_start) = Bzip2SplitReader::open_bzip2(path, split, self.options.max_record, std::mem::take(&mut buffer), ends)?;
+                        self.scan_split(&mut reader, split, from_text_start, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                        buffer = reader.into_buffer();
+                    }
+                    &Input::File { ref path, compression, len, .. } => {
+                        let (reader, read) = CompressedSplitReader::open_compressed(path, compression, u64::MAX, self.options.max_record, std::mem::take(&mut buffer))?;
+                        let mut reader = reader.with_line_ends(ends);
+                        self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), Some(&read), abort, progress, &mut tick, &mut stats, &mut on_batch)?;
+                        buffer = reader.into_buffer();
+                        // Its decoder read to the file's end unless the job is aborting: a stream
+                        // cut short where one of its members or frames ends decodes without an error.
+                        if read.load(Ordering::Relaxed) < len && !abort.load(Ordering::Relaxed) {
+                            return Err(crate::splits::shrank(path, len));
+                        }
+                    }
+                    Input::Stdin => {
+                        let stdin = crate::compressed::stdin(self.options.stdin_compression).map_err(|e| Error::io("<stdin>", e))?;
+                        let mut reader = SplitReader::new(stdin, 0, u64::MAX, self.options.max_record, "<stdin>".into()).with_line_ends(ends);
+                        self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
                     }
                 }
-                Input::Stdin => {
-                    let stdin = crate::compressed::stdin(self.options.stdin_compression).map_err(|e| Error::io("<stdin>", e))?;
-                    let mut reader = SplitReader::new(stdin, 0, u64::MAX, self.options.max_record, "<stdin>".into()).with_line_ends(ends);
-                    self.scan_split(&mut reader, split, true, self.key_index[split.input].clone(), None, abort, progress, &mut tick, &mut stats, &mut on_batch)?;
-                }
+                Ok(())
+            };
+            let read = read();
+            // A file still as it was planned, after its split is read (whether or not the read
+            // succeeded: a change is the likelier cause of another error).
+            if let Input::File { path, len, stamp, .. } = &self.inputs[split.input] {
+                stamp.check(path, *len)?;
             }
+            read?;
         }
         Ok(stats)
     }
@@ -1171,7 +1182,44 @@ mod tests {
         assert_eq!(scan(&source).unwrap(), 1000);
         std::fs::write(&path, &first).unwrap();
         let message = scan(&source).unwrap_err().to_string();
-        assert!(message.contains("in.csv.gz") && message.contains("shrank") && message.contains(&format!("holds {} bytes now", first.len())), "{message}");
+        let shrank = format!("shrank from {} to {} bytes", source.total_bytes(), first.len());
+        assert!(message.contains("in.csv.gz") && message.contains(&shrank), "{message}");
+    }
+
+    /// A file written to after the job planned its splits, its size kept, fails the scan of a
+    /// split read after the write, naming it and saying what changed; so does one replaced by
+    /// another file at its path, or removed (on Unix its open splits would read on). Unchanged,
+    /// it scans.
+    #[test]
+    fn a_file_changed_after_planning_fails_the_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.csv");
+        let text: String = (0..1000).map(|i| format!("{i:04},k{i:04}\n")).collect();
+        let scan = |source: &Source| {
+            let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+            source.scan_worker(0, 1, &abort, &progress, |_| Ok(()))
+        };
+        let options = || ScanOptions { format: RecordFormat { delimiter: b',', has_header: false, multiline: false }, ..csv_options(1 << 20) };
+        // Each change, made after planning, and what the error must say of it.
+        let later = |path: &std::path::Path| {
+            let file = std::fs::File::options().write(true).open(path).unwrap();
+            file.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(2)).unwrap();
+        };
+        type Change<'a> = Box<dyn Fn(&std::path::Path) + 'a>;
+        let changes: [(Change, &str); 4] = [
+            (Box::new(|path| { std::fs::write(path, text.replace("k0500", "k9999")).unwrap(); later(path); }), "it was modified, its size kept: its modification time moved 2."),
+            (Box::new(|path| { let other = path.with_extension("new"); std::fs::write(&other, &text).unwrap(); std::fs::rename(&other, path).unwrap(); }), "another file replaced it at the same path"),
+            (Box::new(|path| std::fs::write(path, format!("{text}1000,k1000\n")).unwrap()), "it grew from 11000 to 11011 bytes"),
+            (Box::new(|path| std::fs::remove_file(path).unwrap()), "it was removed"),
+        ];
+        for (change, says) in changes {
+            std::fs::write(&path, &text).unwrap();
+            let source = Source::plan(std::slice::from_ref(&path), options(), 1).unwrap();
+            assert_eq!(scan(&source).unwrap().records, 1000);
+            change(&path);
+            let message = scan(&source).unwrap_err().to_string();
+            assert!(message.contains("in.csv: the file changed while the job read it") && message.contains(says), "{message}");
+        }
     }
 
     /// With `--multiline`, a long stretch without quotes has record starts only where the limit

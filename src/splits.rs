@@ -21,11 +21,75 @@ pub const DEFAULT_SPLIT_SIZE: u64 = 64 << 20;
 /// Default limit on one record's length.
 pub const DEFAULT_MAX_RECORD: usize = 64 << 20;
 
-/// One input: a regular file, or standard input.
+/// One input: a regular file (its size and [`FileStamp`] when the job planned its splits), or
+/// standard input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
-    File { path: PathBuf, len: u64, compression: Compression },
+    File { path: PathBuf, len: u64, compression: Compression, stamp: FileStamp },
     Stdin,
+}
+
+/// Which file an input was, and when it was last modified, as the job planned its splits of it:
+/// with its size, what [`FileStamp::check`] compares after each split is read, so that a file
+/// changed under a running job fails the job instead of giving records partly as they were and
+/// partly as they are (a file rewritten in place, or replaced by another at the same path, read
+/// on as if nothing had happened; only one cut short was noticed, as it ended early).
+///
+/// Its `Debug` form is empty: a job's processes compare the `Debug` forms of their plans, and
+/// each machine stamps its own copy of a file, with its own inode and time.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    modified: Option<std::time::SystemTime>,
+    /// (device, inode) on Unix; elsewhere the modification time alone tells a change.
+    identity: Option<(u64, u64)>,
+}
+
+impl std::fmt::Debug for FileStamp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FileStamp")
+    }
+}
+
+impl FileStamp {
+    /// The stamp of the file whose metadata is `meta`.
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let identity = {
+            use std::os::unix::fs::MetadataExt;
+            Some((meta.dev(), meta.ino()))
+        };
+        #[cfg(not(unix))]
+        let identity = None;
+        FileStamp { modified: meta.modified().ok(), identity }
+    }
+
+    /// Fails unless the file at `path` is still the file of this stamp, of `len` bytes, not
+    /// modified since ([`Error::InputChanged`], saying what changed). A rewrite within the
+    /// modification time's resolution that keeps the size goes unseen (nanoseconds on ext4,
+    /// XFS, Btrfs and tmpfs).
+    pub fn check(&self, path: &Path, len: u64) -> Result<()> {
+        let meta = match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::InputChanged { path: path.to_path_buf(), what: "it was removed".into() });
+            }
+            meta => meta.map_err(|e| Error::io(path, e))?,
+        };
+        let now = FileStamp::of(&meta);
+        let what = if now.identity != self.identity {
+            "another file replaced it at the same path".to_string()
+        } else if meta.len() != len {
+            let how = if meta.len() < len { "shrank" } else { "grew" };
+            format!("it {how} from {len} to {} bytes", meta.len())
+        } else if now.modified != self.modified {
+            match now.modified.zip(self.modified).and_then(|(now, then)| now.duration_since(then).ok()) {
+                Some(later) => format!("it was modified, its size kept: its modification time moved {:.3} s later", later.as_secs_f64()),
+                None => "its modification time changed, its size did not".to_string(),
+            }
+        } else {
+            return Ok(());
+        };
+        Err(Error::InputChanged { path: path.to_path_buf(), what })
+    }
 }
 
 impl Input {
@@ -104,7 +168,7 @@ fn resolve_path(path: &Path, meta: std::fs::Metadata, inputs: &mut Vec<Input>) -
     } else {
         // Checked now so that a missing permission fails before the job starts.
         File::open(path).map_err(|e| Error::io(path, e))?;
-        inputs.push(Input::File { path: path.to_path_buf(), len: meta.len(), compression: Compression::of(path)? });
+        inputs.push(Input::File { path: path.to_path_buf(), len: meta.len(), compression: Compression::of(path)?, stamp: FileStamp::of(&meta) });
     }
     Ok(())
 }
@@ -149,7 +213,7 @@ fn files_beneath(dir: &Path, open: &mut Vec<PathBuf>, files: &mut Vec<Input>) ->
             files_beneath(&path, open, files)?;
         } else if meta.is_file() {
             let compression = Compression::of(&path)?;
-            files.push(Input::File { path, len: meta.len(), compression });
+            files.push(Input::File { path, len: meta.len(), compression, stamp: FileStamp::of(&meta) });
         } else {
             return Err(not_a_regular_file(&path));
         }
@@ -1139,7 +1203,7 @@ mod tests {
             let path = dir.path().join(format!("head-{repeats}.csv"));
             let text = format!("{}{tail}", "\"x\n\",1\n".repeat(repeats));
             std::fs::write(&path, &text).unwrap();
-            let inputs = [Input::File { path, len: text.len() as u64, compression: Compression::None }];
+            let inputs = resolve_inputs(&[path]).unwrap();
             let planned = plan_splits(&inputs, 64 << 10, u64::MAX).unwrap();
             let aligned = align_to_records(planned, &inputs, &[LineEnds::Lf], b',', DEFAULT_MAX_RECORD).unwrap();
             let in_tail = aligned.iter().filter(|s| s.start >= 7 * repeats as u64).count();

@@ -162,7 +162,7 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
     let (mut records, mut bytes) = (0u64, 0u64);
     let mut expansions: Vec<(Compression, f64)> = Vec::new();
     for index in sample {
-        let Input::File { path, len, compression } = &source.inputs[index] else { continue };
+        let Input::File { path, len, compression, .. } = &source.inputs[index] else { continue };
         let ends = source.line_ends(index);
         let has_header = source.options.format.has_header;
         let multiline = source.options.format.multiline.then_some(source.options.format.delimiter);
