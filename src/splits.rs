@@ -150,6 +150,23 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
     Ok(inputs)
 }
 
+/// A warning where two of `inputs` are one file (a path given twice, a file given beside its
+/// directory, a link to another input): its records are read twice, as Hadoop and Spark read a
+/// path given twice, which doubles the semi-join's output records and a counting filter's
+/// counts. Files are told apart by device and inode where the system has them, else by path.
+pub fn repeated_input(inputs: &[Input]) -> Option<String> {
+    let mut seen = std::collections::HashMap::new();
+    for input in inputs {
+        let Input::File { path, stamp, .. } = input else { continue };
+        let id = stamp.identity.map_or_else(|| Err(path.as_path()), Ok);
+        if let Some(first) = seen.insert(id, path) {
+            let same = if first == path { format!("{} is given twice", path.display()) } else { format!("{} and {} are one file", first.display(), path.display()) };
+            return Some(format!("{same}: its records are read twice, as Hadoop and Spark read a path given twice"));
+        }
+    }
+    None
+}
+
 /// Adds the inputs of `path` (of metadata `meta`): a regular file itself, a directory the files
 /// beneath it.
 fn resolve_path(path: &Path, meta: std::fs::Metadata, inputs: &mut Vec<Input>) -> Result<()> {
@@ -1189,6 +1206,28 @@ mod tests {
         assert_eq!(balanced_split_size(64 << 20, 27_000_000, 2), 1 << 20);
         assert_eq!(balanced_split_size(64 << 20, 100 << 30, 4), 64 << 20);
         assert_eq!(balanced_split_size(7, 1 << 30, 2), 7);
+    }
+
+    /// Two inputs are one file where their device and inode are: a path given twice, a file
+    /// beside its directory, a symbolic or hard link; distinct files are not, even of the same
+    /// bytes.
+    #[test]
+    fn repeated_inputs_are_one_file_whatever_their_paths() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+        std::fs::write(&a, "x\n").unwrap();
+        std::fs::write(&b, "x\n").unwrap();
+        assert_eq!(repeated_input(&resolve_inputs(&[a.clone(), b.clone()]).unwrap()), None);
+        let warning = repeated_input(&resolve_inputs(&[a.clone(), dir.path().to_path_buf()]).unwrap()).unwrap();
+        assert!(warning.starts_with(&format!("{} is given twice", a.display())), "{warning}");
+        assert!(repeated_input(&resolve_inputs(&[b.clone(), b.clone()]).unwrap()).unwrap().starts_with(&format!("{} is given twice", b.display())));
+        #[cfg(unix)]
+        {
+            let link = dir.path().join("link");
+            std::os::unix::fs::symlink(&a, &link).unwrap();
+            let warning = repeated_input(&resolve_inputs(&[link.clone(), b, a.clone()]).unwrap()).unwrap();
+            assert!(warning.starts_with(&format!("{} and {} are one file", link.display(), a.display())), "{warning}");
+        }
     }
 
     /// The probes for `--multiline`'s record starts stop once they have looked at 4 MiB and a

@@ -92,7 +92,15 @@ pub fn print_summary(s: &BuildStats) {
     println!("  fill ratio         {:.6}{}", s.fill_ratio, if s.counting { " (counters above zero)" } else { "" });
     println!("  estimated fpp      {:.6}", s.estimated_fpp);
     println!("  sizing             {}", s.sizing);
-    if s.malformed > 0 {
-        eprintln!("bloomflow: warning: {} malformed record(s) skipped (use --strict to fail instead)", s.malformed);
+    print_warnings(s.malformed, &s.warnings);
+}
+
+/// A job's warnings, on standard error: its malformed records skipped, and the others.
+pub(super) fn print_warnings(malformed: u64, warnings: &[String]) {
+    if malformed > 0 {
+        eprintln!("bloomflow: warning: {malformed} malformed record(s) skipped (use --strict to fail instead)");
+    }
+    for w in warnings {
+        eprintln!("bloomflow: warning: {w}");
     }
 }

@@ -87,7 +87,5 @@ fn print_summary(s: &SubtractStats) {
     println!("  elapsed            {:.3} s", s.elapsed_secs);
     println!("  timeline           {} (worker 0, since the start)", s.timeline.describe());
     println!("  throughput         {:.1} MB/s", s.mb_per_sec);
-    if s.malformed > 0 {
-        eprintln!("bloomflow: warning: {} malformed record(s) skipped (use --strict to fail instead)", s.malformed);
-    }
+    super::build::print_warnings(s.malformed, &s.warnings);
 }

@@ -100,6 +100,8 @@ pub struct BuildStats {
     /// When worker 0 had its workers running, the filter merged and the file written.
     pub timeline: Timeline,
     pub per_worker: Vec<WorkerReport>,
+    /// Things about the job its user should know, such as an input given twice.
+    pub warnings: Vec<String>,
 }
 
 /// Sizes the filter from the user's choice; an estimate reads a sample of the inputs.
@@ -283,6 +285,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         crate::output::check_not_an_input(out, &inputs)?;
     }
     let source = Arc::new(Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?);
+    let repeated = crate::splits::repeated_input(&source.inputs);
     let sized = size_filter(&config.sizing, &source, config.scheme, config.layout, config.seed)?;
     if config.counting {
         format::counting_supported(sized.spec.scheme)?;
@@ -387,6 +390,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         sizing: sized.note,
         timeline,
         per_worker,
+        warnings: repeated.into_iter().collect(),
     }))
 }
 

@@ -778,6 +778,10 @@ impl Job {
         let spec = filter.spec();
         let estimated_fpp = filter.estimated_fpp();
         let mut warnings = Vec::new();
+        if let PlannedFilter::Build { source, .. } = &self.planned {
+            warnings.extend(crate::splits::repeated_input(&source.inputs).map(|w| format!("build side: {w}")));
+        }
+        warnings.extend(crate::splits::repeated_input(&self.probe.inputs).map(|w| format!("probe side: {w}")));
         if estimated_fpp > 0.5 {
             warnings.push(format!(
                 "the filter's estimated false-positive rate is {estimated_fpp:.3}: it is too small for its keys \

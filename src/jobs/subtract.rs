@@ -82,6 +82,8 @@ pub struct SubtractStats {
     /// When worker 0 had its workers running and the counts merged, and the filter written.
     pub timeline: Timeline,
     pub per_worker: Vec<WorkerReport>,
+    /// Things about the job its user should know, such as an input given twice.
+    pub warnings: Vec<String>,
 }
 
 /// A worker's partial: the counts of the keys it read that the filter may hold.
@@ -223,6 +225,7 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
     crate::output::check_not_an_input(&config.filter, &inputs)?;
     let mut filter = load_counting(&mut config)?;
     let source = Arc::new(Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?);
+    let repeated = crate::splits::repeated_input(&source.inputs);
     let cluster = &config.cluster;
     let spec = *filter.spec();
     // The counts of the keys to remove: a counting filter of the filter's identity, a partial per
@@ -319,5 +322,6 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
         mb_per_sec: mb_per_sec(scan.bytes, elapsed),
         timeline,
         per_worker,
+        warnings: repeated.into_iter().collect(),
     }))
 }

@@ -910,3 +910,22 @@ fn null_keys_are_skipped() {
     let summary = ok(&o);
     assert!(summary.contains("keys inserted      0\n") && summary.contains("NULL keys          2 (skipped)"), "{summary}");
 }
+
+/// A file and a hard link to it are one input given twice: the build reads it twice (its filter
+/// is the same; a counting filter's counts double) and warns, naming both paths, whose device
+/// and inode are the same.
+#[cfg(unix)]
+#[test]
+fn a_file_and_its_hard_link_are_one_input_read_twice_with_a_warning() {
+    let dir = tempdir();
+    let input = path_str(dir.path(), "in.csv");
+    std::fs::write(&input, "id,key\n1,a\n2,b\n").unwrap();
+    let link = path_str(dir.path(), "link.csv");
+    std::fs::hard_link(&input, &link).unwrap();
+    let out = path_str(dir.path(), "f.bloom");
+    let o = run(&["build", &input, &link, "-k", "key", "-o", &out, "--no-progress", "--counting"]);
+    let summary = ok(&o);
+    assert!(summary.contains("records            4"), "{summary}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains(&format!("warning: {input} and {link} are one file: its records are read twice")), "{stderr}");
+}

@@ -1466,3 +1466,32 @@ fn multiline_records(part: &str) -> impl Iterator<Item = &str> + '_ {
     let ends: Vec<usize> = starts.iter().skip(1).copied().chain(std::iter::once(part.len())).collect();
     starts.into_iter().zip(ends).map(move |(s, e)| &part[s..e])
 }
+
+/// An input given twice (here the probe file beside its directory, and the build file twice)
+/// is read twice, as Hadoop and Spark read a path given twice, and the job warns of it on each
+/// side: the output holds each matching record twice. Distinct files draw no such warning.
+#[test]
+fn an_input_given_twice_is_read_twice_with_a_warning() {
+    let dir = tempdir();
+    let build = path_str(dir.path(), "b.csv");
+    std::fs::write(&build, "name,id\na,1\nb,2\n").unwrap();
+    let probes = dir.path().join("probes");
+    std::fs::create_dir(&probes).unwrap();
+    let probe = path_str(&probes, "p.csv");
+    std::fs::write(&probe, "event,key\n1,1\n2,3\n3,2\n").unwrap();
+    let out = path_str(dir.path(), "out");
+    let args = ["semijoin", "--build", &build, &build, "--build-key", "id", "--probe", &probe, probes.to_str().unwrap(), "--probe-key", "key", "-o", &out, "--no-progress", "--exact"];
+    let o = run(&args);
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains(&format!("warning: build side: {build} is given twice: its records are read twice")), "{stderr}");
+    assert!(stderr.contains(&format!("warning: probe side: {probe} is given twice: its records are read twice")), "{stderr}");
+    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
+    assert_eq!((stats["build_records"].as_u64(), stats["probe_records"].as_u64(), stats["records_out"].as_u64()), (Some(4), Some(6), Some(4)));
+    let other = path_str(dir.path(), "other.csv");
+    std::fs::write(&other, "event,key\n4,1\n").unwrap();
+    let distinct = path_str(dir.path(), "distinct");
+    let o = run(&["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, &other, "--probe-key", "key", "-o", &distinct, "--no-progress"]);
+    ok(&o);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("read twice"), "{}", String::from_utf8_lossy(&o.stderr));
+}
