@@ -35,8 +35,8 @@ pub enum Input {
 /// partly as they are (a file rewritten in place, or replaced by another at the same path, read
 /// on as if nothing had happened; only one cut short was noticed, as it ended early).
 ///
-/// Its `Debug` form is empty: a job's processes compare the `Debug` forms of their plans, and
-/// each machine stamps its own copy of a file, with its own inode and time.
+/// Its `Debug` form shows none of its fields: a job's processes compare the `Debug` forms of
+/// their plans, and each machine stamps its own copy of a file, with its own inode and time.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
     modified: Option<std::time::SystemTime>,
