@@ -274,13 +274,27 @@ impl Source {
             };
             let read = read();
             // A file still as it was planned, after its split is read (whether or not the read
-            // succeeded: a change is the likelier cause of another error).
-            if let Input::File { path, len, stamp, .. } = &self.inputs[split.input] {
-                stamp.check(path, *len)?;
+            // succeeded: a change is the likelier cause of another error); and the empty files
+            // this split answers for, which have no split of their own.
+            for input in std::iter::once(split.input).chain(self.unsplit_inputs(index)) {
+                if let Input::File { path, len, stamp, .. } = &self.inputs[input] {
+                    stamp.check(path, *len)?;
+                }
             }
             read?;
         }
         Ok(stats)
+    }
+
+    /// The inputs without a split (files empty when the job planned it) whose stamps split
+    /// `index` checks once it is read: those between the input of the split before it and its
+    /// own, and for the last split, those after its input. Each is checked by one split, so a
+    /// file empty when planned and written to during the job fails the job too.
+    fn unsplit_inputs(&self, index: usize) -> impl Iterator<Item = usize> {
+        let input = self.splits[index].input;
+        let before = index.checked_sub(1).map_or(0, |previous| self.splits[previous].input + 1)..input;
+        let after = if index + 1 == self.splits.len() { input + 1..self.inputs.len() } else { 0..0 };
+        before.chain(after)
     }
 
     /// The per-record hot path: lines come in batches from the reader's buffer; a batch without
@@ -1219,6 +1233,29 @@ mod tests {
             change(&path);
             let message = scan(&source).unwrap_err().to_string();
             assert!(message.contains("in.csv: the file changed while the job read it") && message.contains(says), "{message}");
+        }
+    }
+
+    /// Files empty when the job planned it have no split: the split that answers for each (the
+    /// next file's first, or the last split for those after it) checks it too, so one written
+    /// to during the job fails the scan, naming it. Unchanged, they scan.
+    #[test]
+    fn an_empty_file_written_to_after_planning_fails_the_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = ["a-empty.csv", "b.csv", "c-empty.csv", "d.csv", "e-empty.csv"];
+        let paths: Vec<PathBuf> = names.iter().map(|name| dir.path().join(name)).collect();
+        let text: String = (0..1000).map(|i| format!("{i:04},k{i:04}\n")).collect();
+        for written in [0, 2, 4] {
+            for (path, name) in paths.iter().zip(names) {
+                std::fs::write(path, if name.contains("empty") { "" } else { text.as_str() }).unwrap();
+            }
+            let source = Source::plan(&paths, csv_options(4000), 1).unwrap();
+            assert_eq!(source.splits.len(), 6, "three splits of each file with records");
+            let (abort, progress) = (AtomicBool::new(false), AtomicU64::new(0));
+            assert_eq!(source.scan_worker(0, 1, &abort, &progress, |_| Ok(())).unwrap().records, 2000);
+            std::fs::write(&paths[written], "1,late\n").unwrap();
+            let message = source.scan_worker(0, 1, &abort, &progress, |_| Ok(())).unwrap_err().to_string();
+            assert!(message.contains(&format!("{}: the file changed while the job read it (it grew from 0 to 7 bytes)", names[written])), "{message}");
         }
     }
 
