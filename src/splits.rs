@@ -156,15 +156,24 @@ pub fn resolve_inputs(args: &[PathBuf]) -> Result<Vec<Input>> {
 /// counts. Files are told apart by device and inode where the system has them, else by path.
 pub fn repeated_input(inputs: &[Input]) -> Option<String> {
     let mut seen = std::collections::HashMap::new();
+    let (mut repeats, mut said) = (Vec::new(), std::collections::HashSet::new());
     for input in inputs {
         let Input::File { path, stamp, .. } = input else { continue };
         let id = stamp.identity.map_or_else(|| Err(path.as_path()), Ok);
         if let Some(first) = seen.insert(id, path) {
-            let same = if first == path { format!("{} is given twice", path.display()) } else { format!("{} and {} are one file", first.display(), path.display()) };
-            return Some(format!("{same}: its records are read twice, as Hadoop and Spark read a path given twice"));
+            let repeat = if first == path { format!("{} is given twice", path.display()) } else { format!("{} and {} are one file", first.display(), path.display()) };
+            if said.insert(repeat.clone()) {
+                repeats.push(repeat);
+            }
         }
     }
-    None
+    let (first, more) = repeats.split_first()?;
+    let (others, its) = match more.len() {
+        0 => (String::new(), "its"),
+        // A few named: a directory given twice repeats every file beneath it.
+        n => (format!(" (and {n} more: {}{})", more[..n.min(3)].join("; "), if n > 3 { "; …" } else { "" }), "their"),
+    };
+    Some(format!("{first}{others}: {its} records are read twice, as Hadoop and Spark read a path given twice"))
 }
 
 /// Adds the inputs of `path` (of metadata `meta`): a regular file itself, a directory the files
@@ -1221,6 +1230,9 @@ mod tests {
         let warning = repeated_input(&resolve_inputs(&[a.clone(), dir.path().to_path_buf()]).unwrap()).unwrap();
         assert!(warning.starts_with(&format!("{} is given twice", a.display())), "{warning}");
         assert!(repeated_input(&resolve_inputs(&[b.clone(), b.clone()]).unwrap()).unwrap().starts_with(&format!("{} is given twice", b.display())));
+        let every = repeated_input(&resolve_inputs(&[a.clone(), b.clone(), a.clone(), b.clone(), b.clone()]).unwrap()).unwrap();
+        let (shown_a, shown_b) = (a.display(), b.display());
+        assert_eq!(every, format!("{shown_a} is given twice (and 1 more: {shown_b} is given twice): their records are read twice, as Hadoop and Spark read a path given twice"));
         #[cfg(unix)]
         {
             let link = dir.path().join("link");
