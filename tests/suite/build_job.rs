@@ -923,9 +923,13 @@ fn a_file_and_its_hard_link_are_one_input_read_twice_with_a_warning() {
     let link = path_str(dir.path(), "link.csv");
     std::fs::hard_link(&input, &link).unwrap();
     let out = path_str(dir.path(), "f.bloom");
-    let o = run(&["build", &input, &link, "-k", "key", "-o", &out, "--no-progress", "--counting"]);
+    let stats = path_str(dir.path(), "stats.json");
+    let o = run(&["build", &input, &link, "-k", "key", "-o", &out, "--no-progress", "--counting", "--stats-json", &stats]);
     let summary = ok(&o);
     assert!(summary.contains("records            4"), "{summary}");
+    let warning = format!("{input} and {link} are one file: its records are read twice");
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains(&format!("warning: {input} and {link} are one file: its records are read twice")), "{stderr}");
+    assert!(stderr.contains(&format!("warning: {warning}")), "{stderr}");
+    let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert!(stats["warnings"][0].as_str().unwrap().starts_with(&warning), "{}", stats["warnings"]);
 }

@@ -74,18 +74,19 @@ fn counting_builds_are_byte_identical_across_processes_on_loopback() {
         // Splits are claimed, not dealt: the merge is tested only where both processes read,
         // which a loaded machine may not give at once (one process claimed every split while
         // the other's workers waited for a core). Every run's bytes must be the reference's.
+        let both_read = |readers: &[u64]| readers.iter().any(|&w| w < workers as u64) && readers.iter().any(|&w| w >= workers as u64);
         let mut readers = Vec::new();
         for _ in 0..5 {
             all_ok(&run_cluster(dir.path(), processes, workers, &args, Duration::from_secs(60)));
             assert!(std::fs::read(&out).unwrap() == std::fs::read(&reference).unwrap(), "{processes} x {workers}, a filter per {per}: other bytes than one process's");
             let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
             readers = stats["per_worker"].as_array().unwrap().iter().filter(|w| w["scan"]["records"].as_u64().unwrap() > 0).map(|w| w["worker"].as_u64().unwrap()).collect();
-            if readers.iter().any(|&w| w < workers as u64) && readers.iter().any(|&w| w >= workers as u64) {
+            if both_read(&readers) {
                 break;
             }
             std::fs::remove_file(&out).unwrap();
         }
-        assert!(readers.iter().any(|&w| w < workers as u64) && readers.iter().any(|&w| w >= workers as u64), "{processes} x {workers}: read by workers {readers:?} only, in 5 runs");
+        assert!(both_read(&readers), "{processes} x {workers}: read by workers {readers:?} only, in 5 runs");
     }
 }
 

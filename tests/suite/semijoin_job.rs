@@ -1488,6 +1488,7 @@ fn an_input_given_twice_is_read_twice_with_a_warning() {
     assert!(stderr.contains(&format!("warning: probe side: {probe} is given twice: its records are read twice")), "{stderr}");
     let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
     assert_eq!((stats["build_records"].as_u64(), stats["probe_records"].as_u64(), stats["records_out"].as_u64()), (Some(4), Some(6), Some(4)));
+    assert!(stats["warnings"].as_array().unwrap().iter().filter(|w| w.as_str().unwrap().contains("read twice")).count() == 2, "{}", stats["warnings"]);
     let other = path_str(dir.path(), "other.csv");
     std::fs::write(&other, "event,key\n4,1\n").unwrap();
     let distinct = path_str(dir.path(), "distinct");
