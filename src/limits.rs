@@ -51,7 +51,7 @@ pub fn human_bytes(bytes: u64) -> String {
 /// pages. madvise refuses (EINVAL) a start that is not page-aligned, and a large allocation
 /// starts a few bytes into its first page (its allocator's header), so the range is trimmed to
 /// whole pages first: passed as it was, the advice was refused for every filter.
-fn advise_huge_pages(start: usize, bytes: usize) {
+pub(crate) fn advise_huge_pages(start: usize, bytes: usize) {
     const PAGE: usize = 4096;
     let first = start.next_multiple_of(PAGE);
     let end = (start + bytes) / PAGE * PAGE;
@@ -206,7 +206,7 @@ pub(crate) fn pages_in_memory<T>(block: &[T]) -> (usize, usize) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #[test]
     fn a_large_zeroed_block_is_zero_and_ticks_once_per_2_mib() {
         let mut ticks = 0;
@@ -255,7 +255,7 @@ mod tests {
     /// The flags of the memory mapping that holds `address`, as /proc/self/smaps lists them
     /// (`hg`: advised for huge pages), or None where there is no such file.
     #[cfg(target_os = "linux")]
-    fn mapping_flags(address: usize) -> Option<String> {
+    pub(crate) fn mapping_flags(address: usize) -> Option<String> {
         let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
         let mut inside = false;
         for line in smaps.lines() {

@@ -397,11 +397,12 @@ impl Job {
         let mut shuffle = (self.exact && self.exact_strategy != ExactStrategy::Broadcast).then(|| shard_join(worker));
         // Room for as many key bytes as the build side has (keys are shorter than their lines),
         // up to the limit and 256 MiB: address space only, so that the arena never reallocates.
-        let build_bytes = match &self.planned {
-            PlannedFilter::Build { source, .. } if collecting => source.total_bytes(),
-            _ => 0,
+        let (build_bytes, filter_bytes) = match &self.planned {
+            PlannedFilter::Build { source, sized, .. } if collecting => (source.total_bytes(), sized.spec.bits / 8),
+            _ => (0, 0),
         };
-        let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize).holding_numbers_as_bits();
+        let huge_pages = filter_bytes > crate::keyset::BITS_IN_HUGE_PAGES_PAST;
+        let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize).holding_numbers_as_bits(huge_pages);
         let keep = match shuffle.as_mut().and_then(|join| join.build.as_mut()) {
             spill if collecting => KeepKeys::UpTo(&mut keys, limit, spill),
             Some(input) => KeepKeys::Send(input),

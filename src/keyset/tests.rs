@@ -325,7 +325,7 @@ fn numbers_outside_the_counted_range_or_too_sparse_go_to_the_table() {
 fn numbers_collected_as_bits_make_the_set_their_text_makes() {
     use rand::{Rng, SeedableRng};
     let mut rng = rand::rngs::StdRng::seed_from_u64(11);
-    let mut workers: Vec<KeyArena> = (0..3).map(|_| KeyArena::with_piece(256).holding_numbers_as_bits()).collect();
+    let mut workers: Vec<KeyArena> = (0..3).map(|w| KeyArena::with_piece(256).holding_numbers_as_bits(w == 1)).collect();
     let mut text = KeyArena::with_piece(256);
     let mut numbers = Vec::new();
     let mut push = |w: usize, key: &[u8], workers: &mut Vec<KeyArena>| {
@@ -399,6 +399,34 @@ fn numbers_collected_as_bits_make_the_set_their_text_makes() {
     }
 }
 
+/// Bits that ask for huge pages hold what bits in 4 KiB pages hold, and their mapping (of
+/// 5 MB of bits, room for two huge pages) is advised for huge pages where the kernel has them;
+/// the others' is not.
+#[test]
+fn bits_in_huge_pages_hold_the_same_numbers() {
+    let mut rng = crate::xorshift::XorShift::new(0xb175);
+    let mut arenas = [KeyArena::default().holding_numbers_as_bits(true), KeyArena::default().holding_numbers_as_bits(false)];
+    for _ in 0..600_000 {
+        let key = (rng.next() % 40_000_000).to_string();
+        arenas.iter_mut().for_each(|arena| arena.push(key.as_bytes()));
+    }
+    let [huge, small] = arenas.map(|mut arena| arena.take_bits().expect("held as bits"));
+    assert!(huge.bytes.len() > 4 << 20, "{} bytes of bits", huge.bytes.len());
+    assert_eq!(huge, small);
+    #[cfg(target_os = "linux")]
+    {
+        let flags = |bits: &DenseWords| crate::limits::tests::mapping_flags(bits.bytes.as_ptr() as usize + 4096);
+        let (Some(huge_flags), Some(small_flags)) = (flags(&huge), flags(&small)) else {
+            eprintln!("skipped: no /proc/self/smaps");
+            return;
+        };
+        if std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
+            assert!(huge_flags.split_whitespace().any(|f| f == "hg"), "{huge_flags}");
+        }
+        assert!(!small_flags.split_whitespace().any(|f| f == "hg"), "{small_flags}");
+    }
+}
+
 /// Bits go to gaps and back unchanged, from empty to full, and sparse ones take fewer
 /// bytes so; gaps that run past their bytes, or a varint cut short or past 64 bits, are none.
 #[test]
@@ -432,7 +460,7 @@ fn bits_go_to_gaps_and_back() {
 /// held count the bits.
 #[test]
 fn numbers_are_held_as_bits_within_their_bound() {
-    let mut arena = KeyArena::default().holding_numbers_as_bits();
+    let mut arena = KeyArena::default().holding_numbers_as_bits(false);
     for n in (64_000..65_000u32).chain((10_000..11_000).rev()).chain([64_000, 10_500]) {
         arena.push(n.to_string().as_bytes());
     }
@@ -450,7 +478,7 @@ fn numbers_are_held_as_bits_within_their_bound() {
 
     // Sparse numbers: the second passes the bound (a word for the first, then 2^24 words),
     // and stays text; the bits still grow to the next ones, which are near.
-    let mut sparse = KeyArena::default().holding_numbers_as_bits();
+    let mut sparse = KeyArena::default().holding_numbers_as_bits(false);
     for key in ["5", "999999999", "6", "70", "64"] {
         sparse.push(key.as_bytes());
     }
@@ -463,7 +491,7 @@ fn numbers_are_held_as_bits_within_their_bound() {
 
     // A jump the bound refuses (numbers 0..64K, then 4M on) goes to text only until the
     // text has caught up with the span: then the bits grow to it, and take the rest.
-    let mut jump = KeyArena::default().holding_numbers_as_bits();
+    let mut jump = KeyArena::default().holding_numbers_as_bits(false);
     let (near, far) = (0..64_000u32, 4_000_000..4_040_000u32);
     near.clone().chain(far.clone()).for_each(|n| jump.push(n.to_string().as_bytes()));
     let mut keys = Vec::new();
