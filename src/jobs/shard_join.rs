@@ -39,10 +39,22 @@ pub struct ShardJoin {
     pub answered: ProbeHandle<u64>,
 }
 
-/// The worker that holds `key`'s shard, as a hash every process computes alike.
+/// The worker that holds `key`'s shard, as a hash every process computes alike. An inline key
+/// is hashed as its words: hashed through its derived `Hash`, the words went to the hasher as 24
+/// bytes, by foldhash's out-of-line path for long inputs, and routing the build keys took a
+/// tenth of a shuffle join's samples (the 20M-row probe as the build side, `-w 2`: 1.77 → 1.53 s,
+/// medians of 6 interleaved runs).
 fn shard_of(key: &JoinKey) -> u64 {
-    use std::hash::BuildHasher;
-    foldhash::quality::FixedState::with_seed(0x9E37_79B9_7F4A_7C15).hash_one(key)
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = foldhash::quality::FixedState::with_seed(0x9E37_79B9_7F4A_7C15).build_hasher();
+    match key {
+        JoinKey::Inline(words, len) => {
+            words.iter().for_each(|&word| hasher.write_u64(word));
+            hasher.write_u8(*len);
+        }
+        JoinKey::Long(bytes) => hasher.write(bytes),
+    }
+    hasher.finish()
 }
 
 /// Looks up survivors in a batch: their keys' bytes side by side, so that the key set's batched
@@ -159,6 +171,25 @@ mod tests {
         let build = (0..400).map(|_| key(rng.gen_range(0..2000))).collect();
         let probe = (0..3000).map(|_| key(rng.gen_range(0..2000))).collect();
         (build, probe)
+    }
+
+    /// Shards spread keys evenly: ids, short codes and long keys, over 2 and 3 workers, each
+    /// worker's share within 3% of even.
+    #[test]
+    fn shards_spread_keys_evenly() {
+        let keys: Vec<JoinKey> = (0..30_000u32)
+            .map(|i| match i % 3 {
+                0 => JoinKey::new(i.to_string().as_bytes()),
+                1 => JoinKey::new(format!("c{i:x}").as_bytes()),
+                _ => JoinKey::new(format!("a key longer than twenty-four bytes, {i}").as_bytes()),
+            })
+            .collect();
+        for peers in [2u64, 3] {
+            let mut counts = vec![0usize; peers as usize];
+            keys.iter().for_each(|key| counts[(shard_of(key) % peers) as usize] += 1);
+            let even = keys.len() / peers as usize;
+            assert!(counts.iter().all(|&n| n.abs_diff(even) * 100 <= 3 * even), "{counts:?} over {peers}");
+        }
     }
 
     /// On 3 workers, each sending its survivors in rounds: once the join's frontier passes a
