@@ -13,7 +13,7 @@ const INLINE_BYTES: usize = 24;
 
 /// A join key. Two keys are equal exactly when their bytes are; the order is a total order
 /// consistent with that, which is all a join needs (it is not the bytes' order).
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum JoinKey {
     /// A key of at most 24 bytes: its bytes zero-padded to 24, as three little-endian words,
     /// and its length (which tells "a" from "a\0").

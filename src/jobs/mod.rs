@@ -14,8 +14,7 @@ use crate::shared_filter::SharedFilter;
 use crate::counting::CountingBloomFilter;
 use crate::filter::BloomFilter;
 use crate::keyset::{BitsPiece, GapsPiece, KeyArena, KeyCounts, KeySet, PartitionBuilder};
-use join_key::JoinKey;
-use timely::dataflow::operators::vec::input::Handle;
+use shard_join::BuildKeys;
 use crate::report::WorkerReport;
 use crate::scan::{ScanStats, Source, SplitFeed};
 use std::cell::RefCell;
@@ -72,9 +71,9 @@ pub(crate) enum KeepKeys<'a> {
     /// Keeps them for an exact broadcast join, up to a limit of bytes. Past it, the job will
     /// fall back to the shuffle join: the keys kept and every later one go into its build input
     /// where one is given (`auto`), so that the build side is read once.
-    UpTo(&'a mut KeyArena, u64, Option<&'a mut Handle<u64, JoinKey>>),
+    UpTo(&'a mut KeyArena, u64, Option<&'a mut BuildKeys>),
     /// Sends them into an exact shuffle join's build input, which then needs no second read.
-    Send(&'a mut Handle<u64, JoinKey>),
+    Send(&'a mut BuildKeys),
 }
 
 /// Runs inside a timely worker: reads the splits of `source` it claims (see [`claims`]) into its
@@ -212,7 +211,7 @@ fn scan_keys(
             }
             // Past the limit, the keys kept wait for the end of the scan (sent at once, they
             // would all queue in the join's channels), later ones go as they come.
-            KeepKeys::UpTo(_, _, Some(input)) | KeepKeys::Send(input) => batch.keys.iter().for_each(|k| input.send(JoinKey::new(k))),
+            KeepKeys::UpTo(_, _, Some(input)) | KeepKeys::Send(input) => batch.keys.iter().for_each(|k| input.send(k)),
             KeepKeys::UpTo(_, _, None) | KeepKeys::No => {}
         }
         Ok(())

@@ -394,14 +394,19 @@ impl Job {
         // same point among its dataflows), so that the build side is read once: asked for, it
         // takes the build keys as the build reads them; with `auto`, the keys the build kept
         // and any past the limit, if the limit is passed.
-        let mut shuffle = (self.exact && self.exact_strategy != ExactStrategy::Broadcast).then(|| shard_join(worker));
+        // Numbers collected as bits, here or in the shuffle's shards, ask for huge pages beside a
+        // large filter (see `KeyArena::holding_numbers_as_bits`).
+        let huge_pages = match &self.planned {
+            PlannedFilter::Build { sized, .. } => sized.spec.bits / 8 > crate::keyset::BITS_IN_HUGE_PAGES_PAST,
+            PlannedFilter::File { .. } => false,
+        };
+        let mut shuffle = (self.exact && self.exact_strategy != ExactStrategy::Broadcast).then(|| shard_join(worker, huge_pages));
         // Room for as many key bytes as the build side has (keys are shorter than their lines),
         // up to the limit and 256 MiB: address space only, so that the arena never reallocates.
-        let (build_bytes, filter_bytes) = match &self.planned {
-            PlannedFilter::Build { source, sized, .. } if collecting => (source.total_bytes(), sized.spec.bits / 8),
-            _ => (0, 0),
+        let build_bytes = match &self.planned {
+            PlannedFilter::Build { source, .. } if collecting => source.total_bytes(),
+            _ => 0,
         };
-        let huge_pages = filter_bytes > crate::keyset::BITS_IN_HUGE_PAGES_PAST;
         let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize).holding_numbers_as_bits(huge_pages);
         let keep = match shuffle.as_mut().and_then(|join| join.build.as_mut()) {
             spill if collecting => KeepKeys::UpTo(&mut keys, limit, spill),

@@ -5,14 +5,16 @@
 //! A survivor is looked up once, as it arrives, and then forgotten: unlike a join of two
 //! arranged collections (differential-dataflow's `semijoin`, the tests' oracle), nothing here
 //! keeps the survivors, so memory does not grow with the probe. The build side's keys are held
-//! once, spread over the workers, in the compact [`KeySet`] the broadcast join uses.
+//! once, spread over the workers, in the compact [`KeySet`] the broadcast join uses. They
+//! travel in pieces, a shard's keys side by side (see [`BuildKeys`]), not one record each.
 
 use super::join_key::JoinKey;
 use crate::keyset::{KeyArena, KeySet};
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Exchange;
+use crate::messages::OneAtATime;
+use timely::dataflow::channels::pact::{Exchange, ExchangeCore};
 use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::probe::Handle as ProbeHandle;
 use timely::dataflow::operators::vec::input::Handle;
@@ -27,34 +29,68 @@ pub type Survivor = (JoinKey, u32, u64);
 /// A match on its way back: the worker that read the survivor, and its number there.
 type Match = (u32, u64);
 
+/// Build keys on their way to the worker that holds their shard: that worker, and the keys,
+/// length-prefixed as a [`KeyArena`] holds them.
+type KeyPiece = (u32, Vec<u8>);
+
+/// Bytes of a shard's build keys gathered before they leave.
+const PIECE_BYTES: usize = 64 << 10;
+
 /// The join on one worker: its inputs, the build keys and the survivors (at the timestamp of
 /// their round), and its outputs, the numbers of this worker's survivors that matched (in any
 /// order, each once) and a probe whose frontier passes a round's timestamp once every answer of
 /// the round is in `matched`.
 pub struct ShardJoin {
-    /// None once this worker has sent all its build keys (dropping the handle closes it).
-    pub build: Option<Handle<u64, JoinKey>>,
+    /// None once this worker has sent all its build keys (dropping it sends the last pieces
+    /// and closes the input).
+    pub build: Option<BuildKeys>,
     pub survivors: Handle<u64, Survivor>,
     pub matched: Rc<RefCell<Vec<u64>>>,
     pub answered: ProbeHandle<u64>,
 }
 
-/// The worker that holds `key`'s shard, as a hash every process computes alike. An inline key
-/// is hashed as its words: hashed through its derived `Hash`, the words went to the hasher as 24
-/// bytes, by foldhash's out-of-line path for long inputs, and routing the build keys took a
-/// tenth of a shuffle join's samples (the 20M-row probe as the build side, `-w 2`: 1.77 → 1.53 s,
-/// medians of 6 interleaved runs).
-fn shard_of(key: &JoinKey) -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = foldhash::quality::FixedState::with_seed(0x9E37_79B9_7F4A_7C15).build_hasher();
-    match key {
-        JoinKey::Inline(words, len) => {
-            words.iter().for_each(|&word| hasher.write_u64(word));
-            hasher.write_u8(*len);
+/// The worker that holds `key`'s shard (modulo the workers), as a hash every process computes
+/// alike.
+fn shard_of(key: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::quality::FixedState::with_seed(0x9E37_79B9_7F4A_7C15).hash_one(key)
+}
+
+/// The build keys' input of a shuffle join. Each key joins the piece of its shard, and a piece
+/// leaves once it holds [`PIECE_BYTES`]; the last pieces leave when this is dropped, which
+/// then closes the input. Sent one record each, through timely's exchange, every key was
+/// written into a container, read back to be routed and written into another: a fifth of a
+/// shuffle join's samples with the 20M-row probe as its build side, most of them waiting on
+/// memory (the containers are allocated afresh as they cycle between the workers' threads).
+pub struct BuildKeys {
+    input: Handle<u64, KeyPiece>,
+    pieces: Vec<Vec<u8>>,
+    /// [`PIECE_BYTES`], but in tests.
+    piece_bytes: usize,
+}
+
+impl BuildKeys {
+    /// Sends `key` to its shard.
+    #[inline]
+    pub fn send(&mut self, key: &[u8]) {
+        let shard = (shard_of(key) % self.pieces.len() as u64) as usize;
+        let piece = &mut self.pieces[shard];
+        crate::records::push_with_length(piece, key);
+        if piece.len() >= self.piece_bytes {
+            let full = std::mem::replace(piece, Vec::with_capacity(self.piece_bytes + 64));
+            self.input.send((shard as u32, full));
+            // At once, and as a message of its own (see `shard_join`'s exchange of pieces).
+            self.input.flush();
         }
-        JoinKey::Long(bytes) => hasher.write(bytes),
     }
-    hasher.finish()
+}
+
+impl Drop for BuildKeys {
+    fn drop(&mut self) {
+        for (shard, piece) in self.pieces.iter_mut().enumerate().filter(|(_, piece)| !piece.is_empty()) {
+            self.input.send((shard as u32, std::mem::take(piece)));
+        }
+    }
 }
 
 /// Looks up survivors in a batch: their keys' bytes side by side, so that the key set's batched
@@ -84,10 +120,10 @@ impl Lookup {
 
 /// Sends the keys kept in `arena` into a join's build input, giving the worker a step every MiB
 /// of them, so that the join takes them in as they go rather than all at once.
-pub fn send_kept_keys(worker: &mut Worker, arena: &KeyArena, input: &mut Handle<u64, JoinKey>) {
+pub fn send_kept_keys(worker: &mut Worker, arena: &KeyArena, input: &mut BuildKeys) {
     let mut bytes = 0;
     arena.for_each_key(|key| {
-        input.send(JoinKey::new(key));
+        input.send(key);
         bytes += key.len() + 1;
         if bytes >= super::rounds::STEP_BYTES as usize {
             bytes = 0;
@@ -97,21 +133,28 @@ pub fn send_kept_keys(worker: &mut Worker, arena: &KeyArena, input: &mut Handle<
 }
 
 /// Makes the join's dataflow on `worker` (every worker must make it at the same point among its
-/// dataflows).
-pub fn shard_join(worker: &mut Worker) -> ShardJoin {
+/// dataflows). Its shard's numbers are held as bits in huge pages where `huge_pages` says (see
+/// [`KeyArena::holding_numbers_as_bits`]).
+pub fn shard_join(worker: &mut Worker, huge_pages: bool) -> ShardJoin {
     let (matched, answered) = (Rc::new(RefCell::new(Vec::new())), ProbeHandle::new());
     let sink = Rc::clone(&matched);
+    let peers = worker.peers();
     worker.dataflow::<u64, _, _>(|scope| {
-        let (build, build_keys) = scope.new_input::<Vec<JoinKey>>();
+        let (build, build_keys) = scope.new_input::<Vec<KeyPiece>>();
         let (survivors, survivor_stream) = scope.new_input::<Vec<Survivor>>();
         build_keys
             .binary_frontier::<_, CapacityContainerBuilder<Vec<Match>>, _, _, _, _>(
                 survivor_stream,
-                Exchange::new(shard_of),
-                Exchange::new(|(key, _, _): &Survivor| shard_of(key)),
+                // A message a piece: timely's own containers gather 8 KiB of records, here 256
+                // pieces (16 MiB) for each worker sent to, which took the job's peak memory
+                // 75 MiB up.
+                ExchangeCore::<OneAtATime<KeyPiece>, _>::new_core(|(shard, _): &KeyPiece| *shard as u64),
+                Exchange::new(|(key, _, _): &Survivor| key.with_bytes(shard_of)),
                 "LookUpSurvivors",
                 |_cap, _info| {
-                    let mut arena = Some(KeyArena::default());
+                    // Numbers as bits where they are dense: the benchmark's ids, 20M of them as
+                    // the build side, took 180 MB of text over the shards.
+                    let mut arena = Some(KeyArena::default().holding_numbers_as_bits(huge_pages));
                     let mut set: Option<KeySet> = None;
                     let mut lookup = Lookup::default();
                     // Survivors that came before the last build key: this worker's peers may
@@ -120,13 +163,10 @@ pub fn shard_join(worker: &mut Worker) -> ShardJoin {
                     move |(build_in, build_frontier), (survivors_in, _), output| {
                         build_in.for_each(|_time, data| {
                             let arena = arena.as_mut().expect("build keys arrive before the build input closes");
-                            data.drain(..).for_each(|key| key.with_bytes(|bytes| arena.push(bytes)));
+                            data.drain(..).for_each(|(_, piece)| arena.push_encoded(&piece));
                         });
                         if set.is_none() && build_frontier.is_empty() {
-                            let arena = arena.take().expect("the set is made once");
-                            let bytes = arena.as_bytes();
-                            let pieces: Vec<&[u8]> = arena.pieces().into_iter().map(|piece| &bytes[piece]).collect();
-                            set = Some(KeySet::build(&pieces, arena.counts()));
+                            set = Some(KeySet::from_arena(arena.take().expect("the set is made once")));
                         }
                         let output_index = output.output_index();
                         survivors_in.for_each(|cap, data| match &set {
@@ -147,6 +187,7 @@ pub fn shard_join(worker: &mut Worker) -> ShardJoin {
                 }
             })
             .probe_with(&answered);
+        let build = BuildKeys { input: build, pieces: vec![Vec::new(); peers], piece_bytes: PIECE_BYTES };
         ShardJoin { build: Some(build), survivors, matched, answered }
     })
 }
@@ -160,11 +201,13 @@ mod tests {
     use timely::dataflow::operators::Inspect;
 
     /// The keys worker `w` of a test job sends: build keys and probe keys drawn from 2000, some
-    /// longer than a join key holds inline, one empty.
+    /// longer than a join key holds inline, one empty, a third numbers (which a shard holds as
+    /// bits).
     fn keys_of(w: usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
         let key = |i: u64| match i {
             1 => Vec::new(),
             i if i % 13 == 0 => format!("a key longer than twenty-four bytes, {i}").into_bytes(),
+            i if i % 3 == 0 => i.to_string().into_bytes(),
             i => format!("k{i}").into_bytes(),
         };
         let mut rng = rand::rngs::StdRng::seed_from_u64(w as u64);
@@ -177,11 +220,11 @@ mod tests {
     /// worker's share within 3% of even.
     #[test]
     fn shards_spread_keys_evenly() {
-        let keys: Vec<JoinKey> = (0..30_000u32)
+        let keys: Vec<Vec<u8>> = (0..30_000u32)
             .map(|i| match i % 3 {
-                0 => JoinKey::new(i.to_string().as_bytes()),
-                1 => JoinKey::new(format!("c{i:x}").as_bytes()),
-                _ => JoinKey::new(format!("a key longer than twenty-four bytes, {i}").as_bytes()),
+                0 => i.to_string().into_bytes(),
+                1 => format!("c{i:x}").into_bytes(),
+                _ => format!("a key longer than twenty-four bytes, {i}").into_bytes(),
             })
             .collect();
         for peers in [2u64, 3] {
@@ -192,9 +235,10 @@ mod tests {
         }
     }
 
-    /// On 3 workers, each sending its survivors in rounds: once the join's frontier passes a
-    /// round, every match of the round is in (checked against the keys every worker sent); and
-    /// the matches are exactly what differential-dataflow's `semijoin` finds.
+    /// On 3 workers, each sending its build keys in pieces of a few keys and its survivors in
+    /// rounds (one worker's shard holding its numbers in huge pages): once the join's frontier
+    /// passes a round, every match of the round is in (checked against the keys every worker
+    /// sent); and the matches are exactly what differential-dataflow's `semijoin` finds.
     #[test]
     fn matches_what_differential_dataflows_semijoin_finds() {
         let guards = timely::execute(timely::Config::process(3), |worker| {
@@ -202,8 +246,10 @@ mod tests {
             let (build, probe) = keys_of(me);
             let all_build: BTreeSet<Vec<u8>> = (0..peers).flat_map(|w| keys_of(w).0).collect();
 
-            let ShardJoin { build: build_in, survivors: mut survivors_in, matched, answered } = shard_join(worker);
+            let ShardJoin { build: build_in, survivors: mut survivors_in, matched, answered } = shard_join(worker, me == 1);
             let mut build_in = build_in.expect("a new join takes build keys");
+            // Pieces of a few keys, so that each shard's keys come in many.
+            build_in.piece_bytes = 64;
             let oracle = Rc::new(RefCell::new(Vec::new()));
             let oracle_done = ProbeHandle::new();
             let (mut oracle_build, mut oracle_probe) = worker.dataflow::<u64, _, _>(|scope| {
@@ -215,7 +261,7 @@ mod tests {
             });
 
             for key in &build {
-                build_in.send(JoinKey::new(key));
+                build_in.send(key);
                 oracle_build.insert(key.clone());
             }
             drop(build_in);

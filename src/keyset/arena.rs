@@ -138,6 +138,12 @@ impl KeyArena {
         }
     }
 
+    /// Appends the keys of `encoded`, keys as an arena holds them (see
+    /// [`as_bytes`](Self::as_bytes)).
+    pub fn push_encoded(&mut self, encoded: &[u8]) {
+        for_each_key(std::slice::from_ref(&encoded), |key| self.push(key));
+    }
+
     /// The keys in pieces of about [`PIECE`] bytes (the last may be shorter), each of whole
     /// keys: the byte ranges of the encoded keys.
     pub fn pieces(&self) -> Vec<std::ops::Range<usize>> {

@@ -160,6 +160,17 @@ impl KeySet {
         KeySet::from_partitions(vec![PartitionBuilder::new(counts, 0, 1).build(pieces)])
     }
 
+    /// The set of the keys `arena` holds, as text and, where it holds numbers as bits (see
+    /// [`KeyArena::holding_numbers_as_bits`]), as bits.
+    pub fn from_arena(mut arena: KeyArena) -> KeySet {
+        let counts = arena.counts();
+        let bits = arena.take_bits();
+        let bits: Vec<BitsPiece> = bits.iter().map(|bits| BitsPiece { at: bits.at, bytes: &bits.bytes }).collect();
+        let bytes = arena.as_bytes();
+        let pieces: Vec<&[u8]> = arena.pieces().into_iter().map(|piece| &bytes[piece]).collect();
+        KeySet::from_partitions(vec![PartitionBuilder::new(counts, 0, 1).build_with_bits(&pieces, &bits, &[])])
+    }
+
     /// The set made of partitions 0..n of one [`PartitionBuilder`] count n, in index order.
     pub fn from_partitions(parts: Vec<Partition>) -> KeySet {
         assert!(!parts.is_empty(), "a key set has at least one partition");
