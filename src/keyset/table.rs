@@ -241,15 +241,43 @@ impl Bits {
 
 /// The open-addressing table of the keys that are not short: longer than 8 bytes (held in an
 /// arena), the empty key, and 8-byte keys that end in a byte below 8.
+///
+/// A long key lies in `adopted`, where it came from there (see [`Part::adopt`]), else it is
+/// copied into `arena`: a slot's offset below `adopted`'s length is in `adopted`, the others
+/// are that length past the key's place in `arena`.
 struct Others {
     slots: Vec<Slot>,
+    adopted: std::sync::Arc<Vec<u8>>,
     arena: Vec<u8>,
     keys: usize,
 }
 
 impl Others {
     pub(super) fn with_capacity(keys: usize) -> Others {
-        Others { slots: crate::limits::zeroed_written(slots_for(keys)), arena: Vec::new(), keys: 0 }
+        Others { slots: crate::limits::zeroed_written(slots_for(keys)), adopted: Default::default(), arena: Vec::new(), keys: 0 }
+    }
+
+    /// Where a long key is held: its offset in `adopted` if it lies there (compared as
+    /// addresses), else appended to `arena`.
+    fn place(&mut self, key: &[u8]) -> u64 {
+        let (base, at) = (self.adopted.as_ptr() as usize, key.as_ptr() as usize);
+        match at.checked_sub(base) {
+            Some(offset) if offset + key.len() <= self.adopted.len() => offset as u64,
+            _ => {
+                let offset = self.adopted.len() + self.arena.len();
+                self.arena.extend_from_slice(key);
+                offset as u64
+            }
+        }
+    }
+
+    /// The `len` bytes of a long key held at `at` (see [`place`](Self::place)).
+    #[inline(always)]
+    fn held(&self, at: usize, len: usize) -> &[u8] {
+        match at.checked_sub(self.adopted.len()) {
+            None => &self.adopted[at..at + len],
+            Some(at) => &self.arena[at..at + len],
+        }
     }
 
     /// The first empty slot from `i` on.
@@ -267,15 +295,19 @@ impl Others {
         }
         let (i, tag) = slot_and_tag(hash, self.slots.len());
         let i = self.free_from(i);
-        let data = if key.len() <= INLINE {
-            inline_word(key).to_le_bytes()
-        } else {
-            let at = self.arena.len() as u64;
-            self.arena.extend_from_slice(key);
-            at.to_le_bytes()
-        };
+        let data = if key.len() <= INLINE { inline_word(key).to_le_bytes() } else { self.place(key).to_le_bytes() };
         self.slots[i] = Slot { tag, len: key.len() as u32, data };
         self.keys += 1;
+    }
+
+    /// The key a slot holds: in the slot, or where [`place`](Self::place) put it.
+    fn stored_key<'a>(&'a self, slot: &'a Slot) -> &'a [u8] {
+        let len = slot.len as usize;
+        if len <= INLINE {
+            &slot.data[..len]
+        } else {
+            self.held(u64::from_le_bytes(slot.data) as usize, len)
+        }
     }
 
     /// Doubles the table (only when a partition gets more keys than it was sized for).
@@ -284,7 +316,7 @@ impl Others {
         let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_written(doubled));
         let h = hasher();
         for slot in old.iter().filter(|s| s.tag != 0) {
-            let (i, _) = slot_and_tag(h.hash_one(stored_key(&self.arena, slot)), doubled);
+            let (i, _) = slot_and_tag(h.hash_one(self.stored_key(slot)), doubled);
             let i = self.free_from(i);
             self.slots[i] = *slot;
         }
@@ -306,7 +338,7 @@ impl Others {
                     Some(word) => u64::from_le_bytes(slot.data) == word,
                     None => {
                         let at = u64::from_le_bytes(slot.data) as usize;
-                        self.arena[at..at + key.len()] == *key
+                        self.held(at, key.len()) == key
                     }
                 };
                 if found {
@@ -383,6 +415,20 @@ impl Part {
         self.bits.keys + self.numbers.keys + self.words.keys + self.big.keys + self.others.keys
     }
 
+    /// Bytes of long keys copied into the table's own arena.
+    #[cfg(test)]
+    pub(super) fn copied_bytes(&self) -> usize {
+        self.others.arena.len()
+    }
+
+    /// Holds the long keys that lie in `bytes` where they lie, not copies of them: for a
+    /// partition built from one buffer of keys that it may keep (see [`KeySet::from_arena`]).
+    /// Only before any key is inserted.
+    pub(super) fn adopt(&mut self, bytes: std::sync::Arc<Vec<u8>>) {
+        assert_eq!(self.others.keys, 0, "adopted before any key is held");
+        self.others.adopted = bytes;
+    }
+
     /// Inserts a key, but for a number of the set's dense span: the builder sets those bits
     /// itself, without a hash (see [`PartitionBuilder::build`]).
     #[inline(always)]
@@ -444,16 +490,6 @@ impl Part {
     }
 }
 
-/// The key a slot holds: in the slot, or in the arena.
-fn stored_key<'a>(arena: &'a [u8], slot: &'a Slot) -> &'a [u8] {
-    let len = slot.len as usize;
-    if len <= INLINE {
-        &slot.data[..len]
-    } else {
-        let at = u64::from_le_bytes(slot.data) as usize;
-        &arena[at..at + len]
-    }
-}
 
 /// A key's first slot among `slots`, and its tag. The slot is a multiply-shift of the hash with
 /// its halves swapped, so that it comes mostly from the low half and does not correlate with the

@@ -399,6 +399,57 @@ fn numbers_collected_as_bits_make_the_set_their_text_makes() {
     }
 }
 
+/// A set made from an arena holds the long keys of its text where they lie, copying none, and
+/// answers as a set built from the same keys as text does: keys of every kind, numbers as bits,
+/// a long key given twice. So does a partition that adopts the text but was sized for far fewer
+/// keys, whose table of long keys grows many times over, rehashing keys held in place; and keys
+/// that are not in the adopted text are copied.
+#[test]
+fn a_set_from_an_arena_holds_its_long_keys_in_place() {
+    let keys: Vec<Vec<u8>> = (0..5_000u64)
+        .map(|i| match i % 4 {
+            0 => i.to_string(),
+            1 => format!("a long key, number {i}"),
+            2 => format!("c{i}"),
+            _ => (10_000_000_000 + i).to_string(),
+        })
+        .chain(["a long key, number 1".to_string(), String::new()])
+        .map(String::into_bytes)
+        .collect();
+    let mut arena = KeyArena::default().holding_numbers_as_bits(false);
+    let mut text = KeyArena::default();
+    for key in &keys {
+        arena.push(key);
+        text.push(key);
+    }
+    let probes: Vec<Vec<u8>> = keys.iter().cloned().chain((5_000..5_100u64).map(|i| format!("a long key, number {i}").into_bytes())).chain([b"a long key".to_vec()]).collect();
+    let refs: Vec<&[u8]> = probes.iter().map(|k| k.as_slice()).collect();
+    let (mut want, mut got) = (Vec::new(), Vec::new());
+    KeySet::build(&pieces_of(&text), text.counts()).contains_batch(&refs, &mut want);
+    assert_eq!(want.iter().filter(|&&yes| yes).count(), keys.len(), "every key, none of the others");
+
+    let set = KeySet::from_arena(arena);
+    assert_eq!(set.parts[0].copied_bytes(), 0, "no long key copied");
+    set.contains_batch(&refs, &mut got);
+    assert!(got == want);
+
+    let bytes = std::sync::Arc::new(text.as_bytes().to_vec());
+    let pieces: Vec<&[u8]> = text.pieces().into_iter().map(|range| &bytes[range]).collect();
+    let mut builder = PartitionBuilder::new(KeyCounts { keys: 10, ..KeyCounts::default() }, 0, 1);
+    builder.table.adopt(std::sync::Arc::clone(&bytes));
+    let set = KeySet::from_partitions(vec![builder.build(&pieces)]);
+    assert_eq!(set.parts[0].copied_bytes(), 0, "no long key copied, the table grown");
+    set.contains_batch(&refs, &mut got);
+    assert!(got == want, "grown");
+
+    let mut builder = PartitionBuilder::new(text.counts(), 0, 1);
+    builder.table.adopt(std::sync::Arc::new(vec![0; 64]));
+    let set = KeySet::from_partitions(vec![builder.build(&pieces_of(&text))]);
+    assert!(set.parts[0].copied_bytes() > 0, "keys from elsewhere are copied");
+    set.contains_batch(&refs, &mut got);
+    assert!(got == want, "copied past 64 adopted bytes");
+}
+
 /// Bits that ask for huge pages hold what bits in 4 KiB pages hold, and their mapping (of
 /// 5 MB of bits, room for two huge pages) is advised for huge pages where the kernel has them;
 /// the others' is not.
