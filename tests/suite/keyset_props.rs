@@ -52,3 +52,25 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// A set made from an arena (as a shuffle join's shard makes it: numbers as bits where the
+    /// arena holds them so, long keys held in the arena's text) holds exactly the arena's keys.
+    #[test]
+    fn a_key_set_from_an_arena_holds_exactly_its_keys(members in prop::collection::vec(key(), 0..300), others in prop::collection::vec(key(), 0..100), as_bits in any::<bool>()) {
+        let mut arena = KeyArena::default();
+        if as_bits {
+            arena = arena.holding_numbers_as_bits(false);
+        }
+        members.iter().for_each(|k| arena.push(k));
+        let set = KeySet::from_arena(arena);
+        let want: HashSet<&[u8]> = members.iter().map(Vec::as_slice).collect();
+        let queries: Vec<&[u8]> = members.iter().chain(&others).map(Vec::as_slice).collect();
+        let mut answers = Vec::new();
+        set.contains_batch(&queries, &mut answers);
+        for (query, batched) in queries.iter().zip(answers) {
+            prop_assert_eq!(set.contains(query), want.contains(query), "{:?}", query);
+            prop_assert_eq!(batched, want.contains(query), "{:?}", query);
+        }
+    }
+}
