@@ -206,7 +206,7 @@ fn scan_keys(
         keys += batch.len() as u64;
         match &mut keep {
             KeepKeys::UpTo(arena, limit, _) if !overflow => {
-                batch.keys.iter().for_each(|k| arena.push(k));
+                arena.push_all(batch.keys);
                 overflow = arena.len_bytes() as u64 > *limit;
             }
             // Past the limit, the keys kept wait for the end of the scan (sent at once, they

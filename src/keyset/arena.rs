@@ -114,8 +114,36 @@ impl KeyArena {
     /// Appends a key.
     #[inline]
     pub fn push(&mut self, key: &[u8]) {
+        self.push_valued(key, number(key).map(|word| word - 1));
+    }
+
+    /// Appends keys, as [`push`](Self::push) each. Where numbers are held as bits, the bytes of
+    /// a group's numbers are prefetched before any of their bits is set, so that the group's
+    /// cache misses overlap: beside a filter that fills the cache the bits miss it, and a bit
+    /// set took a fifth of an exact semi-join's samples with the 20M-row probe as its build
+    /// side. 12 interleaved runs (in two sets, which agreed): 1.65 → 1.56 s at `-w 1`, 1.04 →
+    /// 1.01 s at `-w 2` (medians); in 4 KiB pages, where a prefetch that misses the TLB waits
+    /// for its page walk, it gained nothing.
+    pub fn push_all(&mut self, keys: &[&[u8]]) {
+        const GROUP: usize = 16;
+        for group in keys.chunks(GROUP) {
+            let mut values = [None; GROUP];
+            for (value, key) in values.iter_mut().zip(group) {
+                *value = number(key).map(|word| word - 1);
+                if let (Some(v), Some(bits)) = (*value, &self.bits) {
+                    bits.prefetch(v);
+                }
+            }
+            for (key, value) in group.iter().zip(values) {
+                self.push_valued(key, value);
+            }
+        }
+    }
+
+    /// Appends a key whose value as a number (see `number`, less one) is `value`, if it is one.
+    #[inline(always)]
+    fn push_valued(&mut self, key: &[u8], value: Option<u32>) {
         self.keys += 1;
-        let value = number(key).map(|word| word - 1);
         let number = value.is_some();
         self.numbers += number as u64;
         // A number has at most 9 digits: one length byte.

@@ -57,6 +57,16 @@ impl NumberBits {
         true
     }
 
+    /// Prefetches the byte of number `v`'s bit, where the bits cover it (see
+    /// [`KeyArena::push_all`]).
+    #[inline(always)]
+    pub(super) fn prefetch(&self, v: u32) {
+        let bit = (v as u64).wrapping_sub(64 * self.at as u64);
+        if let Some(byte) = self.bytes.get((bit / 8) as usize) {
+            prefetch(byte);
+        }
+    }
+
     /// The words from the lowest the bits cover, or `word`, to the highest.
     #[inline(always)]
     fn span_with(&self, word: u32) -> u64 {

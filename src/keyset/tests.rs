@@ -450,6 +450,33 @@ fn a_set_from_an_arena_holds_its_long_keys_in_place() {
     assert!(got == want, "copied past 64 adopted bytes");
 }
 
+/// Keys pushed a batch at a time (with the bits of a group's numbers prefetched) make the
+/// arena that keys pushed one by one make: the same text, bits and counts, for numbers dense
+/// and sparse (whose bits grow, and refuse some), among other keys, in batches of every size.
+#[test]
+fn keys_pushed_in_batches_make_the_arena_pushed_one_by_one() {
+    let mut rng = crate::xorshift::XorShift::new(0xba7c);
+    let keys: Vec<Vec<u8>> = (0..20_000)
+        .map(|i| match rng.next() % 4 {
+            0 => (rng.next() % 100_000).to_string(),
+            1 if i % 500 == 0 => (rng.next() % 1_000_000_000).to_string(),
+            1 => (50_000 + rng.next() % 1_000).to_string(),
+            2 => format!("k{}", rng.next() % 3_000),
+            _ => (rng.next() % 100).to_string() + "x",
+        })
+        .map(String::into_bytes)
+        .collect();
+    for batch in [1, 7, 16, 1024] {
+        let (mut one, mut batched) = (KeyArena::default().holding_numbers_as_bits(false), KeyArena::default().holding_numbers_as_bits(false));
+        keys.iter().for_each(|key| one.push(key));
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        refs.chunks(batch).for_each(|keys| batched.push_all(keys));
+        assert_eq!(batched.counts(), one.counts(), "batches of {batch}");
+        assert_eq!(batched.as_bytes(), one.as_bytes(), "batches of {batch}");
+        assert_eq!(batched.take_bits(), one.take_bits(), "batches of {batch}");
+    }
+}
+
 /// Bits that ask for huge pages hold what bits in 4 KiB pages hold, and their mapping (of
 /// 5 MB of bits, room for two huge pages) is advised for huge pages where the kernel has them;
 /// the others' is not.
