@@ -6,6 +6,7 @@
 #   jobs/bench-semijoin.sh [PROBE_ROWS]   (default 20000000, the 1.5 GB probe; 2000000 is the small variant)
 #   ANTI=1 jobs/bench-semijoin.sh          (the anti-join too, beside DuckDB's and Polars')
 #   SHUFFLE=1 jobs/bench-semijoin.sh       (the exact join's shuffle strategy too)
+#   BIG_BUILD=1 jobs/bench-semijoin.sh     (a build side as large as the probe too: not a target)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rows=${1:-20000000}

@@ -12,7 +12,10 @@ With SHUFFLE=1 in the environment, `--exact --exact-strategy shuffle` is timed t
 be the broadcast join's, and its peak RSS is printed for both probes). With ANTI=1 in the
 environment, the anti-join (the probe rows whose key is not on the build side: bloomflow --exact
 --anti, DuckDB's ANTI JOIN, Polars' anti join) is timed beside them, and its outputs compared by
-an order-free digest of their rows.
+an order-free digest of their rows. With BIG_BUILD=1, a join with a build side as large as the
+probe is timed too (not a target): the 2M-row probe against the probe's own 20M `customer_id`
+keys (12.6M distinct ids in random order), bloomflow --exact (broadcast, then shuffle) beside
+DuckDB's and Polars' semi-joins, every output compared.
 """
 import hashlib
 import os
@@ -53,6 +56,22 @@ p = pl.scan_csv('{probe}', infer_schema=False)
 b = pl.scan_csv('{build}', infer_schema=False).select('customer_id')
 p.join(b, on='customer_id', how='anti').sink_csv('{out}/polars-anti.csv')
 """
+# The join with a build side as large as the probe (BIG_BUILD=1): the first 2M probe rows
+# (written below) against the whole probe's keys.
+small_probe = out / "probe-2m.csv"
+DUCKDB_BIG = f"""
+import duckdb
+con = duckdb.connect(config={{'threads': {THREADS}}})
+con.execute(\"\"\"COPY (SELECT * FROM read_csv('{small_probe}', all_varchar=true)
+  WHERE customer_id IN (SELECT customer_id FROM read_csv('{probe}', all_varchar=true)))
+  TO '{out}/duckdb-big.csv' (HEADER)\"\"\")
+"""
+POLARS_BIG = f"""
+import polars as pl
+p = pl.scan_csv('{small_probe}', infer_schema=False)
+b = pl.scan_csv('{probe}', infer_schema=False).select('customer_id')
+p.join(b, on='customer_id', how='semi').sink_csv('{out}/polars-big.csv')
+"""
 def bloomflow_cmd(name, *extra, probe_file=probe, workers=THREADS):
     return [bloomflow, "semijoin", "--build", str(build), "--build-key", "customer_id",
             "--probe", str(probe_file), "--probe-key", "customer_id", "--expected-items", "1000000",
@@ -72,6 +91,15 @@ TOOLS = [
 SHUFFLE = os.environ.get("SHUFFLE") == "1"
 if SHUFFLE:
     TOOLS += [("bloomflow semijoin -w 2 --exact --exact-strategy shuffle", bloomflow_cmd("shuffle", "--exact", "--exact-strategy", "shuffle"))]
+BIG_BUILD = os.environ.get("BIG_BUILD") == "1"
+BIG = ["bloomflow, probe as build side, --exact", "bloomflow, probe as build side, --exact shuffle",
+       "DuckDB, probe as build side", "Polars, probe as build side"]
+if BIG_BUILD:
+    big = lambda name, *extra: [bloomflow, "semijoin", "--build", str(probe), "--build-key", "customer_id", "--probe",
+                                str(small_probe), "--probe-key", "customer_id", "-o", str(out / name), "--overwrite",
+                                "-w", THREADS, "--no-progress", "--exact", *extra]
+    TOOLS += [(BIG[0], big("big")), (BIG[1], big("big-shuffle", "--exact-strategy", "shuffle")),
+              (BIG[2], [py, "-c", DUCKDB_BIG]), (BIG[3], [py, "-c", POLARS_BIG])]
 ANTI = os.environ.get("ANTI") == "1"
 if ANTI:
     TOOLS += [
@@ -79,8 +107,7 @@ if ANTI:
         ("DuckDB (all_varchar, ANTI JOIN)", [py, "-c", DUCKDB_ANTI]),
         ("Polars (scan_csv, anti join, sink_csv)", [py, "-c", POLARS_ANTI]),
     ]
-# The same job on the first 2M probe rows, for the flat-memory check.
-small_probe = out / "probe-2m.csv"
+# The same job on the first 2M probe rows (`small_probe`), for the flat-memory check.
 
 def run_once(cmd):
     env = dict(os.environ, POLARS_MAX_THREADS=THREADS, BLOOMFLOW=bloomflow)
@@ -212,4 +239,12 @@ if ANTI:
     anti_t = results["bloomflow semijoin -w 2 --exact --anti"][0]
     print(f"\nanti-join rows: " + ", ".join(f"{name} {count:,}" for name, (count, _) in anti.items())
           + f"; same rows: {'yes' if anti_same else 'NO'}; bloomflow {anti_peer / anti_t:.2f}x faster than the faster peer")
-sys.exit(0 if same and superset and anti_same else 1)
+big_same = True
+if BIG_BUILD:
+    outputs = [rows(parts("big")), rows(parts("big-shuffle")), rows([out / "duckdb-big.csv"]), rows([out / "polars-big.csv"])]
+    big_same = len({digest(lines) for lines in outputs}) == 1
+    big_peer = min(results[BIG[2]][0], results[BIG[3]][0])
+    print(f"\nthe probe as the build side (not a target): rows " + ", ".join(f"{len(lines):,}" for lines in outputs)
+          + f"; same rows: {'yes' if big_same else 'NO'}; bloomflow --exact {big_peer / results[BIG[0]][0]:.2f}x faster "
+          f"than the faster peer, with the shuffle strategy {big_peer / results[BIG[1]][0]:.2f}x")
+sys.exit(0 if same and superset and anti_same and big_same else 1)
