@@ -30,19 +30,27 @@ build, probe = data / "build.csv", data / "probe.csv"
 py = sys.executable
 THREADS = "2"
 
-DUCKDB = f"""
+def duckdb_semi(probe_file, build_file, name):
+    """DuckDB's semi-join of `probe_file` on the keys of `build_file`, into `name` in `out`."""
+    return f"""
 import duckdb
 con = duckdb.connect(config={{'threads': {THREADS}}})
-con.execute(\"\"\"COPY (SELECT * FROM read_csv('{probe}', all_varchar=true)
-  WHERE customer_id IN (SELECT customer_id FROM read_csv('{build}', all_varchar=true)))
-  TO '{out}/duckdb.csv' (HEADER)\"\"\")
+con.execute(\"\"\"COPY (SELECT * FROM read_csv('{probe_file}', all_varchar=true)
+  WHERE customer_id IN (SELECT customer_id FROM read_csv('{build_file}', all_varchar=true)))
+  TO '{out}/{name}' (HEADER)\"\"\")
 """
-POLARS = f"""
+
+def polars_join(probe_file, build_file, name, how):
+    """Polars' `how` join (semi or anti) of `probe_file` on the keys of `build_file`, into `name`."""
+    return f"""
 import polars as pl
-p = pl.scan_csv('{probe}', infer_schema=False)
-b = pl.scan_csv('{build}', infer_schema=False).select('customer_id')
-p.join(b, on='customer_id', how='semi').sink_csv('{out}/polars.csv')
+p = pl.scan_csv('{probe_file}', infer_schema=False)
+b = pl.scan_csv('{build_file}', infer_schema=False).select('customer_id')
+p.join(b, on='customer_id', how='{how}').sink_csv('{out}/{name}')
 """
+
+DUCKDB = duckdb_semi(probe, build, "duckdb.csv")
+POLARS = polars_join(probe, build, "polars.csv", "semi")
 DUCKDB_ANTI = f"""
 import duckdb
 con = duckdb.connect(config={{'threads': {THREADS}}})
@@ -50,28 +58,12 @@ con.execute(\"\"\"COPY (SELECT p.* FROM read_csv('{probe}', all_varchar=true) p
   ANTI JOIN read_csv('{build}', all_varchar=true) b USING (customer_id))
   TO '{out}/duckdb-anti.csv' (HEADER)\"\"\")
 """
-POLARS_ANTI = f"""
-import polars as pl
-p = pl.scan_csv('{probe}', infer_schema=False)
-b = pl.scan_csv('{build}', infer_schema=False).select('customer_id')
-p.join(b, on='customer_id', how='anti').sink_csv('{out}/polars-anti.csv')
-"""
+POLARS_ANTI = polars_join(probe, build, "polars-anti.csv", "anti")
 # The join with a build side as large as the probe (BIG_BUILD=1): the first 2M probe rows
 # (written below) against the whole probe's keys.
 small_probe = out / "probe-2m.csv"
-DUCKDB_BIG = f"""
-import duckdb
-con = duckdb.connect(config={{'threads': {THREADS}}})
-con.execute(\"\"\"COPY (SELECT * FROM read_csv('{small_probe}', all_varchar=true)
-  WHERE customer_id IN (SELECT customer_id FROM read_csv('{probe}', all_varchar=true)))
-  TO '{out}/duckdb-big.csv' (HEADER)\"\"\")
-"""
-POLARS_BIG = f"""
-import polars as pl
-p = pl.scan_csv('{small_probe}', infer_schema=False)
-b = pl.scan_csv('{probe}', infer_schema=False).select('customer_id')
-p.join(b, on='customer_id', how='semi').sink_csv('{out}/polars-big.csv')
-"""
+DUCKDB_BIG = duckdb_semi(small_probe, probe, "duckdb-big.csv")
+POLARS_BIG = polars_join(small_probe, probe, "polars-big.csv", "semi")
 def bloomflow_cmd(name, *extra, probe_file=probe, workers=THREADS):
     return [bloomflow, "semijoin", "--build", str(build), "--build-key", "customer_id",
             "--probe", str(probe_file), "--probe-key", "customer_id", "--expected-items", "1000000",
