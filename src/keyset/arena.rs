@@ -59,6 +59,12 @@ pub struct KeyCounts {
 }
 
 impl KeyCounts {
+    /// Keys that are none of the kinds counted: longer than 8 bytes and not numbers (and the
+    /// few odd short keys `is_short` leaves out). A key set holds them as text.
+    pub fn long(&self) -> u64 {
+        self.keys.saturating_sub(self.numbers + self.short + self.big)
+    }
+
     /// The counts of two sets of keys together.
     pub fn merge(self, other: KeyCounts) -> KeyCounts {
         let numbers_range = match (self.numbers_range, other.numbers_range) {

@@ -23,7 +23,8 @@ use table::*;
 
 /// Keys whose slots are prefetched together by [`KeySet::contains_batch`].
 const BATCH: usize = 64;
-/// Keys up to this long are stored in their slot; longer ones in the arena.
+/// Keys up to this long are short (see `is_short`): most are held as words, the others with the
+/// long keys.
 const INLINE: usize = 8;
 
 /// An exact set of keys, built once and then only queried. Keys of up to 8 bytes (and numbers
@@ -31,7 +32,7 @@ const INLINE: usize = 8;
 /// batched lookups prefetch those lines so that the misses overlap; longer keys live in an
 /// arena. Numbers of up to 9 digits (see `number`) take a bit each of their range where it is
 /// dense (see `Dense`), else about 6 bytes each; 12 bytes per other short key (see
-/// `short_word`), 24 per other key plus the arena.
+/// `short_word`), 12 per other key plus its text.
 ///
 /// The set is cut into partitions by hash (dense numbers by value), so that the workers of a
 /// process can each build one at the same time (see [`PartitionBuilder`]); a key is looked up
@@ -60,12 +61,11 @@ impl PartitionBuilder {
     pub fn new(counts: KeyCounts, index: usize, count: usize) -> PartitionBuilder {
         // A share, with room for the deviation of a random split.
         let share = |n: u64| (n as usize / count) + (n as usize / count).isqrt() * 4 + 16;
-        let others = counts.keys.saturating_sub(counts.numbers + counts.short + counts.big);
         let dense = Dense::of(&counts);
         // Where the numbers are dense, their table takes only those that fall outside the span
         // (none, when the counts are right).
         let numbers = if dense.span > 0 { 0 } else { share(counts.numbers) };
-        let table = Part::with_capacity(dense.range(index, count), numbers, share(counts.short), share(counts.big), share(others));
+        let table = Part::with_capacity(dense.range(index, count), numbers, share(counts.short), share(counts.big), share(counts.long()));
         PartitionBuilder { table, dense, index, count }
     }
 
@@ -161,9 +161,11 @@ impl KeySet {
     }
 
     /// The set of the keys `arena` holds, as text and, where it holds numbers as bits (see
-    /// [`KeyArena::holding_numbers_as_bits`]), as bits. The set keeps the arena's text and
-    /// holds its long keys there, not copies of them: with the 20M-row probe's payloads (29
-    /// bytes) as the shuffle join's build keys, the copies took 580 MB beside the text's.
+    /// [`KeyArena::holding_numbers_as_bits`]), as bits. Where at least half its keys are long,
+    /// the set keeps the arena's text and holds its long keys there, not copies of them: with
+    /// the 20M-row probe's payloads (29 bytes) as the shuffle join's build keys, the copies
+    /// took 580 MB beside the text's. Where fewer are, the text is let go once the set is
+    /// built: kept, the text of 20M amounts of 6–7 bytes, held as words, took 160 MB more.
     pub fn from_arena(mut arena: KeyArena) -> KeySet {
         let counts = arena.counts();
         let bits = arena.take_bits();
@@ -172,7 +174,9 @@ impl KeySet {
         let bytes = std::sync::Arc::new(arena.into_bytes());
         let pieces: Vec<&[u8]> = ranges.into_iter().map(|piece| &bytes[piece]).collect();
         let mut builder = PartitionBuilder::new(counts, 0, 1);
-        builder.table.adopt(std::sync::Arc::clone(&bytes));
+        if counts.long() * 2 >= counts.keys {
+            builder.table.adopt(std::sync::Arc::clone(&bytes));
+        }
         KeySet::from_partitions(vec![builder.build_with_bits(&pieces, &bits, &[])])
     }
 

@@ -399,23 +399,31 @@ fn numbers_collected_as_bits_make_the_set_their_text_makes() {
     }
 }
 
-/// A set made from an arena holds the long keys of its text where they lie, copying none, and
-/// answers as a set built from the same keys as text does: keys of every kind, numbers as bits,
-/// a long key given twice. So does a partition that adopts the text but was sized for far fewer
-/// keys, whose table of long keys grows many times over, rehashing keys held in place; and keys
-/// that are not in the adopted text are copied.
-#[test]
-fn a_set_from_an_arena_holds_its_long_keys_in_place() {
-    let keys: Vec<Vec<u8>> = (0..5_000u64)
+/// Keys of every kind (numbers, long keys, short ones, big numbers), a long key given twice,
+/// long keys of 128 bytes and more (whose length takes two bytes), the empty key, and then
+/// `long` more long keys.
+fn keys_of_every_kind(long: u64) -> Vec<Vec<u8>> {
+    (0..5_000u64)
         .map(|i| match i % 4 {
             0 => i.to_string(),
             1 => format!("a long key, number {i}"),
             2 => format!("c{i}"),
             _ => (10_000_000_000 + i).to_string(),
         })
-        .chain(["a long key, number 1".to_string(), String::new()])
+        .chain(["a long key, number 1".to_string(), "x".repeat(127), "y".repeat(128), "z".repeat(300), String::new()])
+        .chain((0..long).map(|i| format!("another long key {i}")))
         .map(String::into_bytes)
-        .collect();
+        .collect()
+}
+
+/// A set made from an arena whose keys are mostly long holds the long keys of its text where
+/// they lie, copying none, and answers as a set built from the same keys as text does: keys of
+/// every kind, numbers as bits, a long key given twice. So does a partition that adopts the
+/// text but was sized for far fewer keys, whose table of long keys grows many times over,
+/// rehashing keys held in place; and keys that are not in the adopted text are copied.
+#[test]
+fn a_set_from_an_arena_holds_its_long_keys_in_place() {
+    let keys = keys_of_every_kind(5_000);
     let mut arena = KeyArena::default().holding_numbers_as_bits(false);
     let mut text = KeyArena::default();
     for key in &keys {
@@ -448,6 +456,67 @@ fn a_set_from_an_arena_holds_its_long_keys_in_place() {
     assert!(set.parts[0].copied_bytes() > 0, "keys from elsewhere are copied");
     set.contains_batch(&refs, &mut got);
     assert!(got == want, "copied past 64 adopted bytes");
+}
+
+/// A long key in the adopted text whose length is not written before it as a set writes lengths
+/// (here in two bytes, where one would do) is copied, not held where it lies: held there, its
+/// length would be read from the byte before it.
+#[test]
+fn a_key_whose_length_is_written_otherwise_is_copied() {
+    let key = b"a long key of 23 bytes.";
+    let text = std::sync::Arc::new([&[0x80 | key.len() as u8, 0][..], key].concat());
+    let mut builder = PartitionBuilder::new(KeyCounts { keys: 1, ..KeyCounts::default() }, 0, 1);
+    builder.table.adopt(std::sync::Arc::clone(&text));
+    let set = KeySet::from_partitions(vec![builder.build(&[text.as_slice()])]);
+    assert_eq!(set.parts[0].copied_bytes(), 1 + key.len());
+    assert!(set.contains(key) && !set.contains(b""));
+}
+
+/// Two long keys whose hashes give the same first slot and the same tag are told apart by
+/// their bytes. The pair is searched for among keys of a table sized for one key.
+#[test]
+fn long_keys_of_one_slot_and_tag_are_told_apart() {
+    let counts = KeyCounts { keys: 1, ..KeyCounts::default() };
+    let set_of = |key: &[u8]| {
+        let mut arena = KeyArena::default();
+        arena.push(key);
+        KeySet::build(&pieces_of(&arena), counts)
+    };
+    let slots = set_of(b"a long key").parts[0].long_slots();
+    let h = hasher();
+    let mut seen = std::collections::HashMap::new();
+    let (a, b) = (0u64..)
+        .find_map(|i| {
+            let key = format!("a long key, number {i}").into_bytes();
+            let hash = Hashed::new(&h, &key, Dense::default()).hash;
+            seen.insert(slot_and_tag(hash, slots), key.clone()).map(|other| (other, key))
+        })
+        .expect("a pair with a slot and a tag in common");
+    let set = set_of(&a);
+    assert_eq!(set.parts[0].long_slots(), slots);
+    assert!(set.contains(&a) && !set.contains(&b));
+}
+
+/// A set made from an arena whose keys are mostly short lets the arena's text go: it copies its
+/// few long keys, and answers as a set built from the same keys as text does.
+#[test]
+fn a_set_from_an_arena_of_short_keys_keeps_none_of_its_text() {
+    let keys = keys_of_every_kind(0);
+    let mut text = KeyArena::default();
+    keys.iter().for_each(|key| text.push(key));
+    assert!(text.counts().long() * 2 < text.counts().keys);
+    let mut probes = keys.clone();
+    probes.extend([b"a long key".to_vec(), "y".repeat(129).into_bytes()]);
+    let refs: Vec<&[u8]> = probes.iter().map(|k| k.as_slice()).collect();
+    let (mut want, mut got) = (Vec::new(), Vec::new());
+    KeySet::build(&pieces_of(&text), text.counts()).contains_batch(&refs, &mut want);
+    assert_eq!(want.iter().filter(|&&yes| yes).count(), keys.len(), "every key, none of the others");
+
+    let set = KeySet::from_arena(text);
+    assert_eq!(set.parts[0].adopted_bytes(), 0, "the text let go");
+    assert!(set.parts[0].copied_bytes() > 5_000 / 4 * 20, "the long keys copied");
+    set.contains_batch(&refs, &mut got);
+    assert!(got == want);
 }
 
 /// Keys pushed a batch at a time (with the bits of a group's numbers prefetched) make the

@@ -8,12 +8,14 @@ use proptest::prelude::*;
 use std::collections::HashSet;
 
 /// Keys of the kinds the set keeps apart: decimal digits (1–20 of them, so numbers of every
-/// table, and leading zeros one time in ten), bytes of any value (0–24 of them), and 8-byte
-/// keys whose last byte is at most 8 (the edge of the short keys).
+/// table, and leading zeros one time in ten), bytes of any value (0–24 of them, or 120–140,
+/// whose length takes one byte or two where it is held), and 8-byte keys whose last byte is at
+/// most 8 (the edge of the short keys).
 fn key() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         prop::collection::vec(b'0'..=b'9', 1..=20),
         prop::collection::vec(any::<u8>(), 0..=24),
+        prop::collection::vec(any::<u8>(), 120..=140),
         (prop::collection::vec(any::<u8>(), 7), 0u8..=8).prop_map(|(mut key, last)| {
             key.push(last);
             key
