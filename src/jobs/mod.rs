@@ -447,7 +447,7 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: Ke
     // The partition's tables are made while the keys travel.
     // One step first, so that the news that this worker's input is closed leaves before it.
     worker.step();
-    let builder = PartitionBuilder::new(counts, me % shared.local_workers, shared.local_workers);
+    let mut builder = PartitionBuilder::new(counts, me % shared.local_workers, shared.local_workers);
     worker.step_or_park_while(PARK, || !probe.done());
     const LOCKED: &str = "no worker panics holding the lock";
     let local = me % shared.local_workers;
@@ -462,6 +462,8 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: Ke
     let bits: Vec<BitsPiece> = bits.into_iter().map(|piece| BitsPiece { at: at(piece), bytes: piece.as_ref() }).collect();
     // Gaps are checked as they are received.
     let gaps: Vec<GapsPiece> = gaps.into_iter().map(|piece| GapsPiece::checked_before(at(piece), piece.as_ref(), piece.gaps_of.expect("gaps") as usize)).collect();
+    // The partition may keep the text it was sent in, rather than copies of its long keys.
+    builder.hold_in_place(text.iter().map(|piece| std::sync::Arc::clone(&piece.keys)).collect());
     let partition = builder.build_with_bits(&text, &bits, &gaps);
     drop((bits, gaps, text));
     drop(pieces);

@@ -54,6 +54,9 @@ pub struct PartitionBuilder {
     dense: Dense,
     index: usize,
     count: usize,
+    /// Whether the keys' text is worth keeping to hold the long keys in (see
+    /// [`hold_in_place`](Self::hold_in_place)).
+    in_place: bool,
 }
 
 impl PartitionBuilder {
@@ -66,7 +69,18 @@ impl PartitionBuilder {
         // (none, when the counts are right).
         let numbers = if dense.span > 0 { 0 } else { share(counts.numbers) };
         let table = Part::with_capacity(dense.range(index, count), numbers, share(counts.short), share(counts.big), share(counts.long()));
-        PartitionBuilder { table, dense, index, count }
+        let in_place = counts.long() * 2 >= counts.keys;
+        PartitionBuilder { table, dense, index, count, in_place }
+    }
+
+    /// Where at least half the keys are long, holds those that lie in `buffers` (encoded keys,
+    /// which the partition may keep) where they lie, not copies of them. Where fewer are, the
+    /// buffers are let go once the set is built, and the long keys copied: kept, the text of
+    /// 20M amounts of 6–7 bytes, held as words, took 160 MB.
+    pub fn hold_in_place(&mut self, buffers: Vec<std::sync::Arc<Vec<u8>>>) {
+        if self.in_place {
+            self.table.adopt(buffers);
+        }
     }
 
     /// The partition of the keys in `pieces`. Every key is hashed, so each builder reads all
@@ -79,7 +93,7 @@ impl PartitionBuilder {
     /// too: this partition's words of each piece are ORed in, and its bits of each piece of
     /// gaps set.
     pub fn build_with_bits(self, pieces: &[impl AsRef<[u8]>], bits: &[BitsPiece], gaps: &[GapsPiece]) -> Partition {
-        let PartitionBuilder { mut table, dense, index, count } = self;
+        let PartitionBuilder { mut table, dense, index, count, .. } = self;
         let h = hasher();
         if !table.bits.words.is_empty() {
             // The partition's bits start on a word (see `Dense::range`).
@@ -162,10 +176,9 @@ impl KeySet {
 
     /// The set of the keys `arena` holds, as text and, where it holds numbers as bits (see
     /// [`KeyArena::holding_numbers_as_bits`]), as bits. Where at least half its keys are long,
-    /// the set keeps the arena's text and holds its long keys there, not copies of them: with
-    /// the 20M-row probe's payloads (29 bytes) as the shuffle join's build keys, the copies
-    /// took 580 MB beside the text's. Where fewer are, the text is let go once the set is
-    /// built: kept, the text of 20M amounts of 6–7 bytes, held as words, took 160 MB more.
+    /// the set keeps the arena's text and holds its long keys there (see
+    /// [`PartitionBuilder::hold_in_place`]): with the 20M-row probe's payloads (29 bytes) as the
+    /// shuffle join's build keys, copies took 580 MB beside the text's.
     pub fn from_arena(mut arena: KeyArena) -> KeySet {
         let counts = arena.counts();
         let bits = arena.take_bits();
@@ -174,9 +187,7 @@ impl KeySet {
         let bytes = std::sync::Arc::new(arena.into_bytes());
         let pieces: Vec<&[u8]> = ranges.into_iter().map(|piece| &bytes[piece]).collect();
         let mut builder = PartitionBuilder::new(counts, 0, 1);
-        if counts.long() * 2 >= counts.keys {
-            builder.table.adopt(std::sync::Arc::clone(&bytes));
-        }
+        builder.hold_in_place(vec![std::sync::Arc::clone(&bytes)]);
         KeySet::from_partitions(vec![builder.build_with_bits(&pieces, &bits, &[])])
     }
 

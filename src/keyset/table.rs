@@ -267,33 +267,62 @@ impl Bits {
 /// key, and 8-byte keys that end in a byte below 8. Each key is held length-prefixed (as a
 /// [`KeyArena`] holds keys), and its slot holds its offset.
 ///
-/// A key lies in `adopted`, where it came from there (see [`Part::adopt`]), else it is copied
-/// into `arena`: a slot's offset below `adopted`'s length is in `adopted`, the others are that
-/// length past the key's place in `arena`.
+/// A key lies in one of the `adopted` buffers, where it came from there (see [`Part::adopt`]),
+/// else it is copied into `arena`. The offsets run through the adopted buffers one after the
+/// other, then through `arena`.
 struct Others {
     slots: Vec<Slot>,
-    adopted: std::sync::Arc<Vec<u8>>,
+    adopted: Vec<Adopted>,
+    /// The adopted buffers' bytes, together: the offset of `arena`'s first byte.
+    adopted_len: usize,
     arena: Vec<u8>,
     keys: usize,
 }
 
+/// A buffer of encoded keys (as a [`KeyArena`] holds them) that a table of long keys holds its
+/// keys in where they lie, and the offset of its first byte.
+struct Adopted {
+    bytes: std::sync::Arc<Vec<u8>>,
+    start: usize,
+}
+
 impl Others {
     pub(super) fn with_capacity(keys: usize) -> Others {
-        Others { slots: crate::limits::zeroed_written(slots_for(keys)), adopted: Default::default(), arena: Vec::new(), keys: 0 }
+        Others { slots: crate::limits::zeroed_written(slots_for(keys)), adopted: Vec::new(), adopted_len: 0, arena: Vec::new(), keys: 0 }
     }
 
-    /// Where a key is held, as the offset of its length: in `adopted` if it lies there with
-    /// its length before it (compared as addresses, then the length's bytes), else appended to
-    /// `arena`.
+    /// Holds the keys that lie in `buffers` where they lie (see [`Part::adopt`]). They are kept
+    /// in order of address, so that both a key's address and an offset find their buffer by a
+    /// binary search.
+    fn adopt(&mut self, buffers: Vec<std::sync::Arc<Vec<u8>>>) {
+        assert_eq!(self.keys, 0, "adopted before any key is held");
+        let mut buffers = buffers;
+        buffers.sort_by_key(|bytes| bytes.as_ptr() as usize);
+        buffers.dedup_by_key(|bytes| bytes.as_ptr() as usize);
+        self.adopted = buffers
+            .into_iter()
+            .filter(|bytes| !bytes.is_empty())
+            .map(|bytes| {
+                let start = self.adopted_len;
+                self.adopted_len += bytes.len();
+                Adopted { bytes, start }
+            })
+            .collect();
+    }
+
+    /// Where a key is held, as the offset of its length: in an adopted buffer if it lies there
+    /// with its length before it (compared as addresses, then the length's bytes), else
+    /// appended to `arena`.
     fn place(&mut self, key: &[u8]) -> u64 {
         let (bytes, n) = length_prefix(key.len());
         let length = &bytes[..n];
-        let (base, at) = (self.adopted.as_ptr() as usize, key.as_ptr() as usize);
-        let start = at.checked_sub(base).and_then(|offset| offset.checked_sub(length.len()));
+        let at = key.as_ptr() as usize;
+        let buffer = self.adopted.partition_point(|b| b.bytes.as_ptr() as usize <= at).checked_sub(1).map(|i| &self.adopted[i]);
+        let start = buffer.and_then(|b| Some((b, (at - b.bytes.as_ptr() as usize).checked_sub(length.len())?)));
         match start {
-            Some(start) if start + length.len() + key.len() <= self.adopted.len() && self.adopted[start..].starts_with(length) => start as u64,
+            Some((b, start)) if start + length.len() + key.len() <= b.bytes.len() && b.bytes[start..].starts_with(length) => (b.start + start) as u64,
             _ => {
-                let offset = self.adopted.len() + self.arena.len();
+                let offset = self.adopted_len + self.arena.len();
                 self.arena.extend_from_slice(length);
                 self.arena.extend_from_slice(key);
                 offset as u64
@@ -304,9 +333,13 @@ impl Others {
     /// The key held at `at` (see [`place`](Self::place)).
     #[inline(always)]
     fn held(&self, at: usize) -> &[u8] {
-        let (bytes, at) = match at.checked_sub(self.adopted.len()) {
-            None => (self.adopted.as_slice(), at),
+        let (bytes, at) = match at.checked_sub(self.adopted_len) {
             Some(at) => (self.arena.as_slice(), at),
+            None if self.adopted.len() == 1 => (self.adopted[0].bytes.as_slice(), at),
+            None => {
+                let b = &self.adopted[self.adopted.partition_point(|b| b.start <= at) - 1];
+                (b.bytes.as_slice(), at - b.start)
+            }
         };
         let (start, end) = key_at(bytes, at);
         &bytes[start..end]
@@ -452,15 +485,14 @@ impl Part {
     /// Bytes of text kept where they were given (see [`adopt`](Self::adopt)).
     #[cfg(test)]
     pub(super) fn adopted_bytes(&self) -> usize {
-        self.others.adopted.len()
+        self.others.adopted_len
     }
 
-    /// Holds the long keys that lie in `bytes` where they lie, not copies of them: for a
-    /// partition built from one buffer of keys that it may keep (see [`KeySet::from_arena`]).
+    /// Holds the long keys that lie in `buffers` where they lie, not copies of them: for a
+    /// partition built from buffers of keys that it may keep (see [`KeySet::from_arena`]).
     /// Only before any key is inserted.
-    pub(super) fn adopt(&mut self, bytes: std::sync::Arc<Vec<u8>>) {
-        assert_eq!(self.others.keys, 0, "adopted before any key is held");
-        self.others.adopted = bytes;
+    pub(super) fn adopt(&mut self, buffers: Vec<std::sync::Arc<Vec<u8>>>) {
+        self.others.adopt(buffers);
     }
 
     /// Inserts a key, but for a number of the set's dense span: the builder sets those bits

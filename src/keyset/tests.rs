@@ -444,18 +444,50 @@ fn a_set_from_an_arena_holds_its_long_keys_in_place() {
     let bytes = std::sync::Arc::new(text.as_bytes().to_vec());
     let pieces: Vec<&[u8]> = text.pieces().into_iter().map(|range| &bytes[range]).collect();
     let mut builder = PartitionBuilder::new(KeyCounts { keys: 10, ..KeyCounts::default() }, 0, 1);
-    builder.table.adopt(std::sync::Arc::clone(&bytes));
+    builder.hold_in_place(vec![std::sync::Arc::clone(&bytes)]);
     let set = KeySet::from_partitions(vec![builder.build(&pieces)]);
     assert_eq!(set.parts[0].copied_bytes(), 0, "no long key copied, the table grown");
     set.contains_batch(&refs, &mut got);
     assert!(got == want, "grown");
 
     let mut builder = PartitionBuilder::new(text.counts(), 0, 1);
-    builder.table.adopt(std::sync::Arc::new(vec![0; 64]));
+    builder.hold_in_place(vec![std::sync::Arc::new(vec![0; 64])]);
     let set = KeySet::from_partitions(vec![builder.build(&pieces_of(&text))]);
     assert!(set.parts[0].copied_bytes() > 0, "keys from elsewhere are copied");
     set.contains_batch(&refs, &mut got);
     assert!(got == want, "copied past 64 adopted bytes");
+}
+
+/// Partitions built from keys in many buffers (as a broadcast's pieces are received, each in
+/// its own) hold the long keys of every buffer where they lie, whatever the order the buffers
+/// are given in, and answer as a set built from copies does, one key at a time and in batches.
+#[test]
+fn partitions_hold_long_keys_in_place_across_buffers() {
+    use std::sync::Arc;
+    let keys = keys_of_every_kind(5_000);
+    let mut text = KeyArena::with_piece(1000);
+    keys.iter().for_each(|key| text.push(key));
+    let buffers: Vec<Arc<Vec<u8>>> = pieces_of(&text).into_iter().map(Arc::new).collect();
+    assert!(buffers.len() > 50);
+    let pieces: Vec<&[u8]> = buffers.iter().map(|b| b.as_slice()).collect();
+    let probes: Vec<Vec<u8>> = keys.iter().cloned().chain((5_000..5_100u64).map(|i| format!("another long key {i}").into_bytes())).collect();
+    let refs: Vec<&[u8]> = probes.iter().map(|k| k.as_slice()).collect();
+    let (mut want, mut got) = (Vec::new(), Vec::new());
+    KeySet::build(&pieces, text.counts()).contains_batch(&refs, &mut want);
+    assert_eq!(want.iter().filter(|&&yes| yes).count(), keys.len(), "every key, none of the others");
+    for count in [1, 2, 3] {
+        let parts = (0..count).map(|i| {
+            let mut builder = PartitionBuilder::new(text.counts(), i, count);
+            builder.hold_in_place(buffers.iter().rev().cloned().collect());
+            builder.build(&pieces)
+        });
+        let set = KeySet::from_partitions(parts.collect());
+        assert!(set.parts.iter().all(|part| part.copied_bytes() == 0), "{count} partitions: no long key copied");
+        assert!(set.parts.iter().all(|part| part.adopted_bytes() == text.as_bytes().len()));
+        set.contains_batch(&refs, &mut got);
+        assert!(got == want, "{count} partitions");
+        assert!(refs.iter().zip(&want).all(|(key, &yes)| set.contains(key) == yes), "{count} partitions, one key at a time");
+    }
 }
 
 /// A long key in the adopted text whose length is not written before it as a set writes lengths
@@ -466,7 +498,7 @@ fn a_key_whose_length_is_written_otherwise_is_copied() {
     let key = b"a long key of 23 bytes.";
     let text = std::sync::Arc::new([&[0x80 | key.len() as u8, 0][..], key].concat());
     let mut builder = PartitionBuilder::new(KeyCounts { keys: 1, ..KeyCounts::default() }, 0, 1);
-    builder.table.adopt(std::sync::Arc::clone(&text));
+    builder.table.adopt(vec![std::sync::Arc::clone(&text)]);
     let set = KeySet::from_partitions(vec![builder.build(&[text.as_slice()])]);
     assert_eq!(set.parts[0].copied_bytes(), 1 + key.len());
     assert!(set.contains(key) && !set.contains(b""));

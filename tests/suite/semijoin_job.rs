@@ -450,7 +450,9 @@ fn a_build_side_piped_to_process_0_joins_as_in_one_process() {
 
 /// Keys that share their first 24 bytes or more (the bytes the exact shuffle join holds
 /// inline), or differ only in length there, are told apart: with a filter that lets every
-/// record through, the exact join (both strategies, semi and anti) keeps only the true matches.
+/// record through, the exact join (both strategies, semi and anti, in one process of 2 workers
+/// and in 2 processes, where each holds its long keys in the pieces both sent) keeps only the
+/// true matches.
 #[test]
 fn the_exact_join_tells_apart_keys_that_share_a_long_prefix() {
     let dir = tempdir();
@@ -467,14 +469,21 @@ fn the_exact_join_tells_apart_keys_that_share_a_long_prefix() {
     };
     for strategy in ["broadcast", "shuffle"] {
         for (anti, keep) in [(false, 0), (true, 1)] {
-            let out = path_str(dir.path(), &format!("{strategy}-{anti}"));
-            let mut args = vec!["semijoin", "--build", &b, "--build-key", "id", "--probe", &p, "--probe-key", "key", "-o", &out, "--no-progress"];
-            args.extend(["-w", "2", "--exact", "--exact-strategy", strategy, "--layout", "standard", "--bits", "8", "--hashes", "1"]);
-            if anti {
-                args.push("--anti");
+            for processes in [1, 2] {
+                let out = path_str(dir.path(), &format!("{strategy}-{anti}-{processes}"));
+                let mut args = vec!["semijoin", "--build", &b, "--build-key", "id", "--probe", &p, "--probe-key", "key", "-o", &out, "--no-progress"];
+                // Splits of a few lines, so that every worker sends keys.
+                args.extend(["--exact", "--exact-strategy", strategy, "--layout", "standard", "--bits", "8", "--hashes", "1", "--split-size", "40"]);
+                if anti {
+                    args.push("--anti");
+                }
+                if processes == 1 {
+                    ok(&run(&[&args[..], &["-w", "2"]].concat()));
+                } else {
+                    all_ok(&run_cluster(dir.path(), processes, 1, &args, Duration::from_secs(60)));
+                }
+                assert_eq!(read_output(Path::new(&out), "event,key,note\n"), lines(keep), "{strategy} anti {anti}, {processes} process(es)");
             }
-            ok(&run(&args));
-            assert_eq!(read_output(Path::new(&out), "event,key,note\n"), lines(keep), "{strategy} anti {anti}");
         }
     }
 }
