@@ -102,22 +102,28 @@ impl<W: Word> Words<W> {
         slot_of(hash, self.slots.len())
     }
 
+    /// Holds `word`, unless it is held already.
     pub(super) fn insert(&mut self, hash: u64, word: W) {
         if full(self.keys, self.slots.len()) {
             self.grow();
         }
-        self.place(hash, word);
-        self.keys += 1;
+        self.keys += self.place(hash, word) as usize;
     }
 
-    /// Stores `word` in the first empty slot from its hash's (linear probing).
+    /// Stores `word` in the first empty slot from its hash's (linear probing), unless a slot on
+    /// the way holds it already: whether it was stored.
     #[inline(always)]
-    fn place(&mut self, hash: u64, word: W) {
+    fn place(&mut self, hash: u64, word: W) -> bool {
         let mut i = self.first(hash);
-        while self.slots[i] != W::default() {
-            i = next(i, self.slots.len());
+        loop {
+            match self.slots[i] {
+                w if w == W::default() => break,
+                w if w == word => return false,
+                _ => i = next(i, self.slots.len()),
+            }
         }
         self.slots[i] = word;
+        true
     }
 
     /// Doubles the table (only when a partition gets more keys than it was sized for).
@@ -354,12 +360,22 @@ impl Others {
         i
     }
 
+    /// Holds `key`, unless it is held already.
     pub(super) fn insert(&mut self, hash: u64, key: &[u8]) {
         if full(self.keys, self.slots.len()) {
             self.grow();
         }
-        let (i, tag) = slot_and_tag(hash, self.slots.len());
-        let i = self.free_from(i);
+        let (mut i, tag) = slot_and_tag(hash, self.slots.len());
+        loop {
+            let slot = self.slots[i];
+            if slot.is_empty() {
+                break;
+            }
+            if slot.tag() == tag && self.held(slot.at()) == key {
+                return;
+            }
+            i = next(i, self.slots.len());
+        }
         self.slots[i] = Slot::new(tag, self.place(key));
         self.keys += 1;
     }

@@ -28,7 +28,7 @@ fn holds_exactly_the_keys_put_in() {
     // Sized for the keys, and for far fewer (the tables must grow).
     for counts in [arena.counts(), KeyCounts { keys: 100, numbers: 10, short: 50, ..KeyCounts::default() }] {
         let set = KeySet::build(&pieces, counts);
-        assert_eq!(set.len(), 10_002);
+        assert_eq!(set.len(), 7_002, "each key held once");
         assert!((0..7000).all(|i| set.contains(format!("k{i}").as_bytes())));
         assert!(set.contains(b"") && set.contains(b"a key longer than eight bytes"));
         assert!(!set.contains(b"k7000") && !set.contains(b"k") && !set.contains(b"a key longer than eight byteS"));
@@ -363,10 +363,10 @@ fn numbers_collected_as_bits_make_the_set_their_text_makes() {
     assert_eq!(want.iter().filter(|&&yes| yes).count(), distinct.len() + others.len());
     let narrow = KeyCounts { numbers_range: Some((1_500, 3_000)), ..counts };
     let no_range = KeyCounts { numbers_range: None, ..counts };
-    // Numbers held as bits count once, and "k1", pushed twice as text, twice (where numbers
-    // go to the table, a number two workers hold counts twice).
-    let len = distinct.len() + others.len() + 1;
-    for (counts, as_bits, len) in [(counts, true, Some(len)), (narrow, true, None), (no_range, false, None)] {
+    // Each key is held once: a number two workers hold, as bits or in the table, and "k1",
+    // pushed twice as text.
+    let len = distinct.len() + others.len();
+    for (counts, as_bits) in [(counts, true), (narrow, true), (no_range, false)] {
         for piece_words in [1, 3, usize::MAX] {
             let bits: Vec<BitsPiece> = bits
                 .iter()
@@ -392,7 +392,7 @@ fn numbers_collected_as_bits_make_the_set_their_text_makes() {
                     set.contains_batch(&refs, &mut got);
                     assert!(got == want, "{case}");
                     assert!(refs.iter().zip(&want).all(|(k, &yes)| set.contains(k) == yes), "{case}");
-                    assert!(len.is_none_or(|len| set.len() == len), "{case}: {} keys", set.len());
+                    assert_eq!(set.len(), len, "{case}");
                 }
             }
         }
@@ -505,16 +505,17 @@ fn a_key_whose_length_is_written_otherwise_is_copied() {
 }
 
 /// Two long keys whose hashes give the same first slot and the same tag are told apart by
-/// their bytes. The pair is searched for among keys of a table sized for one key.
+/// their bytes: in a set of one of them, and in a set of both (neither taken for the other
+/// given twice). The pair is searched for among keys of a table sized for one key.
 #[test]
 fn long_keys_of_one_slot_and_tag_are_told_apart() {
     let counts = KeyCounts { keys: 1, ..KeyCounts::default() };
-    let set_of = |key: &[u8]| {
+    let set_of = |keys: &[&[u8]]| {
         let mut arena = KeyArena::default();
-        arena.push(key);
+        keys.iter().for_each(|key| arena.push(key));
         KeySet::build(&pieces_of(&arena), counts)
     };
-    let slots = set_of(b"a long key").parts[0].long_slots();
+    let slots = set_of(&[b"a long key"]).parts[0].long_slots();
     let h = hasher();
     let mut seen = std::collections::HashMap::new();
     let (a, b) = (0u64..)
@@ -524,9 +525,11 @@ fn long_keys_of_one_slot_and_tag_are_told_apart() {
             seen.insert(slot_and_tag(hash, slots), key.clone()).map(|other| (other, key))
         })
         .expect("a pair with a slot and a tag in common");
-    let set = set_of(&a);
+    let set = set_of(&[&a]);
     assert_eq!(set.parts[0].long_slots(), slots);
     assert!(set.contains(&a) && !set.contains(&b));
+    let set = set_of(&[&a, &b]);
+    assert!(set.contains(&a) && set.contains(&b) && set.len() == 2);
 }
 
 /// A set made from an arena whose keys are mostly short lets the arena's text go: it copies its
