@@ -15,7 +15,11 @@ environment, the anti-join (the probe rows whose key is not on the build side: b
 an order-free digest of their rows. With BIG_BUILD=1, a join with a build side as large as the
 probe is timed too (not a target): the 2M-row probe against the probe's own 20M `customer_id`
 keys (12.6M distinct ids in random order), bloomflow --exact (broadcast, then shuffle) beside
-DuckDB's and Polars' semi-joins, every output compared.
+DuckDB's and Polars' semi-joins, every output compared. With LONG_KEYS=1, two joins keyed on the
+29-byte `payload` column are timed too (not targets), every output compared: the probe's own 20M
+payloads (all distinct) as the build side of the 2M-row probe (past the broadcast limit, so
+bloomflow's `auto` shuffles), and the 2M-row probe's payloads as the build side of the whole
+probe (broadcast).
 """
 import hashlib
 import os
@@ -30,23 +34,23 @@ build, probe = data / "build.csv", data / "probe.csv"
 py = sys.executable
 THREADS = "2"
 
-def duckdb_semi(probe_file, build_file, name):
+def duckdb_semi(probe_file, build_file, name, key="customer_id"):
     """DuckDB's semi-join of `probe_file` on the keys of `build_file`, into `name` in `out`."""
     return f"""
 import duckdb
 con = duckdb.connect(config={{'threads': {THREADS}}})
 con.execute(\"\"\"COPY (SELECT * FROM read_csv('{probe_file}', all_varchar=true)
-  WHERE customer_id IN (SELECT customer_id FROM read_csv('{build_file}', all_varchar=true)))
+  WHERE {key} IN (SELECT {key} FROM read_csv('{build_file}', all_varchar=true)))
   TO '{out}/{name}' (HEADER)\"\"\")
 """
 
-def polars_join(probe_file, build_file, name, how):
+def polars_join(probe_file, build_file, name, how, key="customer_id"):
     """Polars' `how` join (semi or anti) of `probe_file` on the keys of `build_file`, into `name`."""
     return f"""
 import polars as pl
 p = pl.scan_csv('{probe_file}', infer_schema=False)
-b = pl.scan_csv('{build_file}', infer_schema=False).select('customer_id')
-p.join(b, on='customer_id', how='{how}').sink_csv('{out}/{name}')
+b = pl.scan_csv('{build_file}', infer_schema=False).select('{key}')
+p.join(b, on='{key}', how='{how}').sink_csv('{out}/{name}')
 """
 
 DUCKDB = duckdb_semi(probe, build, "duckdb.csv")
@@ -92,6 +96,20 @@ if BIG_BUILD:
                                 "-w", THREADS, "--no-progress", "--exact", *extra]
     TOOLS += [(BIG[0], big("big")), (BIG[1], big("big-shuffle", "--exact-strategy", "shuffle")),
               (BIG[2], [py, "-c", DUCKDB_BIG]), (BIG[3], [py, "-c", POLARS_BIG])]
+LONG_KEYS = os.environ.get("LONG_KEYS") == "1"
+LONG = ["bloomflow, payloads of the probe as build side, --exact", "DuckDB, payloads of the probe as build side",
+        "Polars, payloads of the probe as build side", "bloomflow, payloads of 2M rows as build side, --exact",
+        "DuckDB, payloads of 2M rows as build side", "Polars, payloads of 2M rows as build side"]
+if LONG_KEYS:
+    def long(name, build_file, probe_file):
+        return [bloomflow, "semijoin", "--build", str(build_file), "--build-key", "payload", "--probe", str(probe_file),
+                "--probe-key", "payload", "-o", str(out / name), "--overwrite", "-w", THREADS, "--no-progress", "--exact"]
+    TOOLS += [(LONG[0], long("long-big", probe, small_probe)),
+              (LONG[1], [py, "-c", duckdb_semi(small_probe, probe, "duckdb-long-big.csv", "payload")]),
+              (LONG[2], [py, "-c", polars_join(small_probe, probe, "polars-long-big.csv", "semi", "payload")]),
+              (LONG[3], long("long", small_probe, probe)),
+              (LONG[4], [py, "-c", duckdb_semi(probe, small_probe, "duckdb-long.csv", "payload")]),
+              (LONG[5], [py, "-c", polars_join(probe, small_probe, "polars-long.csv", "semi", "payload")])]
 ANTI = os.environ.get("ANTI") == "1"
 if ANTI:
     TOOLS += [
@@ -239,4 +257,16 @@ if BIG_BUILD:
     print(f"\nthe probe as the build side (not a target): rows " + ", ".join(f"{len(lines):,}" for lines in outputs)
           + f"; same rows: {'yes' if big_same else 'NO'}; bloomflow --exact {big_peer / results[BIG[0]][0]:.2f}x faster "
           f"than the faster peer, with the shuffle strategy {big_peer / results[BIG[1]][0]:.2f}x")
-sys.exit(0 if same and superset and anti_same and big_same else 1)
+long_same = True
+if LONG_KEYS:
+    for label, (ours, duck_file, polars_file), names in [
+            ("the probe's payloads as the build side of the 2M-row probe", ("long-big", "duckdb-long-big.csv", "polars-long-big.csv"), LONG[:3]),
+            ("the 2M-row probe's payloads as the build side of the probe", ("long", "duckdb-long.csv", "polars-long.csv"), LONG[3:])]:
+        outputs = [multiset_digest(parts(ours)), multiset_digest([out / duck_file]), multiset_digest([out / polars_file])]
+        this_same = len(set(outputs)) == 1
+        long_same = long_same and this_same
+        long_peer = min(results[names[1]][0], results[names[2]][0])
+        print(f"\n{label} (not a target): rows " + ", ".join(f"{count:,}" for count, _ in outputs)
+              + f"; same rows: {'yes' if this_same else 'NO'}; bloomflow --exact {long_peer / results[names[0]][0]:.2f}x faster "
+              f"than the faster peer, peak RSS {results[names[0]][1]:.0f} against {min(results[names[1]][1], results[names[2]][1]):.0f} MiB")
+sys.exit(0 if same and superset and anti_same and big_same and long_same else 1)
