@@ -107,23 +107,24 @@ impl<W: Word> Words<W> {
         if full(self.keys, self.slots.len()) {
             self.grow();
         }
-        self.keys += self.place(hash, word) as usize;
+        if let Err(i) = self.find(hash, word) {
+            self.slots[i] = word;
+            self.keys += 1;
+        }
     }
 
-    /// Stores `word` in the first empty slot from its hash's (linear probing), unless a slot on
-    /// the way holds it already: whether it was stored.
+    /// The slot that holds `word` (linear probing from its hash's), or the empty slot where
+    /// the search ended.
     #[inline(always)]
-    fn place(&mut self, hash: u64, word: W) -> bool {
+    fn find(&self, hash: u64, word: W) -> Result<usize, usize> {
         let mut i = self.first(hash);
         loop {
             match self.slots[i] {
-                w if w == W::default() => break,
-                w if w == word => return false,
+                w if w == W::default() => return Err(i),
+                w if w == word => return Ok(i),
                 _ => i = next(i, self.slots.len()),
             }
         }
-        self.slots[i] = word;
-        true
     }
 
     /// Doubles the table (only when a partition gets more keys than it was sized for).
@@ -132,20 +133,15 @@ impl<W: Word> Words<W> {
         let old = std::mem::replace(&mut self.slots, crate::limits::zeroed_written(doubled));
         let h = hasher();
         for &word in old.iter().filter(|&&w| w != W::default()) {
-            self.place(h.hash_one(word.wide()), word);
+            if let Err(i) = self.find(h.hash_one(word.wide()), word) {
+                self.slots[i] = word;
+            }
         }
     }
 
     #[inline(always)]
     pub(super) fn probe(&self, hash: u64, word: W) -> bool {
-        let mut i = self.first(hash);
-        loop {
-            match self.slots[i] {
-                w if w == W::default() => return false,
-                w if w == word => return true,
-                _ => i = next(i, self.slots.len()),
-            }
-        }
+        self.find(hash, word).is_ok()
     }
 }
 
@@ -300,9 +296,8 @@ impl Others {
     /// Holds the keys that lie in `buffers` where they lie (see [`Part::adopt`]). They are kept
     /// in order of address, so that both a key's address and an offset find their buffer by a
     /// binary search.
-    fn adopt(&mut self, buffers: Vec<std::sync::Arc<Vec<u8>>>) {
+    fn adopt(&mut self, mut buffers: Vec<std::sync::Arc<Vec<u8>>>) {
         assert_eq!(self.keys, 0, "adopted before any key is held");
-        let mut buffers = buffers;
         buffers.sort_by_key(|bytes| bytes.as_ptr() as usize);
         buffers.dedup_by_key(|bytes| bytes.as_ptr() as usize);
         self.adopted = buffers
@@ -365,19 +360,28 @@ impl Others {
         if full(self.keys, self.slots.len()) {
             self.grow();
         }
+        if let Err(i) = self.find(hash, key) {
+            let tag = slot_and_tag(hash, self.slots.len()).1;
+            self.slots[i] = Slot::new(tag, self.place(key));
+            self.keys += 1;
+        }
+    }
+
+    /// The slot that holds `key` (linear probing from its hash's), or the empty slot where the
+    /// search ended. A key is read only from a slot of its tag.
+    #[inline(always)]
+    fn find(&self, hash: u64, key: &[u8]) -> Result<usize, usize> {
         let (mut i, tag) = slot_and_tag(hash, self.slots.len());
         loop {
             let slot = self.slots[i];
             if slot.is_empty() {
-                break;
+                return Err(i);
             }
             if slot.tag() == tag && self.held(slot.at()) == key {
-                return;
+                return Ok(i);
             }
             i = next(i, self.slots.len());
         }
-        self.slots[i] = Slot::new(tag, self.place(key));
-        self.keys += 1;
     }
 
     /// Doubles the table (only when a partition gets more keys than it was sized for).
@@ -394,17 +398,7 @@ impl Others {
 
     #[inline(always)]
     pub(super) fn probe(&self, hash: u64, key: &[u8]) -> bool {
-        let (mut i, tag) = slot_and_tag(hash, self.slots.len());
-        loop {
-            let slot = self.slots[i];
-            if slot.is_empty() {
-                return false;
-            }
-            if slot.tag() == tag && self.held(slot.at()) == key {
-                return true;
-            }
-            i = next(i, self.slots.len());
-        }
+        self.find(hash, key).is_ok()
     }
 }
 

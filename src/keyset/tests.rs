@@ -416,6 +416,16 @@ fn keys_of_every_kind(long: u64) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// What a set of `keys` must answer to `probes` (each key among them once, and keys that are not
+/// in the set): the answers of a set built from `pieces` of them, in one partition, which copies
+/// its long keys.
+fn answers_of_copies(pieces: &[impl AsRef<[u8]>], counts: KeyCounts, keys: &[Vec<u8>], probes: &[&[u8]]) -> Vec<bool> {
+    let mut want = Vec::new();
+    KeySet::build(pieces, counts).contains_batch(probes, &mut want);
+    assert_eq!(want.iter().filter(|&&yes| yes).count(), keys.len(), "every key, none of the others");
+    want
+}
+
 /// A set made from an arena whose keys are mostly long holds the long keys of its text where
 /// they lie, copying none, and answers as a set built from the same keys as text does: keys of
 /// every kind, numbers as bits, a long key given twice. So does a partition that adopts the
@@ -432,9 +442,7 @@ fn a_set_from_an_arena_holds_its_long_keys_in_place() {
     }
     let probes: Vec<Vec<u8>> = keys.iter().cloned().chain((5_000..5_100u64).map(|i| format!("a long key, number {i}").into_bytes())).chain([b"a long key".to_vec()]).collect();
     let refs: Vec<&[u8]> = probes.iter().map(|k| k.as_slice()).collect();
-    let (mut want, mut got) = (Vec::new(), Vec::new());
-    KeySet::build(&pieces_of(&text), text.counts()).contains_batch(&refs, &mut want);
-    assert_eq!(want.iter().filter(|&&yes| yes).count(), keys.len(), "every key, none of the others");
+    let (want, mut got) = (answers_of_copies(&pieces_of(&text), text.counts(), &keys, &refs), Vec::new());
 
     let set = KeySet::from_arena(arena);
     assert_eq!(set.parts[0].copied_bytes(), 0, "no long key copied");
@@ -472,9 +480,7 @@ fn partitions_hold_long_keys_in_place_across_buffers() {
     let pieces: Vec<&[u8]> = buffers.iter().map(|b| b.as_slice()).collect();
     let probes: Vec<Vec<u8>> = keys.iter().cloned().chain((5_000..5_100u64).map(|i| format!("another long key {i}").into_bytes())).collect();
     let refs: Vec<&[u8]> = probes.iter().map(|k| k.as_slice()).collect();
-    let (mut want, mut got) = (Vec::new(), Vec::new());
-    KeySet::build(&pieces, text.counts()).contains_batch(&refs, &mut want);
-    assert_eq!(want.iter().filter(|&&yes| yes).count(), keys.len(), "every key, none of the others");
+    let (want, mut got) = (answers_of_copies(&pieces, text.counts(), &keys, &refs), Vec::new());
     for count in [1, 2, 3] {
         let parts = (0..count).map(|i| {
             let mut builder = PartitionBuilder::new(text.counts(), i, count);
@@ -543,9 +549,7 @@ fn a_set_from_an_arena_of_short_keys_keeps_none_of_its_text() {
     let mut probes = keys.clone();
     probes.extend([b"a long key".to_vec(), "y".repeat(129).into_bytes()]);
     let refs: Vec<&[u8]> = probes.iter().map(|k| k.as_slice()).collect();
-    let (mut want, mut got) = (Vec::new(), Vec::new());
-    KeySet::build(&pieces_of(&text), text.counts()).contains_batch(&refs, &mut want);
-    assert_eq!(want.iter().filter(|&&yes| yes).count(), keys.len(), "every key, none of the others");
+    let (want, mut got) = (answers_of_copies(&pieces_of(&text), text.counts(), &keys, &refs), Vec::new());
 
     let set = KeySet::from_arena(text);
     assert_eq!(set.parts[0].adopted_bytes(), 0, "the text let go");
