@@ -154,7 +154,8 @@ pub fn shard_join(worker: &mut Worker, huge_pages: bool) -> ShardJoin {
                 |_cap, _info| {
                     // Numbers as bits where they are dense: the benchmark's ids, 20M of them as
                     // the build side, took 180 MB of text over the shards.
-                    let mut arena = Some(KeyArena::default().holding_numbers_as_bits(huge_pages));
+                    // The shard gets every copy of its keys: its set is sized for the distinct ones.
+                    let mut arena = Some(KeyArena::default().holding_numbers_as_bits(huge_pages).estimating_distinct());
                     let mut set: Option<KeySet> = None;
                     let mut lookup = Lookup::default();
                     // Survivors that came before the last build key: this worker's peers may

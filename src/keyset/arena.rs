@@ -32,6 +32,9 @@ pub struct KeyArena {
     /// keys on the sender's way.
     cuts: Vec<usize>,
     piece: usize,
+    /// The distinct keys held as text, estimated, where the arena was made to (see
+    /// [`estimating_distinct`](KeyArena::estimating_distinct)).
+    distinct: Option<DistinctKeys>,
 }
 
 /// Bytes of keys per piece sent to another process.
@@ -65,6 +68,21 @@ impl KeyCounts {
         self.keys.saturating_sub(self.numbers + self.short + self.big)
     }
 
+    /// The counts scaled to `distinct` keys of text (see [`DistinctKeys`]), with a tenth more
+    /// room, for sizing a set that holds each key once: the short keys, the big numbers and the
+    /// long keys in their proportions. The numbers stay as they are: where they are dense their
+    /// bits take no more for copies, and their count decides whether they are.
+    pub fn for_distinct(self, distinct: u64) -> KeyCounts {
+        let text = self.short + self.big + self.long();
+        let room = distinct.saturating_mul(11) / 10;
+        if room >= text {
+            return self;
+        }
+        let scale = |n: u64| (n as u128 * room as u128).div_ceil(text as u128) as u64;
+        let (short, big, long) = (scale(self.short), scale(self.big), scale(self.long()));
+        KeyCounts { keys: self.numbers + short + big + long, short, big, ..self }
+    }
+
     /// The counts of two sets of keys together.
     pub fn merge(self, other: KeyCounts) -> KeyCounts {
         let numbers_range = match (self.numbers_range, other.numbers_range) {
@@ -83,7 +101,7 @@ impl KeyCounts {
 
 impl Default for KeyArena {
     fn default() -> Self {
-        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, bits: None, cuts: Vec::new(), piece: PIECE }
+        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, bits: None, cuts: Vec::new(), piece: PIECE, distinct: None }
     }
 }
 
@@ -115,6 +133,19 @@ impl KeyArena {
     pub fn holding_numbers_as_bits(mut self, huge_pages: bool) -> Self {
         self.bits = Some(NumberBits { huge_pages, ..NumberBits::default() });
         self
+    }
+
+    /// The arena, estimating how many distinct keys it holds as text (see [`DistinctKeys`]), so
+    /// that a set made from it is sized for them (see [`KeySet::from_arena`]): for a shuffle
+    /// join's shard, which gets every copy of its keys.
+    pub fn estimating_distinct(mut self) -> Self {
+        self.distinct = Some(DistinctKeys::default());
+        self
+    }
+
+    /// The estimated count of distinct keys held as text, where the arena estimates it.
+    pub fn distinct_estimate(&self) -> Option<u64> {
+        self.distinct.as_ref().map(DistinctKeys::estimate)
     }
 
     /// Appends a key.
@@ -164,6 +195,9 @@ impl KeyArena {
             }
         }
         crate::records::push_with_length(&mut self.bytes, key);
+        if let Some(distinct) = &mut self.distinct {
+            distinct.insert(key);
+        }
         let short = !number && is_short(key);
         self.short += short as u64;
         self.big += (!number && !short && is_big_number(key)) as u64;

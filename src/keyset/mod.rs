@@ -3,6 +3,7 @@
 //!
 //! - `arena`: the keys a worker collects, length-prefixed, as they travel;
 //! - `bits`: numbers held as bits of their range, sent as words or as gaps;
+//! - `distinct`: how many distinct keys an arena holds, estimated, to size a set for them;
 //! - `numbers`: which keys are numbers or short, and the words they are kept as;
 //! - `table`: the tables a partition keeps its keys in;
 //!
@@ -10,6 +11,7 @@
 
 mod arena;
 mod bits;
+mod distinct;
 mod numbers;
 mod table;
 #[cfg(test)]
@@ -17,6 +19,7 @@ mod tests;
 
 pub use arena::*;
 pub use bits::*;
+pub use distinct::*;
 pub use numbers::*;
 use std::hash::BuildHasher;
 use table::*;
@@ -183,8 +186,11 @@ impl KeySet {
     /// the set keeps the arena's text and holds its long keys there (see
     /// [`PartitionBuilder::hold_in_place`]): with the 20M-row probe's payloads (29 bytes) as the
     /// shuffle join's build keys, copies took 580 MB beside the text's.
+    ///
+    /// Where the arena estimates its distinct keys (see [`KeyArena::estimating_distinct`]), the
+    /// set's tables are sized for those, not for every copy (see [`KeyCounts::for_distinct`]).
     pub fn from_arena(mut arena: KeyArena) -> KeySet {
-        let counts = arena.counts();
+        let counts = arena.distinct_estimate().map_or(arena.counts(), |distinct| arena.counts().for_distinct(distinct));
         let bits = arena.take_bits();
         let bits: Vec<BitsPiece> = bits.iter().map(|bits| BitsPiece { at: bits.at, bytes: &bits.bytes }).collect();
         let ranges = arena.pieces();

@@ -496,6 +496,38 @@ fn partitions_hold_long_keys_in_place_across_buffers() {
     }
 }
 
+/// A set made from an arena that estimates its distinct keys is sized for them, not for every
+/// copy: 2,000 long keys and 2,000 short ones, each given 50 times. It holds every key, as the
+/// set sized for every copy does.
+#[test]
+fn a_set_from_an_arena_of_repeated_keys_is_sized_for_the_distinct_ones() {
+    let keys: Vec<Vec<u8>> = (0..2_000).flat_map(|i| [format!("a long key, number {i}"), format!("s{i}")]).map(String::into_bytes).collect();
+    let arena_of = |arena: KeyArena| (0..50).fold(arena, |mut arena, _| {
+        keys.iter().for_each(|key| arena.push(key));
+        arena
+    });
+    let sized = KeySet::from_arena(arena_of(KeyArena::default().estimating_distinct()));
+    let every_copy = KeySet::from_arena(arena_of(KeyArena::default()));
+    assert!(sized.parts[0].long_slots() < 2_000 * 3, "{} slots for 2,000 long keys", sized.parts[0].long_slots());
+    assert!(every_copy.parts[0].long_slots() > 2_000 * 50);
+    let absent = [&b"a long key, number 2000"[..], b"s2000", b"s"];
+    for set in [&sized, &every_copy] {
+        assert_eq!(set.len(), keys.len());
+        assert!(keys.iter().all(|key| set.contains(key)) && !absent.iter().any(|key| set.contains(key)));
+    }
+}
+
+/// Counts scaled to a distinct count keep the kinds' proportions with a tenth more room, and
+/// the numbers as they are; a distinct count past the keys leaves them as they are.
+#[test]
+fn counts_scale_to_the_distinct_keys() {
+    let counts = KeyCounts { keys: 1_000, numbers: 100, short: 300, big: 100, numbers_range: Some((1, 100)) };
+    let scaled = counts.for_distinct(180);
+    assert_eq!(scaled, KeyCounts { keys: 100 + 198, numbers: 100, short: 66, big: 22, numbers_range: Some((1, 100)) });
+    assert_eq!(scaled.long(), 110);
+    assert_eq!(counts.for_distinct(900), counts);
+}
+
 /// A long key in the adopted text whose length is not written before it as a set writes lengths
 /// (here in two bytes, where one would do) is copied, not held where it lies: held there, its
 /// length would be read from the byte before it.
