@@ -565,6 +565,28 @@ impl<'scope, R: ExchangeData + Clone> CollectReports<'scope, R> for timely::data
 mod tests {
     use super::KeyPiece;
 
+    /// The broadcast's set, built by the two workers of a process from the keys both sent,
+    /// holds every key, and holds the long keys in the pieces it received: it copies none.
+    #[test]
+    fn the_broadcast_set_holds_long_keys_in_the_pieces_received() {
+        let keys_of = |w: usize| -> Vec<Vec<u8>> { (0..3_000).map(|i| format!("worker {w}'s long key {i}").into_bytes()).chain([b"k1".to_vec(), b"17".to_vec()]).collect() };
+        let arena_of = move |w: usize| keys_of(w).iter().fold(crate::keyset::KeyArena::default(), |mut arena, key| {
+            arena.push(key);
+            arena
+        });
+        let counts = arena_of(0).counts().merge(arena_of(1).counts());
+        let shared = std::sync::Arc::new(super::SharedKeys::new(2));
+        let guards = timely::execute(timely::Config::process(2), move |worker| {
+            let set = super::broadcast_keys(worker, arena_of(worker.index()), counts, &[0], &shared);
+            let all_held = (0..2).flat_map(keys_of).all(|key| set.contains(&key));
+            (all_held, set.contains(b"worker 2's long key 0"), set.copied_bytes())
+        })
+        .expect("the job runs");
+        for result in guards.join() {
+            assert_eq!(result.expect("the worker finishes"), (true, false, 0));
+        }
+    }
+
     /// A piece sent to another process carries its own range of the shared keys, no more.
     #[test]
     fn a_key_piece_travels_as_its_range() {

@@ -252,6 +252,12 @@ impl KeySet {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Bytes of long keys the partitions copied, rather than hold where they were given.
+    #[cfg(test)]
+    pub(crate) fn copied_bytes(&self) -> usize {
+        self.parts.iter().map(Part::copied_bytes).sum()
+    }
 }
 
 #[inline(always)]

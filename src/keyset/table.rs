@@ -324,8 +324,7 @@ impl Others {
             Some((b, start)) if start + length.len() + key.len() <= b.bytes.len() && b.bytes[start..].starts_with(length) => (b.start + start) as u64,
             _ => {
                 let offset = self.adopted_len + self.arena.len();
-                self.arena.extend_from_slice(length);
-                self.arena.extend_from_slice(key);
+                crate::records::push_with_length(&mut self.arena, key);
                 offset as u64
             }
         }
