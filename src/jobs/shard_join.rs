@@ -9,7 +9,7 @@
 //! travel in pieces, a shard's keys side by side (see [`BuildKeys`]), not one record each.
 
 use super::join_key::JoinKey;
-use crate::keyset::{KeyArena, KeySet};
+use crate::keyset::{GrowingSet, KeyArena, KeySet};
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
@@ -118,6 +118,51 @@ impl Lookup {
     }
 }
 
+/// A shard's build keys as they arrive: every copy in an arena, or, once they prove to repeat,
+/// each once in a set that grows as they come (see [`GrowingSet`]).
+enum ShardKeys {
+    /// The keys, and the arena's length at which it is next asked whether they repeat.
+    Arena(KeyArena, usize),
+    Growing(GrowingSet),
+}
+
+/// Bytes of keys a shard's arena holds before it is first asked whether they repeat; it is
+/// asked again each time they double.
+const FIRST_CHECK: usize = 1 << 20;
+
+impl ShardKeys {
+    /// An arena that holds numbers as bits where they are dense (the benchmark's ids, 20M of
+    /// them as the build side, took 180 MB of text over the shards), and estimates its distinct
+    /// keys: the shard gets every copy of its keys, and its set is sized for the distinct ones.
+    fn new(huge_pages: bool) -> ShardKeys {
+        ShardKeys::Arena(KeyArena::default().holding_numbers_as_bits(huge_pages).estimating_distinct(), FIRST_CHECK)
+    }
+
+    /// Takes the keys of a piece (encoded as an arena holds them).
+    fn push(&mut self, piece: &[u8]) {
+        match self {
+            ShardKeys::Growing(set) => set.insert_encoded(piece),
+            ShardKeys::Arena(arena, check) => {
+                arena.push_encoded(piece);
+                if arena.len_bytes() >= *check {
+                    *check = arena.len_bytes().saturating_mul(2);
+                    if arena.mostly_repeats() {
+                        *self = ShardKeys::Growing(GrowingSet::from_arena(std::mem::take(arena)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The set of every key taken.
+    fn into_set(self) -> KeySet {
+        match self {
+            ShardKeys::Arena(arena, _) => KeySet::from_arena(arena),
+            ShardKeys::Growing(set) => set.into_set(),
+        }
+    }
+}
+
 /// Sends the keys kept in `arena` into a join's build input, giving the worker a step every MiB
 /// of them, so that the join takes them in as they go rather than all at once.
 pub fn send_kept_keys(worker: &mut Worker, arena: &KeyArena, input: &mut BuildKeys) {
@@ -152,10 +197,7 @@ pub fn shard_join(worker: &mut Worker, huge_pages: bool) -> ShardJoin {
                 Exchange::new(|(key, _, _): &Survivor| key.with_bytes(shard_of)),
                 "LookUpSurvivors",
                 |_cap, _info| {
-                    // Numbers as bits where they are dense: the benchmark's ids, 20M of them as
-                    // the build side, took 180 MB of text over the shards.
-                    // The shard gets every copy of its keys: its set is sized for the distinct ones.
-                    let mut arena = Some(KeyArena::default().holding_numbers_as_bits(huge_pages).estimating_distinct());
+                    let mut keys = Some(ShardKeys::new(huge_pages));
                     let mut set: Option<KeySet> = None;
                     let mut lookup = Lookup::default();
                     // Survivors that came before the last build key: this worker's peers may
@@ -163,11 +205,11 @@ pub fn shard_join(worker: &mut Worker, huge_pages: bool) -> ShardJoin {
                     let mut early: Vec<(timely::dataflow::operators::Capability<u64>, Vec<Survivor>)> = Vec::new();
                     move |(build_in, build_frontier), (survivors_in, _), output| {
                         build_in.for_each(|_time, data| {
-                            let arena = arena.as_mut().expect("build keys arrive before the build input closes");
-                            data.drain(..).for_each(|(_, piece)| arena.push_encoded(&piece));
+                            let keys = keys.as_mut().expect("build keys arrive before the build input closes");
+                            data.drain(..).for_each(|(_, piece)| keys.push(&piece));
                         });
                         if set.is_none() && build_frontier.is_empty() {
-                            set = Some(KeySet::from_arena(arena.take().expect("the set is made once")));
+                            set = Some(keys.take().expect("the set is made once").into_set());
                         }
                         let output_index = output.output_index();
                         survivors_in.for_each(|cap, data| match &set {
@@ -215,6 +257,40 @@ mod tests {
         let build = (0..400).map(|_| key(rng.gen_range(0..2000))).collect();
         let probe = (0..3000).map(|_| key(rng.gen_range(0..2000))).collect();
         (build, probe)
+    }
+
+    /// A shard whose build keys repeat holds each once, in a set that grows as they come, from
+    /// the first time it asks (at 1 MiB of keys); one whose keys do not keeps them in its arena.
+    /// Either way its set holds every key: long ones, short ones and numbers, and the 1,000 that
+    /// come last, once each.
+    #[test]
+    fn a_shard_holds_keys_that_repeat_once_as_they_come() {
+        let key = |i: u64| match i % 3 {
+            0 => format!("a key long enough to be held as text, {i}").into_bytes(),
+            1 => format!("s{i}").into_bytes(),
+            _ => (i * 7).to_string().into_bytes(),
+        };
+        for (distinct, copies, grows) in [(3_000u64, 40, true), (60_000, 1, false)] {
+            let mut keys = ShardKeys::new(false);
+            let arriving: Vec<u64> = (0..copies).flat_map(|_| 0..distinct - 1_000).chain(distinct - 1_000..distinct).collect();
+            // Whether the keys grew into a set, and whether the arena was ever past the check.
+            let (mut grew, mut passed) = (false, false);
+            for piece in arriving.chunks(500) {
+                let mut encoded = KeyArena::default();
+                piece.iter().for_each(|&k| encoded.push(&key(k)));
+                keys.push(encoded.as_bytes());
+                match &keys {
+                    ShardKeys::Growing(_) => grew = true,
+                    ShardKeys::Arena(arena, _) => passed |= arena.len_bytes() >= FIRST_CHECK,
+                }
+            }
+            // Grown at the first check (no arena past it), or never though past it.
+            assert_eq!((grew, passed), (grows, !grows), "{distinct} keys");
+            let set = keys.into_set();
+            assert_eq!(set.len() as u64, distinct);
+            assert!((0..distinct).all(|k| set.contains(&key(k))));
+            assert!(!(distinct..distinct + 300).any(|k| set.contains(&key(k))));
+        }
     }
 
     /// Shards spread keys evenly: ids, short codes and long keys, over 2 and 3 workers, each

@@ -35,6 +35,8 @@ pub struct KeyArena {
     /// The distinct keys held as text, estimated, where the arena was made to (see
     /// [`estimating_distinct`](KeyArena::estimating_distinct)).
     distinct: Option<DistinctKeys>,
+    /// Keys held as text.
+    text_keys: u64,
 }
 
 /// Bytes of keys per piece sent to another process.
@@ -101,7 +103,7 @@ impl KeyCounts {
 
 impl Default for KeyArena {
     fn default() -> Self {
-        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, bits: None, cuts: Vec::new(), piece: PIECE, distinct: None }
+        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, bits: None, cuts: Vec::new(), piece: PIECE, distinct: None, text_keys: 0 }
     }
 }
 
@@ -146,6 +148,12 @@ impl KeyArena {
     /// The estimated count of distinct keys held as text, where the arena estimates it.
     pub fn distinct_estimate(&self) -> Option<u64> {
         self.distinct.as_ref().map(DistinctKeys::estimate)
+    }
+
+    /// Whether fewer than half the keys held as text are distinct, by the arena's estimate (see
+    /// [`estimating_distinct`](Self::estimating_distinct)); false where it does not estimate.
+    pub fn mostly_repeats(&self) -> bool {
+        self.distinct_estimate().is_some_and(|distinct| distinct.saturating_mul(2) < self.text_keys)
     }
 
     /// Appends a key.
@@ -195,6 +203,7 @@ impl KeyArena {
             }
         }
         crate::records::push_with_length(&mut self.bytes, key);
+        self.text_keys += 1;
         if let Some(distinct) = &mut self.distinct {
             distinct.insert(key);
         }

@@ -4,6 +4,7 @@
 //! - `arena`: the keys a worker collects, length-prefixed, as they travel;
 //! - `bits`: numbers held as bits of their range, sent as words or as gaps;
 //! - `distinct`: how many distinct keys an arena holds, estimated, to size a set for them;
+//! - `growing`: a set built as its keys arrive, for keys that repeat;
 //! - `numbers`: which keys are numbers or short, and the words they are kept as;
 //! - `table`: the tables a partition keeps its keys in;
 //!
@@ -12,6 +13,7 @@
 mod arena;
 mod bits;
 mod distinct;
+mod growing;
 mod numbers;
 mod table;
 #[cfg(test)]
@@ -20,6 +22,7 @@ mod tests;
 pub use arena::*;
 pub use bits::*;
 pub use distinct::*;
+pub use growing::*;
 pub use numbers::*;
 use std::hash::BuildHasher;
 use table::*;
@@ -119,37 +122,43 @@ impl PartitionBuilder {
                 word => number_to_table(&mut table, word),
             });
         }
-        // Keys go in groups, and a group's slots are prefetched while the group before it is
-        // inserted, one slot per insert, so that about a group's misses are always in flight.
-        // A key joins the group whatever its partition, and the group's length grows only for
-        // this partition's keys: with several partitions, a branch on the partition would
-        // mispredict for every other key.
-        let mut groups = [[Hashed::NONE; BATCH]; 2];
-        let (mut len, mut ready) = (0, 0);
-        for_each_key(pieces, |key| {
-            let number = number(key);
-            // A number of the dense span goes straight to its bit, if this partition holds it:
-            // no hash, no group (a bitmap of a few MB needs no prefetching to be filled fast).
-            if let Some(word) = number.filter(|&word| dense.holds(word)) {
-                table.bits.set_if_held(word);
-                return;
-            }
-            let k = Hashed::with_number(&h, key, number, dense);
-            let [waiting, filling] = &mut groups;
-            filling[len] = k;
-            len += (count == 1 || part_of(&k, dense, count) == index) as usize;
-            if len == BATCH {
-                table.insert_group_prefetching(&waiting[..ready], filling);
-                std::mem::swap(waiting, filling);
-                (ready, len) = (BATCH, 0);
-            }
-        });
-        let [waiting, filling] = &groups;
-        table.insert_group_prefetching(&waiting[..ready], &filling[..len]);
-        table.insert_group_prefetching(&filling[..len], &[]);
+        insert_keys(&mut table, dense, pieces, index, count);
         table.bits.count();
         Partition(table, dense)
     }
+}
+
+/// Inserts the keys of `pieces` that fall in partition `index` of `count` into `table`.
+fn insert_keys(table: &mut Part, dense: Dense, pieces: &[impl AsRef<[u8]>], index: usize, count: usize) {
+    let h = hasher();
+    // Keys go in groups, and a group's slots are prefetched while the group before it is
+    // inserted, one slot per insert, so that about a group's misses are always in flight.
+    // A key joins the group whatever its partition, and the group's length grows only for
+    // this partition's keys: with several partitions, a branch on the partition would
+    // mispredict for every other key.
+    let mut groups = [[Hashed::NONE; BATCH]; 2];
+    let (mut len, mut ready) = (0, 0);
+    for_each_key(pieces, |key| {
+        let number = number(key);
+        // A number of the dense span goes straight to its bit, if this partition holds it:
+        // no hash, no group (a bitmap of a few MB needs no prefetching to be filled fast).
+        if let Some(word) = number.filter(|&word| dense.holds(word)) {
+            table.bits.set_if_held(word);
+            return;
+        }
+        let k = Hashed::with_number(&h, key, number, dense);
+        let [waiting, filling] = &mut groups;
+        filling[len] = k;
+        len += (count == 1 || part_of(&k, dense, count) == index) as usize;
+        if len == BATCH {
+            table.insert_group_prefetching(&waiting[..ready], filling);
+            std::mem::swap(waiting, filling);
+            (ready, len) = (BATCH, 0);
+        }
+    });
+    let [waiting, filling] = &groups;
+    table.insert_group_prefetching(&waiting[..ready], &filling[..len]);
+    table.insert_group_prefetching(&filling[..len], &[]);
 }
 
 fn hasher() -> foldhash::fast::FixedState {

@@ -864,3 +864,28 @@ fn pieces_end_on_key_boundaries() {
     one.push(b"12345678");
     assert_eq!(one.len_bytes(), 9);
 }
+
+/// A set grown from an arena of dense numbers holds them as bits over the span they had, and
+/// the numbers that arrive later, inside the span or outside it (to the numbers' table), and
+/// other keys, each once.
+#[test]
+fn a_growing_set_holds_later_numbers_inside_and_outside_its_span() {
+    let mut arena = KeyArena::default().holding_numbers_as_bits(false).estimating_distinct();
+    // The even numbers of 1,000..3,000, some twice; then the odd ones, within their span.
+    (1_000..3_000u32).step_by(2).chain((1_000..2_000).step_by(2)).for_each(|n| arena.push(n.to_string().as_bytes()));
+    let mut growing = GrowingSet::from_arena(arena);
+    let later: Vec<Vec<u8>> = (1_001..3_000u32).step_by(2).chain(2_500..4_000).chain([7, 900_000]).map(|n| n.to_string().into_bytes()).chain([b"s1".to_vec(), b"a long key, number 1".to_vec()]).collect();
+    for keys in later.chunks(100) {
+        let mut encoded = KeyArena::default();
+        keys.iter().for_each(|key| encoded.push(key));
+        growing.insert_encoded(encoded.as_bytes());
+    }
+    let set = growing.into_set();
+    assert!(set.numbers_as_bits());
+    assert_eq!(set.len(), 3_000 + 2 + 2);
+    let held = |n: u32| (1_000..4_000).contains(&n) || n == 7 || n == 900_000;
+    for n in (0..5_000).chain([900_000, 900_001]) {
+        assert_eq!(set.contains(n.to_string().as_bytes()), held(n), "{n}");
+    }
+    assert!(set.contains(b"s1") && set.contains(b"a long key, number 1") && !set.contains(b"s2"));
+}

@@ -3,7 +3,7 @@
 //! empty key), the partition count, and the counts the tables are sized for, the set holds
 //! exactly the keys put in, each once however often given, one by one and in batches.
 
-use bloomflow::keyset::{KeyArena, KeyCounts, KeySet, PartitionBuilder};
+use bloomflow::keyset::{GrowingSet, KeyArena, KeyCounts, KeySet, PartitionBuilder};
 use proptest::prelude::*;
 use std::collections::HashSet;
 
@@ -21,6 +21,17 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
             key
         }),
     ]
+}
+
+/// Checks that `set` answers every query as `want` does, one key at a time and in a batch.
+fn answers_as(set: &KeySet, want: &HashSet<&[u8]>, queries: &[&[u8]]) -> Result<(), TestCaseError> {
+    let mut answers = Vec::new();
+    set.contains_batch(queries, &mut answers);
+    for (query, batched) in queries.iter().zip(answers) {
+        prop_assert_eq!(set.contains(query), want.contains(query), "{:?}", query);
+        prop_assert_eq!(batched, want.contains(query), "{:?}", query);
+    }
+    Ok(())
 }
 
 proptest! {
@@ -41,12 +52,7 @@ proptest! {
         // zero byte after it (a number with leading zeros must not read as the number).
         let near: Vec<Vec<u8>> = members.iter().flat_map(|m| [[b"0", &m[..]].concat(), m.get(1..).unwrap_or_default().to_vec(), [&m[..], b"\0"].concat()]).collect();
         let queries: Vec<&[u8]> = members.iter().chain(&others).chain(&near).map(Vec::as_slice).collect();
-        let mut answers = Vec::new();
-        set.contains_batch(&queries, &mut answers);
-        for (query, batched) in queries.iter().zip(answers) {
-            prop_assert_eq!(set.contains(query), want.contains(query), "{:?}", query);
-            prop_assert_eq!(batched, want.contains(query), "{:?}", query);
-        }
+        answers_as(&set, &want, &queries)?;
     }
 }
 
@@ -64,11 +70,33 @@ proptest! {
         let want: HashSet<&[u8]> = members.iter().map(Vec::as_slice).collect();
         prop_assert_eq!(set.len(), want.len());
         let queries: Vec<&[u8]> = members.iter().chain(&others).map(Vec::as_slice).collect();
-        let mut answers = Vec::new();
-        set.contains_batch(&queries, &mut answers);
-        for (query, batched) in queries.iter().zip(answers) {
-            prop_assert_eq!(set.contains(query), want.contains(query), "{:?}", query);
-            prop_assert_eq!(batched, want.contains(query), "{:?}", query);
+        answers_as(&set, &want, &queries)?;
+    }
+}
+
+proptest! {
+    /// A set grown as its keys arrive (as a shuffle join's shard grows it once its keys repeat:
+    /// made from an arena, then given pieces of keys) holds exactly every key, each once: the
+    /// later keys include numbers outside the span the arena's bits had, keys given again, and
+    /// more keys than the set was sized for.
+    #[test]
+    fn a_growing_set_holds_exactly_its_keys(first in prop::collection::vec(key(), 0..150), later in prop::collection::vec(key(), 0..300), others in prop::collection::vec(key(), 0..100), as_bits in any::<bool>(), piece in 1usize..8) {
+        let mut arena = KeyArena::default().estimating_distinct();
+        if as_bits {
+            arena = arena.holding_numbers_as_bits(false);
         }
+        first.iter().chain(&first[..first.len() / 2]).for_each(|k| arena.push(k));
+        let mut growing = GrowingSet::from_arena(arena);
+        let arriving: Vec<&Vec<u8>> = later.iter().chain(&first).collect();
+        for keys in arriving.chunks(piece) {
+            let mut encoded = KeyArena::default();
+            keys.iter().for_each(|k| encoded.push(k));
+            growing.insert_encoded(encoded.as_bytes());
+        }
+        let set = growing.into_set();
+        let want: HashSet<&[u8]> = first.iter().chain(&later).map(Vec::as_slice).collect();
+        prop_assert_eq!(set.len(), want.len());
+        let queries: Vec<&[u8]> = first.iter().chain(&later).chain(&others).map(Vec::as_slice).collect();
+        answers_as(&set, &want, &queries)?;
     }
 }

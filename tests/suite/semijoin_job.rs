@@ -448,6 +448,15 @@ fn a_build_side_piped_to_process_0_joins_as_in_one_process() {
     }
 }
 
+/// Runs a job of `args` on two workers: in one process (`-w 2`), or in `processes` = 2 of 1.
+fn run_on_two_workers(dir: &Path, processes: usize, args: &[&str]) {
+    if processes == 1 {
+        ok(&run(&[args, &["-w", "2"]].concat()));
+    } else {
+        all_ok(&run_cluster(dir, processes, 1, args, Duration::from_secs(60)));
+    }
+}
+
 /// Keys that share their first 24 bytes or more (the bytes the exact shuffle join holds
 /// inline), or differ only in length there, are told apart: with a filter that lets every
 /// record through, the exact join (both strategies, semi and anti, in one process of 2 workers
@@ -477,13 +486,44 @@ fn the_exact_join_tells_apart_keys_that_share_a_long_prefix() {
                 if anti {
                     args.push("--anti");
                 }
-                if processes == 1 {
-                    ok(&run(&[&args[..], &["-w", "2"]].concat()));
-                } else {
-                    all_ok(&run_cluster(dir.path(), processes, 1, &args, Duration::from_secs(60)));
-                }
+                run_on_two_workers(dir.path(), processes, &args);
                 assert_eq!(read_output(Path::new(&out), "event,key,note\n"), lines(keep), "{strategy} anti {anti}, {processes} process(es)");
             }
+        }
+    }
+}
+
+/// Build keys that repeat (5,000 distinct, each 30 times: long ones, short ones and numbers)
+/// are held once each by the shuffle join's shards, in sets that grow as the keys come, past
+/// 1 MiB of copies a shard, with 1,000 more keys last: the join keeps exactly the true matches,
+/// semi and anti, in one process of 2 workers and in 2 processes.
+#[test]
+fn the_shuffle_join_of_repeated_build_keys_is_exact() {
+    let dir = tempdir();
+    let key = |i: u64| match i % 5 {
+        0 => (i * 7).to_string(),
+        1 | 2 => format!("a repeated key long enough to be text {i}"),
+        _ => format!("r{i}"),
+    };
+    let mut rng = rand::rngs::StdRng::seed_from_u64(61);
+    let mut build_keys: Vec<String> = (0..30).flat_map(|_| (0..5_000).map(key)).collect();
+    rand::seq::SliceRandom::shuffle(&mut build_keys[..], &mut rng);
+    build_keys.extend((5_000..6_000).map(key));
+    let probe_keys: Vec<u64> = (0..10_000).map(|_| rng.gen_range(0..9_000)).collect();
+    // The probe's records whose key is not on the build side (each line is unique: it starts
+    // with its number).
+    let others: BTreeMap<Vec<u8>, usize> = probe_keys.iter().enumerate().filter(|&(_, &k)| k >= 6_000).map(|(i, &k)| (format!("{i},{},n\n", key(k)).into_bytes(), 1)).collect();
+    let (build, probe, joined) = join_files(dir.path(), build_keys, probe_keys.into_iter().map(key).collect());
+    assert_eq!(joined.len() + others.len(), 10_000);
+    for (anti, want) in [(false, &joined), (true, &others)] {
+        for processes in [1, 2] {
+            let out = path_str(dir.path(), &format!("out-{anti}-{processes}"));
+            let mut args = vec!["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--exact-strategy", "shuffle"];
+            if anti {
+                args.push("--anti");
+            }
+            run_on_two_workers(dir.path(), processes, &args);
+            assert_eq!(&read_output(Path::new(&out), "event,key,note\n"), want, "anti {anti}, {processes} process(es)");
         }
     }
 }
