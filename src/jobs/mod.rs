@@ -207,7 +207,10 @@ fn scan_keys(
         match &mut keep {
             KeepKeys::UpTo(arena, limit, _) if !overflow => {
                 arena.push_all(batch.keys);
-                overflow = arena.len_bytes() as u64 > *limit;
+                if arena.len_bytes() as u64 > *limit {
+                    arena.let_copies_go();
+                    overflow = arena.len_bytes() as u64 > *limit;
+                }
             }
             // Past the limit, the keys kept wait for the end of the scan (sent at once, they
             // would all queue in the join's channels), later ones go as they come.

@@ -407,7 +407,7 @@ impl Job {
             PlannedFilter::Build { source, .. } if collecting => source.total_bytes(),
             _ => 0,
         };
-        let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize).holding_numbers_as_bits(huge_pages);
+        let mut keys = KeyArena::with_capacity(build_bytes.min(limit).min(256 << 20) as usize).holding_numbers_as_bits(huge_pages).holding_each_key_once();
         let keep = match shuffle.as_mut().and_then(|join| join.build.as_mut()) {
             spill if collecting => KeepKeys::UpTo(&mut keys, limit, spill),
             Some(input) => KeepKeys::Send(input),

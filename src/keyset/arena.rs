@@ -7,7 +7,7 @@ use super::*;
 /// scan and broadcast between workers. The length is a LEB128 varint: one byte for a key shorter
 /// than 128 bytes, where a u32 took four (the benchmark's 1M ids of 7–8 digits: 8.4 MB instead
 /// of 11.4 to hold and to send to every other process).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct KeyArena {
     bytes: Vec<u8>,
     keys: u64,
@@ -37,6 +37,23 @@ pub struct KeyArena {
     distinct: Option<DistinctKeys>,
     /// Keys held as text.
     text_keys: u64,
+    /// Whether the arena lets copies go once its keys prove to repeat (see
+    /// [`holding_each_key_once`](KeyArena::holding_each_key_once)), and, once they have, the
+    /// index of the keys it holds as text.
+    once: bool,
+    held: Option<HeldKeys>,
+    /// The length of text at which the arena next asks whether its keys repeat.
+    next_check: usize,
+}
+
+/// Text of keys an arena holds before it first asks whether they repeat (see
+/// [`KeyArena::holding_each_key_once`]); it asks again each time the text doubles.
+pub const FIRST_CHECK: usize = 1 << 20;
+
+impl std::fmt::Debug for HeldKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HeldKeys")
+    }
 }
 
 /// Bytes of keys per piece sent to another process.
@@ -103,7 +120,7 @@ impl KeyCounts {
 
 impl Default for KeyArena {
     fn default() -> Self {
-        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, bits: None, cuts: Vec::new(), piece: PIECE, distinct: None, text_keys: 0 }
+        KeyArena { bytes: Vec::new(), keys: 0, numbers: 0, short: 0, big: 0, numbers_range: None, number_bytes: 0, bits: None, cuts: Vec::new(), piece: PIECE, distinct: None, text_keys: 0, once: false, held: None, next_check: FIRST_CHECK }
     }
 }
 
@@ -145,9 +162,25 @@ impl KeyArena {
         self
     }
 
-    /// The estimated count of distinct keys held as text, where the arena estimates it.
+    /// The estimated count of distinct keys held as text, where the arena estimates it (the
+    /// count, once it holds each key once).
     pub fn distinct_estimate(&self) -> Option<u64> {
-        self.distinct.as_ref().map(DistinctKeys::estimate)
+        match self.held {
+            Some(_) => Some(self.text_keys),
+            None => self.distinct.as_ref().map(DistinctKeys::estimate),
+        }
+    }
+
+    /// The arena, estimating its distinct keys (see
+    /// [`estimating_distinct`](Self::estimating_distinct)) and, once fewer than half of the
+    /// keys it holds as text are distinct, letting the copies go and holding each key once from
+    /// then on. It asks at 1 MiB of text and each time the text doubles. For the keys a worker
+    /// collects for the broadcast join: a fact table's foreign keys repeat, and every copy
+    /// counted against the broadcast's limit (20M rows of 28-byte keys with 1M distinct took
+    /// 580 MB, and went to the shuffle, where their distinct keys take 29 MB).
+    pub fn holding_each_key_once(mut self) -> Self {
+        self.once = true;
+        self.estimating_distinct()
     }
 
     /// Whether fewer than half the keys held as text are distinct, by the arena's estimate (see
@@ -159,7 +192,7 @@ impl KeyArena {
     /// Appends a key.
     #[inline]
     pub fn push(&mut self, key: &[u8]) {
-        self.push_valued(key, number(key).map(|word| word - 1));
+        self.push_valued(key, number(key).map(|word| word - 1), None);
     }
 
     /// Appends keys, as [`push`](Self::push) each. Where numbers are held as bits, the bytes of
@@ -169,6 +202,9 @@ impl KeyArena {
     /// side. 12 interleaved runs (in two sets, which agreed): 1.65 → 1.56 s at `-w 1`, 1.04 →
     /// 1.01 s at `-w 2` (medians); in 4 KiB pages, where a prefetch that misses the TLB waits
     /// for its page walk, it gained nothing.
+    ///
+    /// Where the arena holds each key once, the slots of the group's keys in its index are
+    /// prefetched the same way.
     pub fn push_all(&mut self, keys: &[&[u8]]) {
         const GROUP: usize = 16;
         for group in keys.chunks(GROUP) {
@@ -179,40 +215,130 @@ impl KeyArena {
                     bits.prefetch(v);
                 }
             }
-            for (key, value) in group.iter().zip(values) {
-                self.push_valued(key, value);
+            let Some(held) = &self.held else {
+                group.iter().zip(values).for_each(|(key, value)| self.push_valued(key, value, None));
+                continue;
+            };
+            let mut taken = [None; GROUP];
+            for (k, key) in taken.iter_mut().zip(group) {
+                let held_key = HeldKey::new(key);
+                held.prefetch(held_key);
+                *k = Some(held_key);
+            }
+            for ((key, value), k) in group.iter().zip(values).zip(taken) {
+                self.push_valued(key, value, k);
             }
         }
     }
 
-    /// Appends a key whose value as a number (see `number`, less one) is `value`, if it is one.
+    /// Appends a key whose value as a number (see `number`, less one) is `value`, if it is one;
+    /// `held`, where the arena holds each key once, is the key as its index takes it, if known.
     #[inline(always)]
-    fn push_valued(&mut self, key: &[u8], value: Option<u32>) {
-        self.keys += 1;
-        let number = value.is_some();
-        self.numbers += number as u64;
-        // A number has at most 9 digits: one length byte.
-        self.number_bytes += number as u64 * (key.len() as u64 + 1);
+    fn push_valued(&mut self, key: &[u8], value: Option<u32>, held: Option<HeldKey>) {
         if let Some(v) = value {
+            // A number has at most 9 digits: one length byte.
+            self.number_bytes += key.len() as u64 + 1;
             let (low, high) = self.numbers_range.unwrap_or((v, v));
             self.numbers_range = Some((low.min(v), high.max(v)));
             if let Some(bits) = &mut self.bits {
                 if bits.insert(v, self.number_bytes + NumberBits::SLACK) {
+                    self.keys += 1;
+                    self.numbers += 1;
                     return;
                 }
             }
         }
-        crate::records::push_with_length(&mut self.bytes, key);
-        self.text_keys += 1;
-        if let Some(distinct) = &mut self.distinct {
-            distinct.insert(key);
+        match &mut self.held {
+            Some(index) => {
+                let k = held.unwrap_or_else(|| HeldKey::new(key));
+                if !index.insert(&self.bytes, key, k, self.bytes.len()) {
+                    return;
+                }
+            }
+            None => {
+                if let Some(distinct) = &mut self.distinct {
+                    distinct.insert(key);
+                }
+            }
         }
+        self.push_text(key, value.is_some());
+        if self.once && self.bytes.len() >= self.next_check {
+            self.check_repeats();
+        }
+    }
+
+    /// Appends a key as text, and counts it.
+    #[inline(always)]
+    fn push_text(&mut self, key: &[u8], number: bool) {
+        self.keys += 1;
+        self.text_keys += 1;
+        self.numbers += number as u64;
         let short = !number && is_short(key);
         self.short += short as u64;
         self.big += (!number && !short && is_big_number(key)) as u64;
+        crate::records::push_with_length(&mut self.bytes, key);
         if self.bytes.len() - self.cuts.last().copied().unwrap_or(0) >= self.piece {
             self.cuts.push(self.bytes.len());
         }
+    }
+
+    /// Where fewer than half of the text keys are distinct, lets the copies go and holds each
+    /// key once from then on; else asks again when the text has doubled.
+    #[cold]
+    fn check_repeats(&mut self) {
+        self.next_check = self.bytes.len().saturating_mul(2);
+        if self.held.is_some() || !self.mostly_repeats() {
+            return;
+        }
+        let distinct = self.distinct_estimate().unwrap_or(self.text_keys) as usize;
+        // Room for twice the distinct keys seen, for those yet to come.
+        let short = (self.short as usize).min(2 * distinct);
+        let mut index = HeldKeys::with_capacity(short, (2 * distinct).saturating_sub(short));
+        let text = std::mem::take(&mut self.bytes);
+        self.bytes = Vec::with_capacity(text.len() / 2);
+        self.cuts.clear();
+        // The counts were of every copy: the keys are counted again as they are kept.
+        (self.keys, self.text_keys, self.numbers, self.short, self.big) = (self.keys - self.text_keys, 0, self.numbers - self.text_numbers(&text), 0, 0);
+        // In groups whose slots are prefetched first, as in `push_all`.
+        const GROUP: usize = 16;
+        let mut group: [(&[u8], Option<HeldKey>); GROUP] = [(&[], None); GROUP];
+        let mut len = 0;
+        let keep = |this: &mut Self, index: &mut HeldKeys, group: &[(&[u8], Option<HeldKey>)]| {
+            for &(key, k) in group {
+                if index.insert(&this.bytes, key, k.expect("taken with its key"), this.bytes.len()) {
+                    this.push_text(key, number(key).is_some());
+                }
+            }
+        };
+        for_each_key(std::slice::from_ref(&text), |key| {
+            let k = HeldKey::new(key);
+            index.prefetch(k);
+            group[len] = (key, Some(k));
+            len += 1;
+            if len == GROUP {
+                keep(self, &mut index, &group);
+                len = 0;
+            }
+        });
+        keep(self, &mut index, &group[..len]);
+        self.held = Some(index);
+    }
+
+    /// Where the arena holds each key once (see
+    /// [`holding_each_key_once`](Self::holding_each_key_once)) and its keys repeat, lets the
+    /// copies go now, whatever the length of its text: before a limit on its bytes is found
+    /// passed.
+    pub fn let_copies_go(&mut self) {
+        if self.once {
+            self.check_repeats();
+        }
+    }
+
+    /// The keys of `text` that are numbers.
+    fn text_numbers(&self, text: &[u8]) -> u64 {
+        let mut numbers = 0;
+        for_each_key(std::slice::from_ref(&text), |key| numbers += number(key).is_some() as u64);
+        numbers
     }
 
     /// Appends the keys of `encoded`, keys as an arena holds them (see

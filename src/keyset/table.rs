@@ -102,15 +102,17 @@ impl<W: Word> Words<W> {
         slot_of(hash, self.slots.len())
     }
 
-    /// Holds `word`, unless it is held already.
-    pub(super) fn insert(&mut self, hash: u64, word: W) {
+    /// Holds `word`, unless it is held already: whether it was new.
+    pub(super) fn insert(&mut self, hash: u64, word: W) -> bool {
         if full(self.keys, self.slots.len()) {
             self.grow();
         }
-        if let Err(i) = self.find(hash, word) {
+        let found = self.find(hash, word);
+        if let Err(i) = found {
             self.slots[i] = word;
             self.keys += 1;
         }
+        found.is_err()
     }
 
     /// The slot that holds `word` (linear probing from its hash's), or the empty slot where
@@ -366,21 +368,9 @@ impl Others {
         }
     }
 
-    /// The slot that holds `key` (linear probing from its hash's), or the empty slot where the
-    /// search ended. A key is read only from a slot of its tag.
     #[inline(always)]
     fn find(&self, hash: u64, key: &[u8]) -> Result<usize, usize> {
-        let (mut i, tag) = slot_and_tag(hash, self.slots.len());
-        loop {
-            let slot = self.slots[i];
-            if slot.is_empty() {
-                return Err(i);
-            }
-            if slot.tag() == tag && self.held(slot.at()) == key {
-                return Ok(i);
-            }
-            i = next(i, self.slots.len());
-        }
+        find(&self.slots, hash, key, |at| self.held(at))
     }
 
     /// Doubles the table (only when a partition gets more keys than it was sized for).
@@ -398,6 +388,106 @@ impl Others {
     #[inline(always)]
     pub(super) fn probe(&self, hash: u64, key: &[u8]) -> bool {
         self.find(hash, key).is_ok()
+    }
+}
+
+/// The slot of `slots` that holds `key` (linear probing from its hash's), or the empty slot
+/// where the search ended; `held` reads the key a slot's offset points to. A key is read only
+/// from a slot of its tag.
+#[inline(always)]
+fn find<'t>(slots: &[Slot], hash: u64, key: &[u8], held: impl Fn(usize) -> &'t [u8]) -> Result<usize, usize> {
+    let (mut i, tag) = slot_and_tag(hash, slots.len());
+    loop {
+        let slot = slots[i];
+        if slot.is_empty() {
+            return Err(i);
+        }
+        if slot.tag() == tag && held(slot.at()) == key {
+            return Ok(i);
+        }
+        i = next(i, slots.len());
+    }
+}
+
+/// An index of the keys an arena holds as text, each once (see
+/// [`KeyArena::holding_each_key_once`]): short keys as words, compared in one instruction
+/// without reading the text, the others as slots of their offset in the arena's text, as
+/// [`Others`] holds its keys.
+pub(super) struct HeldKeys {
+    words: Words<u64>,
+    slots: Vec<Slot>,
+    long: usize,
+}
+
+/// A key as [`HeldKeys`] takes it: its hash, and its word if it is short (else 0).
+#[derive(Clone, Copy)]
+pub(super) struct HeldKey {
+    hash: u64,
+    word: u64,
+}
+
+impl HeldKey {
+    #[inline(always)]
+    pub(super) fn new(key: &[u8]) -> HeldKey {
+        match short_word(key) {
+            Some(word) => HeldKey { hash: hasher().hash_one(word), word },
+            None => HeldKey { hash: hasher().hash_one(key), word: 0 },
+        }
+    }
+}
+
+impl HeldKeys {
+    pub(super) fn with_capacity(short: usize, long: usize) -> HeldKeys {
+        HeldKeys { words: Words::with_capacity(short), slots: crate::limits::zeroed_written(slots_for(long)), long: 0 }
+    }
+
+    /// Hints the cache to load the first slot `k` would look at.
+    #[inline(always)]
+    pub(super) fn prefetch(&self, k: HeldKey) {
+        match k.word {
+            0 => prefetch(&self.slots[slot_of(k.hash, self.slots.len())]),
+            _ => prefetch(&self.words.slots[self.words.first(k.hash)]),
+        }
+    }
+
+    /// Whether `key` (taken as `k`) is new to `text`, the arena's text: if so it is indexed as
+    /// lying at `at` (its length's offset), where it is to be written.
+    #[inline(always)]
+    pub(super) fn insert(&mut self, text: &[u8], key: &[u8], k: HeldKey, at: usize) -> bool {
+        if k.word != 0 {
+            return self.words.insert(k.hash, k.word);
+        }
+        if full(self.long, self.slots.len()) {
+            self.grow(text);
+        }
+        let held = |at| {
+            let (start, end) = key_at(text, at);
+            &text[start..end]
+        };
+        let Err(i) = find(&self.slots, k.hash, key, held) else { return false };
+        self.slots[i] = Slot::new(slot_and_tag(k.hash, self.slots.len()).1, at as u64);
+        self.long += 1;
+        true
+    }
+
+    /// Doubles the slots of the keys that are not short, reading `text` in order.
+    #[cold]
+    fn grow(&mut self, text: &[u8]) {
+        let doubled = self.slots.len() * 2;
+        self.slots = crate::limits::zeroed_written(doubled);
+        let mut at = 0;
+        while at < text.len() {
+            let (start, end) = key_at(text, at);
+            let k = HeldKey::new(&text[start..end]);
+            if k.word == 0 {
+                let (mut i, tag) = slot_and_tag(k.hash, doubled);
+                while !self.slots[i].is_empty() {
+                    i = next(i, doubled);
+                }
+                self.slots[i] = Slot::new(tag, at as u64);
+            }
+            at = end;
+        }
     }
 }
 

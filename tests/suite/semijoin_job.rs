@@ -449,11 +449,12 @@ fn a_build_side_piped_to_process_0_joins_as_in_one_process() {
 }
 
 /// Runs a job of `args` on two workers: in one process (`-w 2`), or in `processes` = 2 of 1.
-fn run_on_two_workers(dir: &Path, processes: usize, args: &[&str]) {
+/// Its statistics.
+fn run_on_two_workers(dir: &Path, processes: usize, args: &[&str]) -> String {
     if processes == 1 {
-        ok(&run(&[args, &["-w", "2"]].concat()));
+        ok(&run(&[args, &["-w", "2"]].concat()))
     } else {
-        all_ok(&run_cluster(dir, processes, 1, args, Duration::from_secs(60)));
+        all_ok(&run_cluster(dir, processes, 1, args, Duration::from_secs(60)))
     }
 }
 
@@ -495,10 +496,12 @@ fn the_exact_join_tells_apart_keys_that_share_a_long_prefix() {
 
 /// Build keys that repeat (5,000 distinct, each 30 times: long ones, short ones and numbers)
 /// are held once each by the shuffle join's shards, in sets that grow as the keys come, past
-/// 1 MiB of copies a shard, with 1,000 more keys last: the join keeps exactly the true matches,
-/// semi and anti, in one process of 2 workers and in 2 processes.
+/// 1 MiB of copies a shard, with 1,000 more keys last; and, with `auto`, by the workers that
+/// collect them for the broadcast, whose copies (3 MB) pass its limit (1 MB) where the distinct
+/// keys do not. The join keeps exactly the true matches, semi and anti, in one process of 2
+/// workers and in 2 processes.
 #[test]
-fn the_shuffle_join_of_repeated_build_keys_is_exact() {
+fn repeated_build_keys_are_held_once_and_join_exactly() {
     let dir = tempdir();
     let key = |i: u64| match i % 5 {
         0 => (i * 7).to_string(),
@@ -515,15 +518,19 @@ fn the_shuffle_join_of_repeated_build_keys_is_exact() {
     let others: BTreeMap<Vec<u8>, usize> = probe_keys.iter().enumerate().filter(|&(_, &k)| k >= 6_000).map(|(i, &k)| (format!("{i},{},n\n", key(k)).into_bytes(), 1)).collect();
     let (build, probe, joined) = join_files(dir.path(), build_keys, probe_keys.into_iter().map(key).collect());
     assert_eq!(joined.len() + others.len(), 10_000);
-    for (anti, want) in [(false, &joined), (true, &others)] {
-        for processes in [1, 2] {
-            let out = path_str(dir.path(), &format!("out-{anti}-{processes}"));
-            let mut args = vec!["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--exact-strategy", "shuffle"];
-            if anti {
-                args.push("--anti");
+    for (strategy, chosen) in [("shuffle", "(shuffle strategy)"), ("auto", "(broadcast strategy)")] {
+        for (anti, want) in [(false, &joined), (true, &others)] {
+            for processes in [1, 2] {
+                let out = path_str(dir.path(), &format!("out-{strategy}-{anti}-{processes}"));
+                let mut args = vec!["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact"];
+                args.extend(["--exact-strategy", strategy, "--broadcast-limit", "1000000"]);
+                if anti {
+                    args.push("--anti");
+                }
+                let summary = run_on_two_workers(dir.path(), processes, &args);
+                assert!(summary.contains(chosen), "{strategy}, {processes} process(es): {summary}");
+                assert_eq!(&read_output(Path::new(&out), "event,key,note\n"), want, "{strategy}, anti {anti}, {processes} process(es)");
             }
-            run_on_two_workers(dir.path(), processes, &args);
-            assert_eq!(&read_output(Path::new(&out), "event,key,note\n"), want, "anti {anti}, {processes} process(es)");
         }
     }
 }
