@@ -19,7 +19,10 @@ DuckDB's and Polars' semi-joins, every output compared. With LONG_KEYS=1, two jo
 29-byte `payload` column are timed too (not targets), every output compared: the probe's own 20M
 payloads (all distinct) as the build side of the 2M-row probe (past the broadcast limit, so
 bloomflow's `auto` shuffles), and the 2M-row probe's payloads as the build side of the whole
-probe (broadcast).
+probe (broadcast). With REPEATED_KEYS=1, a join whose build keys repeat is timed too (not a
+target), every output compared: the probe's own 20M `amount` values (about 1M distinct, each
+some 20 times) as the build side of the 2M-row probe, as bloomflow's `auto` chooses and with the
+shuffle strategy.
 """
 import hashlib
 import os
@@ -110,6 +113,17 @@ if LONG_KEYS:
               (LONG[3], long("long", small_probe, probe)),
               (LONG[4], [py, "-c", duckdb_semi(probe, small_probe, "duckdb-long.csv", "payload")]),
               (LONG[5], [py, "-c", polars_join(probe, small_probe, "polars-long.csv", "semi", "payload")])]
+REPEATED_KEYS = os.environ.get("REPEATED_KEYS") == "1"
+REPEATED = ["bloomflow, amounts of the probe as build side, --exact", "DuckDB, amounts of the probe as build side",
+            "Polars, amounts of the probe as build side", "bloomflow, amounts of the probe as build side, --exact shuffle"]
+if REPEATED_KEYS:
+    def amounts(name, *extra):
+        return [bloomflow, "semijoin", "--build", str(probe), "--build-key", "amount", "--probe", str(small_probe),
+                "--probe-key", "amount", "-o", str(out / name), "--overwrite", "-w", THREADS, "--no-progress", "--exact", *extra]
+    TOOLS += [(REPEATED[0], amounts("repeated")),
+              (REPEATED[1], [py, "-c", duckdb_semi(small_probe, probe, "duckdb-repeated.csv", "amount")]),
+              (REPEATED[2], [py, "-c", polars_join(small_probe, probe, "polars-repeated.csv", "semi", "amount")]),
+              (REPEATED[3], amounts("repeated-shuffle", "--exact-strategy", "shuffle"))]
 ANTI = os.environ.get("ANTI") == "1"
 if ANTI:
     TOOLS += [
@@ -258,10 +272,15 @@ if BIG_BUILD:
           + f"; same rows: {'yes' if big_same else 'NO'}; bloomflow --exact {big_peer / results[BIG[0]][0]:.2f}x faster "
           f"than the faster peer, with the shuffle strategy {big_peer / results[BIG[1]][0]:.2f}x")
 long_same = True
+other_keys = []
 if LONG_KEYS:
-    for label, (ours, duck_file, polars_file), names in [
-            ("the probe's payloads as the build side of the 2M-row probe", ("long-big", "duckdb-long-big.csv", "polars-long-big.csv"), LONG[:3]),
-            ("the 2M-row probe's payloads as the build side of the probe", ("long", "duckdb-long.csv", "polars-long.csv"), LONG[3:])]:
+    other_keys += [("the probe's payloads as the build side of the 2M-row probe", ("long-big", "duckdb-long-big.csv", "polars-long-big.csv"), LONG[:3]),
+                   ("the 2M-row probe's payloads as the build side of the probe", ("long", "duckdb-long.csv", "polars-long.csv"), LONG[3:])]
+if REPEATED_KEYS:
+    other_keys += [("the probe's amounts (repeated) as the build side of the 2M-row probe", ("repeated", "duckdb-repeated.csv", "polars-repeated.csv"), REPEATED[:3]),
+                   ("the same, bloomflow with the shuffle strategy", ("repeated-shuffle", "duckdb-repeated.csv", "polars-repeated.csv"), [REPEATED[3]] + REPEATED[1:3])]
+if other_keys:
+    for label, (ours, duck_file, polars_file), names in other_keys:
         outputs = [multiset_digest(parts(ours)), multiset_digest([out / duck_file]), multiset_digest([out / polars_file])]
         this_same = len(set(outputs)) == 1
         long_same = long_same and this_same

@@ -9,7 +9,7 @@
 //! travel in pieces, a shard's keys side by side (see [`BuildKeys`]), not one record each.
 
 use super::join_key::JoinKey;
-use crate::keyset::{GrowingSet, KeyArena, KeySet};
+use crate::keyset::{GrowingSet, KeyArena, KeySet, FIRST_CHECK};
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
@@ -121,14 +121,12 @@ impl Lookup {
 /// A shard's build keys as they arrive: every copy in an arena, or, once they prove to repeat,
 /// each once in a set that grows as they come (see [`GrowingSet`]).
 enum ShardKeys {
-    /// The keys, and the arena's length at which it is next asked whether they repeat.
+    /// The keys, and the arena's length at which it is next asked whether they repeat: at
+    /// [`FIRST_CHECK`] bytes, then at each doubling, as an arena asks itself (see
+    /// [`KeyArena::holding_each_key_once`]).
     Arena(KeyArena, usize),
     Growing(GrowingSet),
 }
-
-/// Bytes of keys a shard's arena holds before it is first asked whether they repeat; it is
-/// asked again each time they double.
-const FIRST_CHECK: usize = 1 << 20;
 
 impl ShardKeys {
     /// An arena that holds numbers as bits where they are dense (the benchmark's ids, 20M of

@@ -50,11 +50,6 @@ pub struct KeyArena {
 /// [`KeyArena::holding_each_key_once`]); it asks again each time the text doubles.
 pub const FIRST_CHECK: usize = 1 << 20;
 
-impl std::fmt::Debug for HeldKeys {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HeldKeys")
-    }
-}
 
 /// Bytes of keys per piece sent to another process.
 pub const PIECE: usize = 1 << 20;

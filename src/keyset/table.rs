@@ -419,6 +419,12 @@ pub(super) struct HeldKeys {
     long: usize,
 }
 
+impl std::fmt::Debug for HeldKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HeldKeys({} short, {} others)", self.words.keys, self.long)
+    }
+}
+
 /// A key as [`HeldKeys`] takes it: its hash, and its word if it is short (else 0).
 #[derive(Clone, Copy)]
 pub(super) struct HeldKey {

@@ -889,3 +889,33 @@ fn a_growing_set_holds_later_numbers_inside_and_outside_its_span() {
     }
     assert!(set.contains(b"s1") && set.contains(b"a long key, number 1") && !set.contains(b"s2"));
 }
+
+/// An arena that holds each key once asks, as its text passes 1 MiB, whether its keys repeat:
+/// keys given 40 times are then held once, counted as an arena given each once counts them, and
+/// keys given after are held once too; distinct keys past 1 MiB are all kept.
+#[test]
+fn an_arena_lets_copies_go_once_its_keys_repeat() {
+    let key = |i: u64| match i % 4 {
+        0 => format!("a key long enough to be held as text, {i}").into_bytes(),
+        1 => format!("s{i}").into_bytes(),
+        2 => (i * 1_000_003).to_string().into_bytes(),
+        _ => (i * 10_000_000_019).to_string().into_bytes(),
+    };
+    let keys: Vec<Vec<u8>> = (0..4_000).map(key).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let mut once = KeyArena::default();
+    refs.iter().for_each(|k| once.push(k));
+    let mut arena = KeyArena::default().holding_each_key_once();
+    (0..40).for_each(|_| arena.push_all(&refs));
+    assert_eq!(arena.counts(), once.counts());
+    assert_eq!(arena.as_bytes(), once.as_bytes(), "each key once, in the order first given");
+    let later: Vec<Vec<u8>> = (4_000..4_100).map(key).collect();
+    later.iter().chain(&keys).for_each(|k| arena.push(k));
+    later.iter().for_each(|k| once.push(k));
+    assert_eq!(arena.counts(), once.counts());
+    let distinct: Vec<Vec<u8>> = (0..60_000).map(key).collect();
+    let mut all = KeyArena::default().holding_each_key_once();
+    distinct.iter().for_each(|k| all.push(k));
+    assert!(all.len_bytes() > FIRST_CHECK);
+    assert_eq!(all.keys(), 60_000);
+}
