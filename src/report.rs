@@ -21,9 +21,12 @@ pub struct WorkerReport {
     /// none or they passed the broadcast limit.
     #[serde(default)]
     pub collected_key_bytes: Option<u64>,
-    /// Of the keys it kept, the numbers, the other short keys and the big numbers, for the exact
-    /// set's tables of 4- and 8-byte words (see [`crate::keyset::KeyCounts`]): every process
-    /// sizes those tables before the keys arrive.
+    /// The keys it kept (each once where they repeat: see
+    /// [`crate::keyset::KeyArena::holding_each_key_once`]), and of those the numbers, the other
+    /// short keys and the big numbers, for the exact set's tables (see
+    /// [`crate::keyset::KeyCounts`]): every process sizes those tables before the keys arrive.
+    #[serde(default)]
+    pub collected_keys: u64,
     #[serde(default)]
     pub collected_number_keys: u64,
     #[serde(default)]

@@ -231,6 +231,9 @@ pub fn print_summary(s: &SemijoinStats) {
     if let Some(bytes) = s.broadcast_key_bytes {
         println!("  broadcast           {} of build keys held for the broadcast to every process", human_bytes(bytes));
     }
+    if let (Some(keys), Some(bytes)) = (s.key_set_keys, s.key_set_table_bytes) {
+        println!("  key set             {keys} distinct build keys in {} of tables a process", human_bytes(bytes));
+    }
     if let Some(saved) = s.network_bytes_saved_by_bloom {
         println!("  network saved       {} of key exchange kept off the network by the Bloom step", human_bytes(saved));
     }

@@ -227,10 +227,14 @@ fn scan_keys(
                 shard_join::send_kept_keys(worker, arena, input);
             }
             arena.clear();
+        } else {
+            // However few keys it kept (an arena asks itself from 1 MiB on), so that no copies
+            // are broadcast or counted in the set's size.
+            arena.let_copies_go();
         }
         report.collected_key_bytes = (!overflow).then(|| arena.len_bytes() as u64);
         let counts = arena.counts();
-        (report.collected_number_keys, report.collected_short_keys, report.collected_big_number_keys) = (counts.numbers, counts.short, counts.big);
+        (report.collected_keys, report.collected_number_keys, report.collected_short_keys, report.collected_big_number_keys) = (counts.keys, counts.numbers, counts.short, counts.big);
         report.collected_numbers_range = counts.numbers_range;
     }
     match scanned {

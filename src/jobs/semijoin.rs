@@ -107,6 +107,10 @@ pub struct ProbeReport {
     /// Splits this worker took from another worker, of its process or another, and read for
     /// it (see `jobs::steal`).
     pub taken_splits: u64,
+    /// The broadcast's key set this worker's process held: its keys, and the bytes of its
+    /// tables (see [`KeySet::table_bytes`]).
+    #[serde(default)]
+    pub key_set: Option<(u64, u64)>,
     pub elapsed_secs: f64,
     pub error: Option<String>,
 }
@@ -150,6 +154,10 @@ pub struct SemijoinStats {
     /// is sent to every process, at most (bits go to other processes as gaps where those are
     /// fewer bytes). The broadcast strategy only.
     pub broadcast_key_bytes: Option<u64>,
+    /// The keys of the broadcast's set (each once) and the bytes of its tables in a process
+    /// (the largest of the processes'): the broadcast strategy only.
+    pub key_set_keys: Option<u64>,
+    pub key_set_table_bytes: Option<u64>,
     /// Bloom survivors the exact join found unmatched (`--exact` only): removed, or with
     /// `--anti` kept.
     pub false_positives_removed: Option<u64>,
@@ -466,6 +474,7 @@ impl Job {
             Some(_) => {
                 let counts = build_reports.iter().map(collected_counts).fold(KeyCounts::default(), KeyCounts::merge);
                 let set = broadcast_keys(worker, std::mem::take(&mut keys), counts, &self.receivers(), &self.shared_keys);
+                report.key_set = Some((set.len() as u64, set.table_bytes()));
                 self.probe_bloom(me, &filter, Some(&set), abort, counter, &mut report, &mut stealing)
             }
         };
@@ -859,6 +868,8 @@ impl Job {
             anti: self.anti,
             exact_strategy: strategy,
             broadcast_key_bytes: (strategy == Some(ExactStrategy::Broadcast)).then(|| build.iter().filter_map(|r| r.collected_key_bytes).sum()),
+            key_set_keys: probe.iter().filter_map(|r| r.key_set).map(|(keys, _)| keys).max(),
+            key_set_table_bytes: probe.iter().filter_map(|r| r.key_set).map(|(_, bytes)| bytes).max(),
             false_positives_removed: self.exact.then(|| match self.anti {
                 // Records out: those the filter dropped or that have a NULL key, and the
                 // survivors with no match.
@@ -929,7 +940,7 @@ fn append_and_discard(part: &mut TaskFile, path: &Path, chunk: &mut Vec<u8>) -> 
 /// The counts of the keys a worker kept, from its report.
 fn collected_counts(report: &WorkerReport) -> KeyCounts {
     KeyCounts {
-        keys: report.keys,
+        keys: report.collected_keys,
         numbers: report.collected_number_keys,
         short: report.collected_short_keys,
         big: report.collected_big_number_keys,

@@ -262,6 +262,13 @@ impl KeySet {
         self.len() == 0
     }
 
+    /// Bytes of the set's tables and bits, and of the long keys it copied: its memory, but for
+    /// the text of the long keys it holds where they were given (see
+    /// [`PartitionBuilder::hold_in_place`]).
+    pub fn table_bytes(&self) -> u64 {
+        self.parts.iter().map(|part| part.table_bytes() as u64).sum()
+    }
+
     /// Bytes of long keys the partitions copied, rather than hold where they were given.
     #[cfg(test)]
     pub(crate) fn copied_bytes(&self) -> usize {

@@ -575,6 +575,12 @@ impl Part {
         self.bits.keys + self.numbers.keys + self.words.keys + self.big.keys + self.others.keys
     }
 
+    /// Bytes of the partition's tables, its bits and the text it copied (not the text it holds
+    /// where it was given).
+    pub(super) fn table_bytes(&self) -> usize {
+        self.bits.words.len() * 8 + self.numbers.slots.len() * 4 + (self.words.slots.len() + self.big.slots.len() + self.others.slots.len()) * 8 + self.others.arena.len()
+    }
+
     /// Bytes of long keys copied into the table's own arena.
     #[cfg(test)]
     pub(super) fn copied_bytes(&self) -> usize {

@@ -529,6 +529,13 @@ fn repeated_build_keys_are_held_once_and_join_exactly() {
                 }
                 let summary = run_on_two_workers(dir.path(), processes, &args);
                 assert!(summary.contains(chosen), "{strategy}, {processes} process(es): {summary}");
+                if strategy == "auto" {
+                    // The set is sized for the keys the workers kept, each once: sized for
+                    // every copy, its tables took 1.7 MB.
+                    let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
+                    assert_eq!(stats["key_set_keys"], 6_000);
+                    assert!(stats["key_set_table_bytes"].as_u64().unwrap() < 512 << 10, "{stats}");
+                }
                 assert_eq!(&read_output(Path::new(&out), "event,key,note\n"), want, "{strategy}, anti {anti}, {processes} process(es)");
             }
         }
@@ -994,6 +1001,7 @@ fn success_marker_holds_the_statistics_and_warns_when_nothing_is_pruned() {
     let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
     assert_eq!(stats["exact_strategy"], "broadcast");
     assert_eq!(stats["broadcast_key_bytes"], 8); // the two ids as bits: one 64-bit word
+    assert_eq!(stats["key_set_keys"], 2);
     assert_eq!(stats["probe_records"], 3);
     assert_eq!(stats["records_out"], 3);
     assert_eq!(stats["build_records"], 2);
