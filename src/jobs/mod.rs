@@ -68,7 +68,8 @@ impl Partial for CountingBloomFilter {
 pub(crate) enum KeepKeys<'a> {
     /// Nothing more (a filter is all the job wants).
     No,
-    /// Keeps them for an exact broadcast join, up to a limit of bytes. Past it, the job will
+    /// Keeps them for an exact broadcast join (each once, where they repeat: see
+    /// [`KeyArena::holding_each_key_once`]), up to a limit of bytes. Past it, the job will
     /// fall back to the shuffle join: the keys kept and every later one go into its build input
     /// where one is given (`auto`), so that the build side is read once.
     UpTo(&'a mut KeyArena, u64, Option<&'a mut BuildKeys>),

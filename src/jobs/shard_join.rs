@@ -9,7 +9,7 @@
 //! travel in pieces, a shard's keys side by side (see [`BuildKeys`]), not one record each.
 
 use super::join_key::JoinKey;
-use crate::keyset::{GrowingSet, KeyArena, KeySet, FIRST_CHECK};
+use crate::keyset::{next_check, GrowingSet, KeyArena, KeySet, FIRST_CHECK};
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
@@ -122,7 +122,7 @@ impl Lookup {
 /// each once in a set that grows as they come (see [`GrowingSet`]).
 enum ShardKeys {
     /// The keys, and the arena's length at which it is next asked whether they repeat: at
-    /// [`FIRST_CHECK`] bytes, then at each doubling, as an arena asks itself (see
+    /// [`FIRST_CHECK`] bytes, then at each eighth more, as an arena asks itself (see
     /// [`KeyArena::holding_each_key_once`]).
     Arena(KeyArena, usize),
     Growing(GrowingSet),
@@ -143,7 +143,7 @@ impl ShardKeys {
             ShardKeys::Arena(arena, check) => {
                 arena.push_encoded(piece);
                 if arena.len_bytes() >= *check {
-                    *check = arena.len_bytes().saturating_mul(2);
+                    *check = next_check(arena.len_bytes());
                     if arena.mostly_repeats() {
                         *self = ShardKeys::Growing(GrowingSet::from_arena(std::mem::take(arena)));
                     }
