@@ -65,6 +65,37 @@ pub struct SizedSpec {
     pub target_fpp: f64,
     /// How the size was chosen, in words, for the summary.
     pub note: String,
+    /// Whether the expected items were estimated from the inputs' size (see `estimate_items`).
+    pub estimated: bool,
+}
+
+impl SizedSpec {
+    /// Where the filter was sized for keys estimated from the inputs' size and holds far fewer
+    /// distinct keys (under an eighth), a warning naming the `--expected-items` that would size
+    /// it for them. Its fill says how many it holds: n ≈ −(m/k)·ln(1 − fill). A build side
+    /// whose 20M rows repeat 1M distinct keys got a filter for the 27M records it estimated:
+    /// 32 MiB where 1.2 MB would do.
+    pub fn oversized_warning(&self, bits_set: u64) -> Option<String> {
+        let (m, k) = (self.spec.bits as f64, self.spec.hashes as f64);
+        let fill = bits_set as f64 / m;
+        if !self.estimated || !(0.0..1.0).contains(&fill) {
+            return None;
+        }
+        let keys = (-(m / k) * (1.0 - fill).ln()).ceil().max(1.0) as u64;
+        if keys.saturating_mul(8) >= self.expected_items {
+            return None;
+        }
+        // A tenth more, in two significant digits: the fill's figure is an estimate.
+        let suggested = round_up_to_two_digits(keys + keys.div_ceil(10));
+        let needed = FilterSpec::sized_for(self.spec.scheme, self.spec.layout, suggested, self.target_fpp, self.spec.seed).ok()?;
+        Some(format!(
+            "the filter was sized for {} keys estimated from the input's size, but its fill shows about {keys} distinct keys \
+             (the input repeats its keys): --expected-items {suggested} would size it at {} instead of {}",
+            self.expected_items,
+            crate::limits::human_bytes(needed.bits / 8),
+            crate::limits::human_bytes(self.spec.bits / 8)
+        ))
+    }
 }
 
 /// The job's statistics, printed and written with `--stats-json`.
@@ -112,6 +143,7 @@ pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, layout: Lay
             expected_items: items,
             target_fpp: fpp,
             note: format!("sized for {items} expected items at false-positive rate {}", params::Rate(fpp)),
+            estimated: false,
         }),
         Sizing::Explicit { bits, hashes } => {
             let spec = FilterSpec::with_size(scheme, layout, bits, hashes, seed)?;
@@ -119,7 +151,7 @@ pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, layout: Lay
                 m if m == bits => String::new(),
                 m => format!(" (rounded up to {m}, a whole number of {})", if layout == Layout::Blocked { "512-bit blocks" } else { "64-bit words" }),
             };
-            Ok(SizedSpec { spec, expected_items: 0, target_fpp: 0.0, note: format!("explicit size: {bits} bits{rounded}, {hashes} hashes") })
+            Ok(SizedSpec { spec, expected_items: 0, target_fpp: 0.0, note: format!("explicit size: {bits} bits{rounded}, {hashes} hashes"), estimated: false })
         }
         Sizing::Estimate { fpp } => {
             let (items, note) = estimate_items(source)?;
@@ -128,9 +160,16 @@ pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, layout: Lay
                 expected_items: items,
                 target_fpp: fpp,
                 note: format!("{note}; sized for it at false-positive rate {} (give --expected-items to size exactly)", params::Rate(fpp)),
+                estimated: true,
             })
         }
     }
+}
+
+/// `n` rounded up to its two most significant decimal digits (1,094,624 → 1,100,000).
+fn round_up_to_two_digits(n: u64) -> u64 {
+    let unit = 10u64.pow((n.checked_ilog10().unwrap_or(0)).saturating_sub(1));
+    n.div_ceil(unit).saturating_mul(unit)
 }
 
 /// Sample bytes read from the start of each of the first few inputs.
@@ -365,6 +404,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         scan.absorb(&r.scan);
     }
     let spec = sized.spec;
+    let oversized = sized.oversized_warning(bits_set);
     Ok(Some(BuildStats {
         output: config.output.as_ref().map(|p| p.display().to_string()),
         processes: cluster.processes,
@@ -390,7 +430,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         sizing: sized.note,
         timeline,
         per_worker,
-        warnings: repeated.into_iter().collect(),
+        warnings: repeated.into_iter().chain(oversized).collect(),
     }))
 }
 
@@ -420,6 +460,38 @@ pub fn planned_fpp(s: &SizedSpec) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::filter::BloomFilter;
+
+    /// A filter sized for keys estimated from the input's size that holds under an eighth as
+    /// many distinct keys warns, naming a tenth more than its fill shows (in two digits); one
+    /// that holds an eighth or more, or whose size was given, does not. Both layouts.
+    #[test]
+    fn a_filter_sized_for_far_more_keys_than_it_holds_names_the_expected_items() {
+        for layout in [Layout::Blocked, Layout::Standard] {
+            let sized = |items: u64, estimated: bool| SizedSpec {
+                spec: FilterSpec::sized_for(Scheme::NativeLookup3, layout, items, 0.01, 0).unwrap(),
+                expected_items: items,
+                target_fpp: 0.01,
+                note: String::new(),
+                estimated,
+            };
+            let fill = |sized: &SizedSpec, keys: u64| {
+                let mut filter = BloomFilter::new(sized.spec);
+                (0..keys).for_each(|i| filter.insert(format!("key {i}").as_bytes()));
+                filter.bits_set()
+            };
+            let big = sized(1_000_000, true);
+            let warning = big.oversized_warning(fill(&big, 50_000)).expect("an oversized filter warns");
+            assert!(warning.contains("--expected-items 55000 ") || warning.contains("--expected-items 56000 "), "{layout:?}: {warning}");
+            assert!(warning.contains("sized for 1000000 keys"), "{warning}");
+            assert_eq!(big.oversized_warning(fill(&big, 130_000)), None, "{layout:?}: an eighth of the keys");
+            let given = sized(1_000_000, false);
+            assert_eq!(given.oversized_warning(fill(&given, 50_000)), None, "{layout:?}: sized as asked");
+        }
+        assert_eq!([1_094_624, 995, 10, 7, 0].map(round_up_to_two_digits), [1_100_000, 1_000, 10, 7, 0]);
+    }
+
     #[test]
     fn beside_returns_both_results_and_runs_the_side_on_another_thread() {
         let here = std::thread::current().id();

@@ -181,7 +181,7 @@ pub struct SemijoinStats {
 enum PlannedFilter {
     /// Built from the build side: in a partial per worker, or in one filter per process that its
     /// workers share (see [`FilterPer`]).
-    Build { source: Box<Source>, sized: SizedSpec, shared: Option<SharedFilter> },
+    Build { source: Box<Source>, sized: Box<SizedSpec>, shared: Option<SharedFilter> },
     File { path: PathBuf, filter: Arc<QueryFilter> },
 }
 
@@ -228,7 +228,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
             let source = Source::plan_inputs(build_inputs, scan.clone(), cluster.peers())?;
             let sized = size_filter(sizing, &source, *scheme, *layout, *seed)?;
             let shared = shared_filter(*filter_per, false, &sized, cluster.workers)?;
-            PlannedFilter::Build { source: Box::new(source), sized, shared }
+            PlannedFilter::Build { source: Box::new(source), sized: Box::new(sized), shared }
         }
         FilterSource::File(path) => {
             let filter = format::load(path)?.into_query_filter();
@@ -793,8 +793,9 @@ impl Job {
         let spec = filter.spec();
         let estimated_fpp = filter.estimated_fpp();
         let mut warnings = Vec::new();
-        if let PlannedFilter::Build { source, .. } = &self.planned {
+        if let PlannedFilter::Build { source, sized, .. } = &self.planned {
             warnings.extend(crate::splits::repeated_input(&source.inputs).map(|w| format!("build side: {w}")));
+            warnings.extend(sized.oversized_warning(filter.bits_set()).map(|w| format!("build side: {w}")));
         }
         warnings.extend(crate::splits::repeated_input(&self.probe.inputs).map(|w| format!("probe side: {w}")));
         if estimated_fpp > 0.5 {

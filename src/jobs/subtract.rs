@@ -230,7 +230,7 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
     let spec = *filter.spec();
     // The counts of the keys to remove: a counting filter of the filter's identity, a partial per
     // worker or one per process.
-    let sized = SizedSpec { spec, expected_items: 0, target_fpp: 0.0, note: String::new() };
+    let sized = SizedSpec { spec, expected_items: 0, target_fpp: 0.0, note: String::new(), estimated: false };
     let shared = shared_filter(config.filter_per, true, &sized, cluster.workers)?.map(Arc::new);
     let shares = shared.is_some();
     let peers = cluster.peers();

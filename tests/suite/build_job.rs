@@ -933,3 +933,30 @@ fn a_file_and_its_hard_link_are_one_input_read_twice_with_a_warning() {
     let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
     assert!(stats["warnings"][0].as_str().unwrap().starts_with(&warning), "{}", stats["warnings"]);
 }
+
+/// A build sized from the input's size over keys that repeat (40,000 rows of 1,000 distinct
+/// keys) warns that its filter is far larger than its keys need, naming `--expected-items`
+/// near the distinct count; sized as that says, it does not. A semi-join's build side too.
+#[test]
+fn a_build_over_repeated_keys_names_the_expected_items_it_needs() {
+    let dir = crate::util::tempdir();
+    let rows: String = std::iter::once("id,key\n".to_string()).chain((0..40_000).map(|i| format!("{i},key-{}\n", i % 1_000))).collect();
+    let input = crate::util::path_str(dir.path(), "repeats.csv");
+    std::fs::write(&input, rows).unwrap();
+    let filter = crate::util::path_str(dir.path(), "f.bloom");
+    let build = ["build", &input, "-k", "key", "-o", &filter, "-w", "2", "--no-progress"];
+    let o = crate::util::run(&build);
+    crate::util::ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("distinct keys (the input repeats its keys): --expected-items 1100 would size it"), "{stderr}");
+    let o = crate::util::run(&[&build[..], &["--expected-items", "1100"]].concat());
+    crate::util::ok(&o);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("--expected-items"), "{}", String::from_utf8_lossy(&o.stderr));
+    let probe = crate::util::path_str(dir.path(), "probe.csv");
+    std::fs::write(&probe, "event,key\n1,key-7\n2,key-1000\n").unwrap();
+    let out = crate::util::path_str(dir.path(), "out");
+    let o = crate::util::run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact"]);
+    crate::util::ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("build side: the filter was sized for") && stderr.contains("--expected-items 1100 "), "{stderr}");
+}
