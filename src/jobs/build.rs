@@ -74,8 +74,9 @@ impl SizedSpec {
     /// distinct keys (under an eighth), a warning naming the `--expected-items` that would size
     /// it for them. Its fill says how many it holds: n ≈ −(m/k)·ln(1 − fill). A build side
     /// whose 20M rows repeat 1M distinct keys got a filter for the 27M records it estimated:
-    /// 32 MiB where 1.2 MB would do.
-    pub fn oversized_warning(&self, bits_set: u64) -> Option<String> {
+    /// 32 MiB where 1.2 MB would do. `counting`: the filter's positions are 4-bit counters
+    /// (`bits_set` counts those above zero).
+    pub fn oversized_warning(&self, bits_set: u64, counting: bool) -> Option<String> {
         let (m, k) = (self.spec.bits as f64, self.spec.hashes as f64);
         let fill = bits_set as f64 / m;
         if !self.estimated || !(0.0..1.0).contains(&fill) {
@@ -92,8 +93,8 @@ impl SizedSpec {
             "the filter was sized for {} keys estimated from the input's size, but its fill shows about {keys} distinct keys \
              (the input repeats its keys): --expected-items {suggested} would size it at {} instead of {}",
             self.expected_items,
-            crate::limits::human_bytes(needed.bits / 8),
-            crate::limits::human_bytes(self.spec.bits / 8)
+            crate::limits::human_bytes(needed.bits / if counting { 2 } else { 8 }),
+            crate::limits::human_bytes(self.spec.bits / if counting { 2 } else { 8 })
         ))
     }
 }
@@ -404,7 +405,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         scan.absorb(&r.scan);
     }
     let spec = sized.spec;
-    let oversized = sized.oversized_warning(bits_set);
+    let oversized = sized.oversized_warning(bits_set, config.counting);
     Ok(Some(BuildStats {
         output: config.output.as_ref().map(|p| p.display().to_string()),
         processes: cluster.processes,
@@ -482,12 +483,15 @@ mod tests {
                 filter.bits_set()
             };
             let big = sized(1_000_000, true);
-            let warning = big.oversized_warning(fill(&big, 50_000)).expect("an oversized filter warns");
+            let warning = big.oversized_warning(fill(&big, 50_000), false).expect("an oversized filter warns");
             assert!(warning.contains("--expected-items 55000 ") || warning.contains("--expected-items 56000 "), "{layout:?}: {warning}");
             assert!(warning.contains("sized for 1000000 keys"), "{warning}");
-            assert_eq!(big.oversized_warning(fill(&big, 130_000)), None, "{layout:?}: an eighth of the keys");
+            assert_eq!(big.oversized_warning(fill(&big, 130_000), false), None, "{layout:?}: an eighth of the keys");
+            // Counters take half a byte: four times the bytes of bits.
+            let counters = big.oversized_warning(fill(&big, 50_000), true).expect("an oversized counting filter warns");
+            assert!(counters.contains(&format!("instead of {}", crate::limits::human_bytes(big.spec.bits / 2))), "{counters}");
             let given = sized(1_000_000, false);
-            assert_eq!(given.oversized_warning(fill(&given, 50_000)), None, "{layout:?}: sized as asked");
+            assert_eq!(given.oversized_warning(fill(&given, 50_000), false), None, "{layout:?}: sized as asked");
         }
         assert_eq!([1_094_624, 995, 10, 7, 0].map(round_up_to_two_digits), [1_100_000, 1_000, 10, 7, 0]);
     }

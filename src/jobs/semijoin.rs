@@ -795,7 +795,7 @@ impl Job {
         let mut warnings = Vec::new();
         if let PlannedFilter::Build { source, sized, .. } = &self.planned {
             warnings.extend(crate::splits::repeated_input(&source.inputs).map(|w| format!("build side: {w}")));
-            warnings.extend(sized.oversized_warning(filter.bits_set()).map(|w| format!("build side: {w}")));
+            warnings.extend(sized.oversized_warning(filter.bits_set(), false).map(|w| format!("build side: {w}")));
         }
         warnings.extend(crate::splits::repeated_input(&self.probe.inputs).map(|w| format!("probe side: {w}")));
         if estimated_fpp > 0.5 {
