@@ -60,6 +60,23 @@ pub fn next_check(len: usize) -> usize {
 }
 
 
+/// Keys taken together where their cache misses are to overlap: numbers' bits and, where an
+/// arena holds each key once, the slots of its index (see [`KeyArena::push_all`]).
+const GROUP: usize = 16;
+
+/// The keys of `group` (at most [`GROUP`]) as `index` takes them, each one's first slot
+/// prefetched before any of them is inserted, so that the group's cache misses overlap.
+#[inline(always)]
+fn prefetched(index: &HeldKeys, group: &[&[u8]]) -> [Option<HeldKey>; GROUP] {
+    let mut taken = [None; GROUP];
+    for (k, key) in taken.iter_mut().zip(group) {
+        let held = HeldKey::new(key);
+        index.prefetch(held);
+        *k = Some(held);
+    }
+    taken
+}
+
 /// Bytes of keys per piece sent to another process.
 pub const PIECE: usize = 1 << 20;
 
@@ -210,7 +227,6 @@ impl KeyArena {
     /// Where the arena holds each key once, the slots of the group's keys in its index are
     /// prefetched the same way.
     pub fn push_all(&mut self, keys: &[&[u8]]) {
-        const GROUP: usize = 16;
         for group in keys.chunks(GROUP) {
             let mut values = [None; GROUP];
             for (value, key) in values.iter_mut().zip(group) {
@@ -223,12 +239,7 @@ impl KeyArena {
                 group.iter().zip(values).for_each(|(key, value)| self.push_valued(key, value, None));
                 continue;
             };
-            let mut taken = [None; GROUP];
-            for (k, key) in taken.iter_mut().zip(group) {
-                let held_key = HeldKey::new(key);
-                held.prefetch(held_key);
-                *k = Some(held_key);
-            }
+            let taken = prefetched(held, group);
             for ((key, value), k) in group.iter().zip(values).zip(taken) {
                 self.push_valued(key, value, k);
             }
@@ -301,23 +312,22 @@ impl KeyArena {
         let text = std::mem::take(&mut self.bytes);
         self.bytes = Vec::with_capacity(text.len() / 2);
         self.cuts.clear();
-        // The counts were of every copy: the keys are counted again as they are kept.
-        (self.keys, self.text_keys, self.numbers, self.short, self.big) = (self.keys - self.text_keys, 0, self.numbers - self.text_numbers(&text), 0, 0);
+        // The counts were of every copy: each key is uncounted, and counted again if kept.
+        (self.keys, self.text_keys, self.short, self.big) = (self.keys - self.text_keys, 0, 0, 0);
         // In groups whose slots are prefetched first, as in `push_all`.
-        const GROUP: usize = 16;
-        let mut group: [(&[u8], Option<HeldKey>); GROUP] = [(&[], None); GROUP];
+        let mut group: [&[u8]; GROUP] = [&[]; GROUP];
         let mut len = 0;
-        let keep = |this: &mut Self, index: &mut HeldKeys, group: &[(&[u8], Option<HeldKey>)]| {
-            for &(key, k) in group {
+        let keep = |this: &mut Self, index: &mut HeldKeys, group: &[&[u8]]| {
+            for (&key, k) in group.iter().zip(prefetched(index, group)) {
+                let number = number(key).is_some();
+                this.numbers -= number as u64;
                 if index.insert(&this.bytes, key, k.expect("taken with its key"), this.bytes.len()) {
-                    this.push_text(key, number(key).is_some());
+                    this.push_text(key, number);
                 }
             }
         };
         for_each_key(std::slice::from_ref(&text), |key| {
-            let k = HeldKey::new(key);
-            index.prefetch(k);
-            group[len] = (key, Some(k));
+            group[len] = key;
             len += 1;
             if len == GROUP {
                 keep(self, &mut index, &group);
@@ -336,13 +346,6 @@ impl KeyArena {
         if self.once {
             self.check_repeats();
         }
-    }
-
-    /// The keys of `text` that are numbers.
-    fn text_numbers(&self, text: &[u8]) -> u64 {
-        let mut numbers = 0;
-        for_each_key(std::slice::from_ref(&text), |key| numbers += number(key).is_some() as u64);
-        numbers
     }
 
     /// Appends the keys of `encoded`, keys as an arena holds them (see
