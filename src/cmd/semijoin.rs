@@ -40,7 +40,10 @@ pub struct Args {
     #[arg(long)]
     exact: bool,
     /// How --exact joins: broadcast the build keys to every process (when they fit
-    /// --broadcast-limit, with auto), or shuffle the keys, each worker joining a shard of them.
+    /// --broadcast-limit, with auto), or shuffle the keys, each worker joining a shard of them;
+    /// or, for a build side much larger than the probe side (with auto: 8 times its files'
+    /// bytes, where the probe keys fit --broadcast-limit), hold the probe keys in every process,
+    /// mark those the build side holds, and read the probe side again (probe-side).
     #[arg(long, value_enum, default_value_t = StrategyArg::Auto, requires = "exact")]
     exact_strategy: StrategyArg,
     /// Keep the probe records whose key is NOT on the build side instead (a left anti-join, as
@@ -145,6 +148,7 @@ enum StrategyArg {
     Auto,
     Broadcast,
     Shuffle,
+    ProbeSide,
 }
 
 /// The build side of a job that builds its filter, of `scheme` and `layout`.
@@ -190,6 +194,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             StrategyArg::Auto => ExactStrategy::Auto,
             StrategyArg::Broadcast => ExactStrategy::Broadcast,
             StrategyArg::Shuffle => ExactStrategy::Shuffle,
+            StrategyArg::ProbeSide => ExactStrategy::ProbeSide,
         },
         broadcast_limit: args.broadcast_limit,
         overwrite: args.overwrite,
@@ -209,11 +214,14 @@ pub fn print_summary(s: &SemijoinStats) {
     println!("  workers             {} process(es) x {} worker(s)", s.processes, s.workers_per_process);
     println!("  filter              {}", s.filter);
     if let (Some(records), Some(keys)) = (s.build_records, s.build_keys) {
-        println!("  build records       {records} ({keys} keys inserted, {} malformed{})", s.build_malformed.unwrap_or(0), nulls(s.build_null_keys.unwrap_or(0)));
+        let done = if s.bits.is_some() { "inserted" } else { "looked up among the probe keys" };
+        println!("  build records       {records} ({keys} keys {done}, {} malformed{})", s.build_malformed.unwrap_or(0), nulls(s.build_null_keys.unwrap_or(0)));
     }
-    println!("  filter size         m = {} bits ({}), k = {}", s.bits, human_bytes(s.bits.div_ceil(8)), s.hashes);
-    println!("  fill ratio          {:.6}", s.fill_ratio);
-    println!("  estimated fpp       {:.6}", s.estimated_fpp);
+    if let (Some(bits), Some(hashes), Some(fill), Some(fpp)) = (s.bits, s.hashes, s.fill_ratio, s.estimated_fpp) {
+        println!("  filter size         m = {bits} bits ({}), k = {hashes}", human_bytes(bits.div_ceil(8)));
+        println!("  fill ratio          {fill:.6}");
+        println!("  estimated fpp       {fpp:.6}");
+    }
     println!("  probe records       {} ({}, {} malformed{})", s.probe_records, human_bytes(s.probe_bytes), s.probe_malformed, nulls(s.probe_null_keys));
     for e in &s.malformed_examples {
         println!("    {e}");
@@ -222,7 +230,9 @@ pub fn print_summary(s: &SemijoinStats) {
     if taken > 0 {
         println!("  splits taken        {taken} probe split(s) read by idle workers for busier ones (the parts are as without)");
     }
-    println!("  bloom survivors     {} ({:.2}% pruned)", s.bloom_survivors, s.fraction_pruned * 100.0);
+    if s.bits.is_some() {
+        println!("  bloom survivors     {} ({:.2}% pruned)", s.bloom_survivors, s.fraction_pruned * 100.0);
+    }
     match (s.false_positives_removed, s.exact_strategy) {
         (Some(fp), Some(strategy)) if s.anti => println!("  false positives     {fp} kept by the exact anti-join ({strategy} strategy)"),
         (Some(fp), Some(strategy)) => println!("  false positives     {fp} removed by the exact join ({strategy} strategy)"),
@@ -232,7 +242,11 @@ pub fn print_summary(s: &SemijoinStats) {
         println!("  broadcast           {} of build keys held for the broadcast to every process", human_bytes(bytes));
     }
     if let (Some(keys), Some(bytes)) = (s.key_set_keys, s.key_set_table_bytes) {
-        println!("  key set             {keys} distinct build keys in {} of tables a process", human_bytes(bytes));
+        let side = if s.exact_strategy == Some(ExactStrategy::ProbeSide) { "probe" } else { "build" };
+        println!("  key set             {keys} distinct {side} keys in {} of tables a process", human_bytes(bytes));
+    }
+    if let Some(matched) = s.probe_keys_matched {
+        println!("  probe keys matched  {matched} of them on the build side (probe-side strategy: no Bloom step)");
     }
     if let Some(saved) = s.network_bytes_saved_by_bloom {
         println!("  network saved       {} of key exchange kept off the network by the Bloom step", human_bytes(saved));

@@ -4,6 +4,7 @@ pub mod build;
 mod claims;
 mod join_key;
 mod rounds;
+mod probe_side;
 mod shard_join;
 pub mod semijoin;
 mod steal;
@@ -416,32 +417,40 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: Ke
             .probe_with(&probe);
         input
     });
-    // This process's receiver gets the keys whole, without a copy (timely hands data to a worker
-    // of the same process as it is); other processes' receivers get them in pieces of about
-    // 1 MiB.
+    // Alone, this process's receiver gets the keys whole, without a copy (timely hands data to
+    // a worker of the same process as it is). With other processes, every receiver gets them
+    // in the same pieces of about 1 MiB, which every process sorts into the same order (see
+    // `KeyPiece::order`): so every process builds the same set, which places every key alike
+    // (see `KeySet::positions_batch`).
     let process_of = |w: usize| w / shared.local_workers;
     let local = receivers.iter().copied().find(|&to| process_of(to) == process_of(me));
     let bits = keys.take_bits();
     let remote = receivers.iter().copied().filter(|&to| Some(to) != local).collect::<Vec<_>>();
+    let mut sent = 0u64;
     let mut send = |bytes: Vec<u8>, pieces: Vec<std::ops::Range<usize>>, bits_at: Option<u32>| {
         let bytes = std::sync::Arc::new(bytes);
+        let mut order = || {
+            sent += 1;
+            (me as u64) << 32 | sent
+        };
         for range in pieces.into_iter().filter(|_| !remote.is_empty()) {
             // Words of bits: the piece's first word; sent as gaps where those are fewer bytes.
             let at = bits_at.map(|at| at + (range.start / 8) as u32);
             let gaps = at.map(|_| crate::keyset::encode_gaps(&bytes[range.clone()])).filter(|gaps| gaps.len() < range.len());
+            let order = order();
             let piece = match gaps {
-                Some(gaps) => KeyPiece { to: 0, range: 0..gaps.len(), keys: std::sync::Arc::new(gaps), bits_at: at, gaps_of: Some(range.len() as u32) },
-                None => KeyPiece { to: 0, keys: std::sync::Arc::clone(&bytes), range, bits_at: at, gaps_of: None },
+                Some(gaps) => KeyPiece { to: 0, order, range: 0..gaps.len(), keys: std::sync::Arc::new(gaps), bits_at: at, gaps_of: Some(range.len() as u32) },
+                None => KeyPiece { to: 0, order, keys: std::sync::Arc::clone(&bytes), range, bits_at: at, gaps_of: None },
             };
-            for &to in &remote {
+            for &to in remote.iter().chain(&local) {
                 // Each piece leaves at once, so the next is serialized while this one travels.
                 input.send(KeyPiece { to: to as u32, ..piece.clone() });
                 input.flush();
             }
         }
-        if let Some(to) = local.filter(|_| !bytes.is_empty()) {
+        if let Some(to) = local.filter(|_| !bytes.is_empty() && remote.is_empty()) {
             let range = 0..bytes.len();
-            input.send(KeyPiece { to: to as u32, bits_at, keys: bytes, range, gaps_of: None });
+            input.send(KeyPiece { to: to as u32, order: order(), bits_at, keys: bytes, range, gaps_of: None });
         }
     };
     let pieces = keys.pieces();
@@ -460,7 +469,9 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: Ke
     const LOCKED: &str = "no worker panics holding the lock";
     let local = me % shared.local_workers;
     if local == 0 {
-        *shared.pieces.lock().expect(LOCKED) = Some(std::sync::Arc::new(received.take()));
+        let mut pieces = received.take();
+        pieces.sort_unstable_by_key(|piece| piece.order);
+        *shared.pieces.lock().expect(LOCKED) = Some(std::sync::Arc::new(pieces));
     }
     shared.barrier.wait();
     let pieces = shared.pieces.lock().expect(LOCKED).clone().expect("the process's first worker received the keys");
@@ -496,6 +507,9 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: Ke
 #[derive(Clone)]
 struct KeyPiece {
     to: u32,
+    /// The sending worker (high 32 bits), then the piece's number among those it sent: pieces
+    /// are taken in this order, whatever the order they arrived in.
+    order: u64,
     keys: std::sync::Arc<Vec<u8>>,
     range: std::ops::Range<usize>,
     bits_at: Option<u32>,
@@ -515,6 +529,7 @@ impl AsRef<[u8]> for KeyPiece {
 #[derive(serde::Serialize)]
 struct KeyPieceOut<'a> {
     to: u32,
+    order: u64,
     bits_at: Option<u32>,
     gaps_of: Option<u32>,
     #[serde(with = "crate::messages::bytes")]
@@ -525,6 +540,7 @@ struct KeyPieceOut<'a> {
 #[derive(serde::Deserialize)]
 struct KeyPieceIn {
     to: u32,
+    order: u64,
     bits_at: Option<u32>,
     gaps_of: Option<u32>,
     #[serde(with = "crate::messages::bytes")]
@@ -533,18 +549,18 @@ struct KeyPieceIn {
 
 impl serde::Serialize for KeyPiece {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        KeyPieceOut { to: self.to, bits_at: self.bits_at, gaps_of: self.gaps_of, keys: self.as_ref() }.serialize(s)
+        KeyPieceOut { to: self.to, order: self.order, bits_at: self.bits_at, gaps_of: self.gaps_of, keys: self.as_ref() }.serialize(s)
     }
 }
 
 impl<'de> serde::Deserialize<'de> for KeyPiece {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
-        let KeyPieceIn { to, bits_at, gaps_of, keys } = KeyPieceIn::deserialize(d)?;
+        let KeyPieceIn { to, order, bits_at, gaps_of, keys } = KeyPieceIn::deserialize(d)?;
         if gaps_of.is_some_and(|len| !crate::keyset::gaps_fit(&keys, len as usize)) {
             return Err(serde::de::Error::custom("malformed gaps of bits"));
         }
         let range = 0..keys.len();
-        Ok(KeyPiece { to, keys: std::sync::Arc::new(keys), range, bits_at, gaps_of })
+        Ok(KeyPiece { to, order, keys: std::sync::Arc::new(keys), range, bits_at, gaps_of })
     }
 }
 
@@ -600,10 +616,10 @@ mod tests {
     fn a_key_piece_travels_as_its_range() {
         let keys = std::sync::Arc::new(b"\x01a\x02bb\x03ccc".to_vec());
         for bits_at in [None, Some(7)] {
-            let piece = KeyPiece { to: 3, keys: std::sync::Arc::clone(&keys), range: 2..5, bits_at, gaps_of: None };
+            let piece = KeyPiece { to: 3, order: 5 << 32 | 2, keys: std::sync::Arc::clone(&keys), range: 2..5, bits_at, gaps_of: None };
             let wire = bincode::serialize(&piece).expect("serializes");
             let back: KeyPiece = bincode::deserialize(&wire).expect("deserializes");
-            assert_eq!((back.to, back.as_ref(), back.bits_at, back.gaps_of), (3, &b"\x02bb"[..], bits_at, None));
+            assert_eq!((back.to, back.order, back.as_ref(), back.bits_at, back.gaps_of), (3, 5 << 32 | 2, &b"\x02bb"[..], bits_at, None));
         }
     }
 
@@ -613,7 +629,7 @@ mod tests {
     fn bits_sent_as_gaps_arrive_checked() {
         let bits: Vec<u8> = (0..64u32).map(|i| if i % 5 == 0 { 0x81 } else { 0 }).collect();
         let gaps = crate::keyset::encode_gaps(&bits);
-        let piece = KeyPiece { to: 1, range: 0..gaps.len(), keys: std::sync::Arc::new(gaps), bits_at: Some(9), gaps_of: Some(64) };
+        let piece = KeyPiece { to: 1, order: 1, range: 0..gaps.len(), keys: std::sync::Arc::new(gaps), bits_at: Some(9), gaps_of: Some(64) };
         let back: KeyPiece = bincode::deserialize(&bincode::serialize(&piece).expect("serializes")).expect("deserializes");
         assert_eq!((back.bits_at, back.gaps_of), (Some(9), Some(64)));
         assert_eq!(crate::keyset::decode_gaps(back.as_ref(), 64), Some(bits.clone()));

@@ -12,6 +12,7 @@
 use super::build::{filter_plan, shared_filter, size_filter, SizedSpec, Sizing};
 use super::shard_join::{send_kept_keys, shard_join};
 use super::steal::ProbeClaims;
+use super::probe_side::Marks;
 use super::{all_reports, broadcast_keys, check_keys_found, every_key, global_filter, global_shared_filter, join_workers, KeepKeys, SharedKeys};
 use crate::keyset::{KeyArena, KeyCounts, KeySet};
 use crate::allreduce::{Gather, LocalMerge};
@@ -48,7 +49,7 @@ pub enum FilterSource {
 
 /// How `--exact` removes the Bloom step's false positives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum ExactStrategy {
     /// Broadcast when the build keys fit the broadcast limit, shuffle otherwise.
     Auto,
@@ -59,6 +60,11 @@ pub enum ExactStrategy {
     /// survivors of its shard of the keys (`jobs::shard_join`): for build sides too large to copy to
     /// every process.
     Shuffle,
+    /// Every process gets all probe keys in a compact hash set; the build side is read past it,
+    /// marking the probe keys it holds, and the probe side read again for the records whose
+    /// key is marked (`jobs::probe_side`): for build sides much larger than
+    /// the probe side. No Bloom filter is built.
+    ProbeSide,
 }
 
 /// The strategy as `--exact-strategy` and the statistics name it.
@@ -68,6 +74,7 @@ impl std::fmt::Display for ExactStrategy {
             ExactStrategy::Auto => "auto",
             ExactStrategy::Broadcast => "broadcast",
             ExactStrategy::Shuffle => "shuffle",
+            ExactStrategy::ProbeSide => "probe-side",
         })
     }
 }
@@ -111,6 +118,10 @@ pub struct ProbeReport {
     /// tables (see [`KeySet::table_bytes`]).
     #[serde(default)]
     pub key_set: Option<(u64, u64)>,
+    /// The probe keys a build key matched, each once (the probe-side join only): the same on
+    /// every worker, which all hold the merged marks.
+    #[serde(default)]
+    pub probe_keys_matched: Option<u64>,
     pub elapsed_secs: f64,
     pub error: Option<String>,
 }
@@ -129,11 +140,13 @@ pub struct SemijoinStats {
     pub build_malformed: Option<u64>,
     /// Build records whose key is NULL (`--null-key`): not inserted.
     pub build_null_keys: Option<u64>,
-    pub bits: u64,
-    pub hashes: u32,
-    pub seed: u32,
-    pub fill_ratio: f64,
-    pub estimated_fpp: f64,
+    /// The global filter's size and shape, fill and estimated false-positive rate: None for the
+    /// probe-side join, which builds none.
+    pub bits: Option<u64>,
+    pub hashes: Option<u32>,
+    pub seed: Option<u32>,
+    pub fill_ratio: Option<f64>,
+    pub estimated_fpp: Option<f64>,
     pub probe_records: u64,
     pub probe_bytes: u64,
     pub probe_malformed: u64,
@@ -141,6 +154,8 @@ pub struct SemijoinStats {
     /// drops them and the anti-join keeps them.
     pub probe_null_keys: u64,
     pub malformed_examples: Vec<String>,
+    /// Probe records the filter answered "maybe" for: every record with a key that is not
+    /// NULL, in the probe-side join, which has no Bloom step.
     pub bloom_survivors: u64,
     pub records_out: u64,
     /// Fraction of probe records the filter dropped (of those with a key that is not NULL).
@@ -148,18 +163,21 @@ pub struct SemijoinStats {
     pub exact: bool,
     /// An anti-join: the records out are those whose key is not on the build side.
     pub anti: bool,
-    /// `broadcast` or `shuffle` (`--exact` only).
+    /// `broadcast`, `shuffle` or `probe-side` (`--exact` only).
     pub exact_strategy: Option<ExactStrategy>,
     /// Build-key bytes the workers held for the broadcast, as text and numbers as bits: what
     /// is sent to every process, at most (bits go to other processes as gaps where those are
     /// fewer bytes). The broadcast strategy only.
     pub broadcast_key_bytes: Option<u64>,
     /// The keys of the broadcast's set (each once) and the bytes of its tables in a process
-    /// (the largest of the processes'): the broadcast strategy only.
+    /// (the largest of the processes'): the broadcast strategy's build keys, the probe-side
+    /// join's probe keys.
     pub key_set_keys: Option<u64>,
     pub key_set_table_bytes: Option<u64>,
-    /// Bloom survivors the exact join found unmatched (`--exact` only): removed, or with
-    /// `--anti` kept.
+    /// The probe keys a build key matched, each once: the probe-side join only.
+    pub probe_keys_matched: Option<u64>,
+    /// Bloom survivors the exact join found unmatched (`--exact` only, but for the probe-side
+    /// join, which has no Bloom step): removed, or with `--anti` kept.
     pub false_positives_removed: Option<u64>,
     /// Exchange bytes the Bloom step kept off the network (the shuffle strategy only).
     pub network_bytes_saved_by_bloom: Option<u64>,
@@ -252,6 +270,10 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
     if let (Some(first), Some(other)) = (&probe.header, &probe.other_header) {
         return Err(header_mismatch(first, other));
     }
+    if config.exact_strategy == ExactStrategy::ProbeSide && probe.splits.iter().any(|split| split.is_stdin()) {
+        return Err(Error::invalid("--exact-strategy", "probe-side reads the probe side twice, and standard input (-) can be read only once"));
+    }
+    let probe_side = Job::plans_probe_side(config.exact, config.exact_strategy, &planned, &probe);
     // Held until the job ends, when it waits for the old output's removal.
     let replaced = output::prepare(&config.output, config.overwrite, cluster.process)?;
 
@@ -261,7 +283,9 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         PlannedFilter::Build { source, .. } => source.bytes_of(mine.clone(), peers),
         PlannedFilter::File { .. } => 0,
     };
-    let progress_total = Arc::new(AtomicU64::new(build_bytes + probe.bytes_of(mine, peers)));
+    // The probe-side join reads the probe side twice.
+    let probe_bytes = probe.bytes_of(mine, peers) * (1 + probe_side as u64);
+    let progress_total = Arc::new(AtomicU64::new(build_bytes + probe_bytes));
     let counter = Arc::new(AtomicU64::new(0));
     let progress = Progress::start(config.progress, "semijoin", Arc::clone(&progress_total), Arc::clone(&counter));
     let abort = Arc::new(AtomicBool::new(false));
@@ -273,6 +297,7 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         exact: config.exact,
         anti: config.anti,
         exact_strategy: config.exact_strategy,
+        probe_side,
         broadcast_limit: config.broadcast_limit,
         compression: config.compression,
         shared_keys: SharedKeys::new(cluster.workers),
@@ -365,6 +390,8 @@ struct Job {
     exact: bool,
     anti: bool,
     exact_strategy: ExactStrategy,
+    /// Whether the exact join holds the probe side's keys (see [`Job::plans_probe_side`]).
+    probe_side: bool,
     broadcast_limit: u64,
     compression: OutputCompression,
     /// The broadcast build keys, shared by this process's workers.
@@ -392,7 +419,75 @@ impl Job {
             // can be taken from.
             all_reports(worker, ());
         }
-        // 1. The global filter on every worker (and, for a broadcast exact join, the build keys).
+        // 1. The global filter on every worker (and, for a broadcast exact join, the build keys),
+        // or the probe keys' set and the build side's marks; 2. this worker's probe splits,
+        // pruned, into its part file in _temporary/.
+        let held = match self.probe_side {
+            true => self.hold_probe_keys(worker, abort, counter)?,
+            false => None,
+        };
+        let Probed { filter, strategy, build: build_reports, report, part } = match held {
+            Some(set) => self.join_probe_side(worker, set, abort, counter, &mut stealing, &mut timeline)?,
+            None => self.bloom_and_probe(worker, abort, counter, &mut stealing, &mut timeline)?,
+        };
+        timeline.mark("own probe done", self.started);
+
+        // 3. Commit, Hadoop style: parts move out of _temporary/ only once every worker has
+        // written its part, and _SUCCESS is written only once every part has moved. A process
+        // that dies before then leaves nothing that looks like output.
+        let reports: Vec<ProbeReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
+        // Every worker is done claiming. Every worker has announced itself, and worker 0 keeps
+        // its announcement until the job commits: not seeing it, this worker writes its part into
+        // a directory of its own host's, not beside `_SUCCESS`. (The others' announcements go
+        // now, so that none is left for worker 0 to find when it clears the temporary area.)
+        ProbeClaims::remove(&mut stealing.claims);
+        let beside_worker_0 = me == 0 || self.probe_claims.announced(0);
+        if me != 0 {
+            ProbeClaims::remove(&mut stealing.announcement);
+        }
+        let failure = reports.iter().find_map(|r| r.error.clone());
+        let failure = failure.or_else(|| {
+            check_keys_found(reports.iter().map(|r| (&r.scan, r.scan.records - r.scan.malformed)), "probe").err().map(|e| e.to_string())
+        });
+        let committed = match (&failure, part) {
+            (None, Some(part)) => self.complete(part, &stealing.lost).and_then(|part| output::commit_task(&self.dir, &part)).map_err(|e| e.to_string()),
+            (_, part) => {
+                if let Some(Part::Finished(part)) = part {
+                    output::discard(&part);
+                }
+                Err(String::new())
+            }
+        };
+        let commits: Vec<(usize, (Option<String>, bool))> = all_reports(worker, (committed.as_ref().err().cloned(), beside_worker_0));
+        // Every owner is done appending: what this worker read for others goes (if its owner
+        // has not removed it, as after a failure), and so does worker 0's announcement.
+        ProbeClaims::remove(&mut stealing.outputs);
+        ProbeClaims::remove(&mut stealing.announcement);
+        let elsewhere: Vec<usize> = commits.iter().filter(|(_, (_, beside))| !beside).map(|&(w, _)| w).collect();
+        let failure = failure.or_else(|| commits.into_iter().find_map(|(_, (e, _))| e));
+        if let Some(failure) = failure {
+            output::abort_task(&self.dir, &part_name(me, self.compression.codec));
+            return Err(Error::Job(failure));
+        }
+        crate::cleanup::unregister(&self.dir.join(part_name(me, self.compression.codec)));
+        if me != 0 {
+            // Where this process's output directory is not process 0's (each host its own
+            // disk), no one else removes its emptied temporary area.
+            let _ = std::fs::remove_dir(self.dir.join(output::TEMPORARY));
+            return Ok(None);
+        }
+        timeline.mark("parts committed", self.started);
+        let stats = self.stats(filter.as_deref(), strategy, build_reports, reports, &elsewhere, timeline);
+        let json = serde_json::to_vec_pretty(&stats).expect("statistics serialise");
+        output::write_success(&self.dir, &json)?;
+        Ok(Some(stats))
+    }
+
+    /// The global filter on every worker (and, for a broadcast exact join, the build keys),
+    /// then this worker's probe splits, pruned by it (and by the exact join), into its part file
+    /// in _temporary/.
+    fn bloom_and_probe(&self, worker: &mut Worker, abort: &AtomicBool, counter: &AtomicU64, stealing: &mut Stealing, timeline: &mut Timeline) -> Result<Probed> {
+        let me = worker.index();
         let limit = match self.exact_strategy {
             ExactStrategy::Auto => self.broadcast_limit,
             _ => u64::MAX,
@@ -466,78 +561,96 @@ impl Job {
         let started = Instant::now();
         let mut report = ProbeReport { worker: me, ..Default::default() };
         let outcome = match strategy {
-            None => self.probe_bloom(me, &filter, None, abort, counter, &mut report, &mut stealing),
+            None => self.probe_bloom(me, Some(&filter), None, abort, counter, &mut report, stealing),
             Some(ExactStrategy::Shuffle) => {
                 let join = shuffle.take().expect("made before the build");
-                self.probe_exact(worker, join, &filter, abort, counter, &mut report, &mut stealing)
+                self.probe_exact(worker, join, &filter, abort, counter, &mut report, stealing)
             }
             Some(_) => {
                 let counts = build_reports.iter().map(collected_counts).fold(KeyCounts::default(), KeyCounts::merge);
                 let set = broadcast_keys(worker, std::mem::take(&mut keys), counts, &self.receivers(), &self.shared_keys);
                 report.key_set = Some((set.len() as u64, set.table_bytes()));
-                self.probe_bloom(me, &filter, Some(&set), abort, counter, &mut report, &mut stealing)
+                self.probe_bloom(me, Some(&filter), Some(Exact::Keys(&set)), abort, counter, &mut report, stealing)
             }
         };
-        let part = match outcome {
-            Ok(part) => Some(part),
-            Err(e) => {
-                report.error = Some(e.to_string());
-                abort.store(true, Ordering::Relaxed);
-                None
-            }
-        };
-        report.elapsed_secs = started.elapsed().as_secs_f64();
-        timeline.mark("own probe done", self.started);
+        let part = probe_outcome(outcome, &mut report, started, abort);
+        Ok(Probed { filter: Some(filter), strategy, build: build_reports, report, part })
+    }
 
-        // 3. Commit, Hadoop style: parts move out of _temporary/ only once every worker has
-        // written its part, and _SUCCESS is written only once every part has moved. A process
-        // that dies before then leaves nothing that looks like output.
-        let reports: Vec<ProbeReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
-        // Every worker is done claiming. Every worker has announced itself, and worker 0 keeps
-        // its announcement until the job commits: not seeing it, this worker writes its part into
-        // a directory of its own host's, not beside `_SUCCESS`. (The others' announcements go
-        // now, so that none is left for worker 0 to find when it clears the temporary area.)
-        ProbeClaims::remove(&mut stealing.claims);
-        let beside_worker_0 = me == 0 || self.probe_claims.announced(0);
-        if me != 0 {
-            ProbeClaims::remove(&mut stealing.announcement);
-        }
-        let failure = reports.iter().find_map(|r| r.error.clone());
-        let failure = failure.or_else(|| {
-            check_keys_found(reports.iter().map(|r| (&r.scan, r.scan.records - r.scan.malformed)), "probe").err().map(|e| e.to_string())
-        });
-        let committed = match (&failure, part) {
-            (None, Some(part)) => self.complete(part, &stealing.lost).and_then(|part| output::commit_task(&self.dir, &part)).map_err(|e| e.to_string()),
-            (_, part) => {
-                if let Some(Part::Finished(part)) = part {
-                    output::discard(&part);
-                }
-                Err(String::new())
+    /// Whether every process holds the probe side's keys (see [`probe_side`](super::probe_side)).
+    /// Never where the job does not build its filter from the build side, or reads standard
+    /// input on the probe side (which it would read twice); always where asked for (`run`
+    /// refused standard input); with `auto`, where the build side's files are at least
+    /// [`PROBE_SIDE_RATIO`] times the probe side's (and the probe keys prove to fit
+    /// `--broadcast-limit`: see [`hold_probe_keys`](Self::hold_probe_keys)).
+    fn plans_probe_side(exact: bool, strategy: ExactStrategy, planned: &PlannedFilter, probe: &Source) -> bool {
+        let PlannedFilter::Build { source, .. } = planned else { return false };
+        let reads_stdin = probe.splits.iter().any(|split| split.is_stdin());
+        exact
+            && !reads_stdin
+            && match strategy {
+                ExactStrategy::ProbeSide => true,
+                ExactStrategy::Auto => source.total_bytes() >= probe.total_bytes().saturating_mul(PROBE_SIDE_RATIO),
+                _ => false,
             }
+    }
+
+    /// The probe keys' set on every process (see [`probe_side`](super::probe_side)): every
+    /// worker reads the probe splits it claims and keeps their keys, each once, and they are
+    /// broadcast as a build side's keys are. None, with `auto`, where the keys kept pass
+    /// `--broadcast-limit` on some worker: the job then joins as it would have (the probe side is
+    /// read again either way).
+    fn hold_probe_keys(&self, worker: &mut Worker, abort: &AtomicBool, counter: &AtomicU64) -> Result<Option<Arc<KeySet>>> {
+        let limit = match self.exact_strategy {
+            ExactStrategy::Auto => self.broadcast_limit,
+            _ => u64::MAX,
         };
-        let commits: Vec<(usize, (Option<String>, bool))> = all_reports(worker, (committed.as_ref().err().cloned(), beside_worker_0));
-        // Every owner is done appending: what this worker read for others goes (if its owner
-        // has not removed it, as after a failure), and so does worker 0's announcement.
-        ProbeClaims::remove(&mut stealing.outputs);
-        ProbeClaims::remove(&mut stealing.announcement);
-        let elsewhere: Vec<usize> = commits.iter().filter(|(_, (_, beside))| !beside).map(|&(w, _)| w).collect();
-        let failure = failure.or_else(|| commits.into_iter().find_map(|(_, (e, _))| e));
-        if let Some(failure) = failure {
-            output::abort_task(&self.dir, &part_name(me, self.compression.codec));
+        let room = self.probe.total_bytes().min(limit).min(256 << 20) as usize;
+        let mut keys = KeyArena::with_capacity(room).holding_numbers_as_bits(false).holding_each_key_once();
+        let report = super::scan_keys(worker, &self.probe, |_| {}, |_| Ok(()), abort, counter, KeepKeys::UpTo(&mut keys, limit, None));
+        let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
+        if let Some(failure) = first_failure(&reports) {
             return Err(Error::Job(failure));
         }
-        crate::cleanup::unregister(&self.dir.join(part_name(me, self.compression.codec)));
-        if me != 0 {
-            // Where this process's output directory is not process 0's (each host its own
-            // disk), no one else removes its emptied temporary area.
-            let _ = std::fs::remove_dir(self.dir.join(output::TEMPORARY));
+        check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "probe")?;
+        if reports.iter().any(|r| r.collected_key_bytes.is_none()) {
             return Ok(None);
         }
-        timeline.mark("parts committed", self.started);
-        let stats = self.stats(&filter, strategy, build_reports, reports, &elsewhere, timeline);
-        let json = serde_json::to_vec_pretty(&stats).expect("statistics serialise");
-        output::write_success(&self.dir, &json)?;
-        Ok(Some(stats))
+        let counts = reports.iter().map(collected_counts).fold(KeyCounts::default(), KeyCounts::merge);
+        let set = broadcast_keys(worker, keys, counts, &self.receivers(), &self.shared_keys);
+        if self.cluster.processes > 1 {
+            // The marks of one process mean the same keys in another only where both sets place
+            // every key alike, as sets built from the same pieces in the same order do.
+            let digests = all_reports(worker, set.layout_digest());
+            if digests.iter().any(|(_, digest)| *digest != digests[0].1) {
+                return Err(Error::Job("the processes built their sets of probe keys differently, so their marks cannot be merged: \
+                                       an internal error (rerun with --exact-strategy broadcast or shuffle)".into()));
+            }
+        }
+        Ok(Some(set))
+    }
+
+    /// The probe-side join (see [`probe_side`](super::probe_side)), given the probe keys' set:
+    /// this worker's build splits mark the probe keys they hold, the marks are merged on every
+    /// worker, and its probe splits are read again into its part file, each record kept where
+    /// its key is marked (or, for an anti-join, is not).
+    fn join_probe_side(&self, worker: &mut Worker, set: Arc<KeySet>, abort: &AtomicBool, counter: &AtomicU64, stealing: &mut Stealing, timeline: &mut Timeline) -> Result<Probed> {
+        let me = worker.index();
+        let PlannedFilter::Build { source, .. } = &self.planned else { unreachable!("planned only where the job builds from the build side") };
+        let empty = |tick: &mut dyn FnMut()| Marks::new(Arc::clone(&set), tick);
+        let (marks, report) = global_filter(worker, source, empty, Gather::All, abort, counter, KeepKeys::No, &self.local_merge);
+        let build: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
+        if let Some(failure) = first_failure(&build) {
+            return Err(Error::Job(failure));
+        }
+        check_keys_found(build.iter().map(|r| (&r.scan, r.keys)), "build")?;
+        timeline.mark("build side marked", self.started);
+        let started = Instant::now();
+        let key_set = Some((set.len() as u64, set.table_bytes()));
+        let mut report = ProbeReport { worker: me, key_set, probe_keys_matched: Some(marks.marked()), ..Default::default() };
+        let outcome = self.probe_bloom(me, None, Some(Exact::Marked(&marks)), abort, counter, &mut report, stealing);
+        let part = probe_outcome(outcome, &mut report, started, abort);
+        Ok(Probed { filter: None, strategy: Some(ExactStrategy::ProbeSide), build, report, part })
     }
 
     /// Opens this worker's part file with the probe header in it: the files' header, known
@@ -698,8 +811,8 @@ impl Job {
     fn probe_bloom(
         &self,
         me: usize,
-        filter: &QueryFilter,
-        exact: Option<&KeySet>,
+        filter: Option<&QueryFilter>,
+        exact: Option<Exact>,
         abort: &AtomicBool,
         counter: &AtomicU64,
         report: &mut ProbeReport,
@@ -717,7 +830,14 @@ impl Job {
             if let Some(header) = self.header_read(batch)? {
                 write_line(part, header)?;
             }
-            filter.contains_batch(batch.keys, &mut answers);
+            match filter {
+                Some(filter) => filter.contains_batch(batch.keys, &mut answers),
+                // No Bloom step: every key is looked up.
+                None => {
+                    answers.clear();
+                    answers.resize(batch.keys.len(), true);
+                }
+            }
             batch.unmatch_nulls(&mut answers);
             maybe.clear();
             for (i, (key, &yes)) in batch.keys.iter().zip(&answers).enumerate() {
@@ -730,10 +850,10 @@ impl Job {
             // A NULL key would not have been exchanged either.
             pruned_bytes -= batch.nulls.len() as u64 * survivor_wire_bytes(b"");
             survivors += maybe.len() as u64;
-            if let Some(set) = exact {
+            if let Some(exact) = exact {
                 let mut keys = crate::scan::recycle(std::mem::take(&mut spare_keys));
                 keys.extend(maybe.iter().map(|&i| batch.keys[i]));
-                set.contains_batch(&keys, &mut matches);
+                exact.contains_batch(&keys, &mut matches);
                 spare_keys = crate::scan::recycle(keys);
             } else {
                 matches.clear();
@@ -774,7 +894,7 @@ impl Job {
 
     /// The job's statistics; `elsewhere`: the workers whose parts are in another host's output
     /// directory.
-    fn stats(&self, filter: &QueryFilter, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>, elsewhere: &[usize], timeline: Timeline) -> SemijoinStats {
+    fn stats(&self, filter: Option<&QueryFilter>, strategy: Option<ExactStrategy>, build: Vec<WorkerReport>, probe: Vec<ProbeReport>, elsewhere: &[usize], timeline: Timeline) -> SemijoinStats {
         let elapsed = self.started.elapsed().as_secs_f64();
         let mut scan = ScanStats::default();
         for r in &probe {
@@ -790,15 +910,17 @@ impl Job {
         // A record whose key is NULL is not looked up.
         let looked_up = scan.records - scan.null_keys;
         let fraction_pruned = if looked_up > 0 { 1.0 - survivors as f64 / looked_up as f64 } else { 0.0 };
-        let spec = filter.spec();
-        let estimated_fpp = filter.estimated_fpp();
+        let spec = filter.map(QueryFilter::spec);
+        let estimated_fpp = filter.map(QueryFilter::estimated_fpp);
         let mut warnings = Vec::new();
         if let PlannedFilter::Build { source, sized, .. } = &self.planned {
             warnings.extend(crate::splits::repeated_input(&source.inputs).map(|w| format!("build side: {w}")));
-            warnings.extend(sized.oversized_warning(filter.bits_set(), false).map(|w| format!("build side: {w}")));
+            if let Some(filter) = filter {
+                warnings.extend(sized.oversized_warning(filter.bits_set(), false).map(|w| format!("build side: {w}")));
+            }
         }
         warnings.extend(crate::splits::repeated_input(&self.probe.inputs).map(|w| format!("probe side: {w}")));
-        if estimated_fpp > 0.5 {
+        if let Some(estimated_fpp) = estimated_fpp.filter(|&fpp| fpp > 0.5) {
             warnings.push(format!(
                 "the filter's estimated false-positive rate is {estimated_fpp:.3}: it is too small for its keys \
                  (give a larger --expected-items, or --bits)"
@@ -806,7 +928,7 @@ impl Job {
         }
         // A file that does not record how its keys were encoded (Hadoop's, Spark's) answers "no"
         // for every key encoded otherwise: say so, rather than leave an empty output unexplained.
-        if !built && looked_up > 0 && survivors == 0 && filter.key_form().is_none() && filter.bits_set() > 0 {
+        if !built && looked_up > 0 && survivors == 0 && filter.is_some_and(|f| f.key_form().is_none() && f.bits_set() > 0) {
             warnings.push(format!(
                 "the filter answered \"no\" for every one of the {looked_up} probe keys: if its keys were encoded otherwise than \
                  --key-type {} encodes them (a Spark filter of a long column needs --key-type long, a BloomMapFile's bloom file of Text keys \
@@ -815,7 +937,7 @@ impl Job {
             ));
         }
         // An anti-join keeps what the filter drops: a filter that drops little is its usual case.
-        if looked_up > 0 && fraction_pruned < 0.1 && !self.anti {
+        if looked_up > 0 && fraction_pruned < 0.1 && !self.anti && filter.is_some() {
             warnings.push(format!(
                 "the filter dropped only {:.1}% of probe records: the join is not selective, or the filter is too small",
                 fraction_pruned * 100.0
@@ -839,6 +961,7 @@ impl Job {
             processes: self.cluster.processes,
             workers_per_process: self.cluster.workers,
             filter: match &self.planned {
+                PlannedFilter::Build { .. } if filter.is_none() => "none: the probe side's keys were held, and the build side read past them".into(),
                 PlannedFilter::Build { sized, shared, .. } => {
                     let copies = if shared.is_some() { "one filter per process, filled by its workers together" } else { "a partial per worker, merged" };
                     format!("built from the build side ({copies}); {}", sized.note)
@@ -852,10 +975,10 @@ impl Job {
             build_keys: built.then(|| build.iter().map(|r| r.keys).sum()),
             build_malformed: built.then_some(build_scan.malformed),
             build_null_keys: built.then_some(build_scan.null_keys),
-            bits: spec.bits,
-            hashes: spec.hashes,
-            seed: spec.seed,
-            fill_ratio: filter.fill_ratio(),
+            bits: spec.map(|spec| spec.bits),
+            hashes: spec.map(|spec| spec.hashes),
+            seed: spec.map(|spec| spec.seed),
+            fill_ratio: filter.map(QueryFilter::fill_ratio),
             estimated_fpp,
             probe_records: scan.records,
             probe_bytes: scan.bytes,
@@ -871,7 +994,8 @@ impl Job {
             broadcast_key_bytes: (strategy == Some(ExactStrategy::Broadcast)).then(|| build.iter().filter_map(|r| r.collected_key_bytes).sum()),
             key_set_keys: probe.iter().filter_map(|r| r.key_set).map(|(keys, _)| keys).max(),
             key_set_table_bytes: probe.iter().filter_map(|r| r.key_set).map(|(_, bytes)| bytes).max(),
-            false_positives_removed: self.exact.then(|| match self.anti {
+            probe_keys_matched: probe.iter().find_map(|r| r.probe_keys_matched),
+            false_positives_removed: (self.exact && filter.is_some()).then(|| match self.anti {
                 // Records out: those the filter dropped or that have a NULL key, and the
                 // survivors with no match.
                 true => out - (scan.records - scan.malformed - survivors),
@@ -887,6 +1011,53 @@ impl Job {
         }
     }
 }
+
+/// A worker's probe, as its report and its part (None where it failed, which its report says
+/// and which aborts the job's other scans).
+fn probe_outcome(outcome: Result<Part>, report: &mut ProbeReport, started: Instant, abort: &AtomicBool) -> Option<Part> {
+    report.elapsed_secs = started.elapsed().as_secs_f64();
+    match outcome {
+        Ok(part) => Some(part),
+        Err(e) => {
+            report.error = Some(e.to_string());
+            abort.store(true, Ordering::Relaxed);
+            None
+        }
+    }
+}
+
+/// What a worker's filter side and probe left for the commit: the global filter (none for the
+/// probe-side join), the exact strategy taken, every worker's build report, and this worker's
+/// probe report and part.
+struct Probed {
+    filter: Option<Arc<QueryFilter>>,
+    strategy: Option<ExactStrategy>,
+    build: Vec<WorkerReport>,
+    report: ProbeReport,
+    part: Option<Part>,
+}
+
+/// What the Bloom step's survivors are checked against, for an exact join: the build keys, or
+/// the probe keys that a build key marked (see [`probe_side`](super::probe_side)).
+#[derive(Clone, Copy)]
+enum Exact<'a> {
+    Keys(&'a KeySet),
+    Marked(&'a Marks),
+}
+
+impl Exact<'_> {
+    /// Whether each key has a match on the build side.
+    fn contains_batch(self, keys: &[&[u8]], answers: &mut Vec<bool>) {
+        match self {
+            Exact::Keys(set) => set.contains_batch(keys, answers),
+            Exact::Marked(marks) => marks.contains_batch(keys, answers),
+        }
+    }
+}
+
+/// The auto strategy holds the probe side's keys where the build side's files are at least this
+/// many times the probe side's.
+pub const PROBE_SIDE_RATIO: u64 = 8;
 
 /// A worker's part file after its probe: finished now where nothing is to be appended, so that
 /// its sync overlaps others' work; else left open for the outputs of the splits other processes
@@ -968,7 +1139,7 @@ mod tests {
     /// The summary names a strategy as `_SUCCESS` does.
     #[test]
     fn a_strategy_prints_as_the_statistics_name_it() {
-        for strategy in [ExactStrategy::Auto, ExactStrategy::Broadcast, ExactStrategy::Shuffle] {
+        for strategy in [ExactStrategy::Auto, ExactStrategy::Broadcast, ExactStrategy::Shuffle, ExactStrategy::ProbeSide] {
             assert_eq!(serde_json::to_value(strategy).unwrap(), strategy.to_string());
         }
     }

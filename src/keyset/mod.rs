@@ -46,6 +46,8 @@ const INLINE: usize = 8;
 pub struct KeySet {
     parts: Vec<Part>,
     dense: Dense,
+    /// Where each partition's places start among the set's (see [`places`](Self::places)).
+    starts: Vec<usize>,
 }
 
 /// A partition of a [`KeySet`], built on its own.
@@ -215,15 +217,34 @@ impl KeySet {
         assert!(!parts.is_empty(), "a key set has at least one partition");
         let dense = parts[0].1;
         assert!(parts.iter().all(|p| p.1 == dense), "the partitions of one set, built from the same counts");
-        KeySet { parts: parts.into_iter().map(|p| p.0).collect(), dense }
+        let parts: Vec<Part> = parts.into_iter().map(|p| p.0).collect();
+        let starts = parts.iter().scan(0, |start, part| Some(std::mem::replace(start, *start + part.places()))).collect();
+        KeySet { parts, dense, starts }
     }
 
     #[inline(always)]
     fn part(&self, k: &Hashed) -> &Part {
-        if self.parts.len() == 1 {
-            &self.parts[0]
-        } else {
-            &self.parts[part_of(k, self.dense, self.parts.len())]
+        &self.parts[self.part_index(k)]
+    }
+
+    #[inline(always)]
+    fn part_index(&self, k: &Hashed) -> usize {
+        if self.parts.len() == 1 { 0 } else { part_of(k, self.dense, self.parts.len()) }
+    }
+
+    /// Hands each of `keys`, hashed, with the index of its partition, to `f`, in order, in
+    /// groups whose every key's slot is prefetched before any of them is handed on, so that the
+    /// group's cache misses overlap.
+    #[inline(always)]
+    fn each_prefetched<'k>(&self, keys: &[&'k [u8]], mut f: impl FnMut(usize, Hashed<'k>)) {
+        let h = hasher();
+        let mut hashed = [Hashed::NONE; BATCH];
+        for group in keys.chunks(BATCH) {
+            for (k, key) in hashed.iter_mut().zip(group) {
+                *k = Hashed::new(&h, key, self.dense);
+                self.part(k).prefetch(*k);
+            }
+            hashed[..group.len()].iter().for_each(|&k| f(self.part_index(&k), k));
         }
     }
 
@@ -242,15 +263,34 @@ impl KeySet {
     /// Answers many keys: every key's slot is prefetched before any is probed.
     pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         answers.clear();
-        let h = hasher();
-        let mut hashed = [Hashed::NONE; BATCH];
-        for group in keys.chunks(BATCH) {
-            for (k, key) in hashed.iter_mut().zip(group) {
-                *k = Hashed::new(&h, key, self.dense);
-                self.part(k).prefetch(*k);
-            }
-            answers.extend(hashed[..group.len()].iter().map(|&k| self.part(&k).probe(k)));
+        self.each_prefetched(keys, |part, k| answers.push(self.parts[part].probe(k)));
+    }
+
+    /// How many places the set's keys can take: each key it holds has one of its own (see
+    /// [`positions_batch`](Self::positions_batch)), a number from 0 to this, exclusive.
+    pub fn places(&self) -> usize {
+        self.starts.last().zip(self.parts.last()).map_or(0, |(start, part)| start + part.places())
+    }
+
+    /// The place of each key (see [`places`](Self::places)), or None for a key the set does not
+    /// hold; every key's slot is prefetched before any is looked up, as in
+    /// [`contains_batch`](Self::contains_batch). Sets built from the same pieces in the same
+    /// order (and with as many partitions) place every key alike: their
+    /// [`layout_digest`](Self::layout_digest)s are equal.
+    pub fn positions_batch(&self, keys: &[&[u8]], places: &mut Vec<Option<usize>>) {
+        places.clear();
+        self.each_prefetched(keys, |part, k| places.push(self.parts[part].position(k).map(|at| self.starts[part] + at)));
+    }
+
+    /// A digest of where the set holds its keys (see [`positions_batch`](Self::positions_batch)):
+    /// equal in two processes whose sets place every key alike, and almost surely not
+    /// otherwise.
+    pub fn layout_digest(&self) -> u32 {
+        let mut digest = crc32fast::Hasher::new();
+        for part in &self.parts {
+            part.layout_digest(&mut digest);
         }
+        digest.finalize()
     }
 
     /// Keys held, each once however often it was given.

@@ -651,6 +651,48 @@ impl Part {
         }
     }
 
+    /// How many places a key can take in this partition: its bits, then the slots of each of
+    /// its tables in turn (see [`position`](Self::position)).
+    pub(super) fn places(&self) -> usize {
+        self.bits.words.len() * 64 + self.numbers.slots.len() + self.words.slots.len() + self.big.slots.len() + self.others.slots.len()
+    }
+
+    /// The place of key `k` among the partition's [`places`](Self::places), if it holds the
+    /// key: its bit, or its slot in its table after the places of the tables before it. Two
+    /// partitions built from the same keys in the same order place every key alike.
+    #[inline(always)]
+    pub(super) fn position(&self, k: Hashed) -> Option<usize> {
+        if let Some(bit) = self.bits.bit(k.number) {
+            return self.bits.get(bit).then_some(bit);
+        }
+        let mut base = self.bits.words.len() * 64;
+        if k.number != 0 {
+            return self.numbers.find(k.hash, k.number).ok().map(|i| base + i);
+        }
+        base += self.numbers.slots.len();
+        if k.word != 0 {
+            return self.words.find(k.hash, k.word).ok().map(|i| base + i);
+        }
+        base += self.words.slots.len();
+        if k.big != 0 {
+            return self.big.find(k.hash, k.big).ok().map(|i| base + i);
+        }
+        base += self.big.slots.len();
+        self.others.find(k.hash, k.key).ok().map(|i| base + i)
+    }
+
+    /// A digest of where the partition holds its keys: its bits, its words, and the tags of its
+    /// long keys' slots (not their offsets, which depend on where the text lies in memory).
+    pub(super) fn layout_digest(&self, digest: &mut crc32fast::Hasher) {
+        digest.update(bytemuck::cast_slice(&self.bits.words));
+        digest.update(bytemuck::cast_slice(&self.numbers.slots));
+        digest.update(bytemuck::cast_slice(&self.words.slots));
+        digest.update(bytemuck::cast_slice(&self.big.slots));
+        for slot in &self.others.slots {
+            digest.update(&slot.tag().to_le_bytes());
+        }
+    }
+
     #[inline(always)]
     pub(super) fn probe(&self, k: Hashed) -> bool {
         if let Some(bit) = self.bits.bit(k.number) {

@@ -936,7 +936,9 @@ fn a_file_and_its_hard_link_are_one_input_read_twice_with_a_warning() {
 
 /// A build sized from the input's size over keys that repeat (40,000 rows of 1,000 distinct
 /// keys) warns that its filter is far larger than its keys need, naming `--expected-items`
-/// near the distinct count; sized as that says, it does not. A semi-join's build side too.
+/// near the distinct count; sized as that says, it does not. A semi-join's build side too (with
+/// the broadcast join: `auto` would hold this small probe side's keys instead, and build no
+/// filter).
 #[test]
 fn a_build_over_repeated_keys_names_the_expected_items_it_needs() {
     let dir = crate::util::tempdir();
@@ -955,7 +957,7 @@ fn a_build_over_repeated_keys_names_the_expected_items_it_needs() {
     let probe = crate::util::path_str(dir.path(), "probe.csv");
     std::fs::write(&probe, "event,key\n1,key-7\n2,key-1000\n").unwrap();
     let out = crate::util::path_str(dir.path(), "out");
-    let o = crate::util::run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact"]);
+    let o = crate::util::run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--exact-strategy", "broadcast"]);
     crate::util::ok(&o);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("build side: the filter was sized for") && stderr.contains("--expected-items 1100 "), "{stderr}");

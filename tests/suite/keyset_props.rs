@@ -23,13 +23,23 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-/// Checks that `set` answers every query as `want` does, one key at a time and in a batch.
+/// Checks that `set` answers every query as `want` does, one key at a time and in a batch, and
+/// places each key it holds, and no other, at a place of its own among its places.
 fn answers_as(set: &KeySet, want: &HashSet<&[u8]>, queries: &[&[u8]]) -> Result<(), TestCaseError> {
     let mut answers = Vec::new();
     set.contains_batch(queries, &mut answers);
-    for (query, batched) in queries.iter().zip(answers) {
+    let mut places = Vec::new();
+    set.positions_batch(queries, &mut places);
+    let mut taken = std::collections::HashMap::new();
+    for ((query, batched), place) in queries.iter().zip(answers).zip(places) {
         prop_assert_eq!(set.contains(query), want.contains(query), "{:?}", query);
         prop_assert_eq!(batched, want.contains(query), "{:?}", query);
+        prop_assert_eq!(place.is_some(), want.contains(query), "{:?}", query);
+        if let Some(place) = place {
+            prop_assert!(place < set.places(), "{:?} at {} of {}", query, place, set.places());
+            let first = *taken.entry(place).or_insert(*query);
+            prop_assert_eq!(first, *query, "two keys at {}", place);
+        }
     }
     Ok(())
 }
@@ -44,8 +54,18 @@ proptest! {
         let pieces: Vec<&[u8]> = arena.pieces().into_iter().map(|piece| &bytes[piece]).collect();
         // Sized for the keys, or for one (the tables must grow).
         let counts = if sized { arena.counts() } else { KeyCounts { keys: 1, ..KeyCounts::default() } };
-        let set = KeySet::from_partitions((0..parts).map(|i| PartitionBuilder::new(counts, i, parts).build(&pieces)).collect());
+        let build = || KeySet::from_partitions((0..parts).map(|i| PartitionBuilder::new(counts, i, parts).build(&pieces)).collect());
+        let set = build();
         let want: HashSet<&[u8]> = members.iter().map(Vec::as_slice).collect();
+        // Built again from the same pieces (as another process builds it), the set places
+        // every key alike, and its layout's digest says so.
+        let again = build();
+        prop_assert_eq!(set.layout_digest(), again.layout_digest());
+        let members_once: Vec<&[u8]> = want.iter().copied().collect();
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        set.positions_batch(&members_once, &mut ours);
+        again.positions_batch(&members_once, &mut theirs);
+        prop_assert_eq!(ours, theirs);
         // Each key is held once, however often it was given.
         prop_assert_eq!(set.len(), want.len());
         // Near misses too: each member with a leading zero, without its first byte, and with a

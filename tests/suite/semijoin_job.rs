@@ -165,12 +165,12 @@ fn random_datasets_have_no_false_negatives_and_exact_is_the_true_semijoin() {
             assert!(summary.contains("(one filter per process, filled by its workers together)"), "{summary}");
             bloom_outputs.push(read_output(Path::new(&shared), "event,key,note\n"));
 
-            for strategy in ["broadcast", "shuffle", "auto"] {
+            for strategy in ["broadcast", "shuffle", "auto", "probe-side"] {
                 let exact = path_str(dir.path(), &format!("e{seed}-{w}-{strategy}"));
                 ok(&run(&semijoin_args(&build, &probe, &exact, &["-w", w, "--exact", "--exact-strategy", strategy])));
                 assert_eq!(read_output(Path::new(&exact), "event,key,note\n"), d.expected, "seed {seed} -w {w} --exact {strategy}");
             }
-            for strategy in ["broadcast", "shuffle"] {
+            for strategy in ["broadcast", "shuffle", "probe-side"] {
                 let anti = path_str(dir.path(), &format!("a{seed}-{w}-{strategy}"));
                 ok(&run(&semijoin_args(&build, &probe, &anti, &["-w", w, "--exact", "--anti", "--exact-strategy", strategy])));
                 assert_eq!(read_output(Path::new(&anti), "event,key,note\n"), d.anti, "seed {seed} -w {w} --exact --anti {strategy}");
@@ -304,6 +304,102 @@ fn the_shuffle_join_answers_round_after_round_as_the_broadcast_join() {
         assert!(parts(&shuffled) == want, "1 process x 2, anti {anti}");
         assert!(parts(&cluster) == want, "2 processes x 1, anti {anti}");
     }
+}
+
+/// Where the build side is much larger than the probe side, `auto` holds the probe keys (each
+/// once) in every process and reads the build side past them (see `jobs::probe_side`), and
+/// writes the broadcast join's parts, byte for byte: semi and anti, keyed on numbers (ids and
+/// amounts, which repeat) and on long keys (payloads), in one process of 2 workers and in 2
+/// processes of 1 or of 2 workers, whose sets must place every key alike for their marks to
+/// merge. Its statistics say so, and count the probe keys matched. A probe side twice too large
+/// for the limit falls back to the Bloom step and the broadcast; one from standard input, which
+/// cannot be read twice, is refused the strategy.
+#[test]
+fn the_probe_side_join_holds_the_probe_keys_and_reads_the_build_side_past_them() {
+    let dir = tempdir();
+    let data = path_str(dir.path(), "data");
+    ok(&run(&["gen", "semijoin-bench", "--build-rows", "1000", "--probe-rows", "200000", "-o", &data]));
+    // The build side: the generated events; the probe side: 15,000 of them (every tenth, so
+    // that a worker's probe splits hold keys of several of the build's) and 5,000 lines whose
+    // keys the build side lacks.
+    let build = format!("{data}/probe.csv");
+    let text = std::fs::read_to_string(&build).unwrap();
+    let mut lines = text.lines();
+    let header = format!("{}\n", lines.next().unwrap());
+    let mut probe_text = header.clone();
+    for line in lines.step_by(10).take(15_000) {
+        probe_text.push_str(line);
+        probe_text.push('\n');
+    }
+    for i in 0..5_000 {
+        probe_text.push_str(&format!("{},{},2024-01-01T00:00:00,-{i}.25,pl-absent-{i}\n", 9_000_000 + i, 90_000_000 + i));
+    }
+    let probe = path_str(dir.path(), "probe.csv");
+    std::fs::write(&probe, &probe_text).unwrap();
+    let read_parts = |out: &str| -> Vec<u8> {
+        let mut names = names_in(out);
+        names.retain(|n| n.starts_with("part-"));
+        names.iter().flat_map(|n| std::fs::read(Path::new(out).join(n)).unwrap()).collect()
+    };
+    let stats = |out: &str| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(Path::new(out).join("_SUCCESS")).unwrap()).unwrap() };
+    for key in ["customer_id", "amount", "payload"] {
+        for anti in [false, true] {
+            let args = |out: &str, extra: &[&str]| -> Vec<String> {
+                let mut args = vec!["semijoin", "--build", &build, "--build-key", key, "--probe", &probe, "--probe-key", key, "-o", out];
+                args.extend(["--no-progress", "--exact", "--split-size", "1000000"]);
+                args.extend(extra);
+                if anti {
+                    args.push("--anti");
+                }
+                args.into_iter().map(String::from).collect()
+            };
+            let run_args = |args: Vec<String>| run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            let broadcast = path_str(dir.path(), &format!("broadcast-{key}-{anti}"));
+            ok(&run_args(args(&broadcast, &["-w", "2", "--exact-strategy", "broadcast"])));
+            let want = read_parts(&broadcast);
+            let records = want.iter().filter(|&&b| b == b'\n').count() - 2; // less the 2 parts' headers
+            assert_eq!(records, if anti { 5_000 } else { 15_000 }, "{key}, anti {anti}");
+            for (processes, workers) in [(1, 2), (2, 1), (2, 2)] {
+                let out = path_str(dir.path(), &format!("auto-{key}-{anti}-{processes}-{workers}"));
+                if processes == 1 {
+                    let summary = ok(&run_args(args(&out, &["-w", "2"])));
+                    assert!(summary.contains("(probe-side strategy"), "{summary}");
+                } else {
+                    let args = args(&out, &[]);
+                    all_ok(&run_cluster(dir.path(), processes, workers, &args.iter().map(String::as_str).collect::<Vec<_>>(), Duration::from_secs(120)));
+                }
+                let got = read_parts(&out);
+                if processes * workers == 2 {
+                    assert!(got == want, "{key}, anti {anti}, {processes} x {workers}: not the broadcast join's parts");
+                } else {
+                    let multiset = |bytes: &[u8]| -> BTreeMap<Vec<u8>, usize> {
+                        let mut lines = BTreeMap::new();
+                        for line in bytes.split_inclusive(|&b| b == b'\n').filter(|&l| l != header.as_bytes()) {
+                            *lines.entry(line.to_vec()).or_insert(0) += 1;
+                        }
+                        lines
+                    };
+                    assert_eq!(multiset(&got), multiset(&want), "{key}, anti {anti}, {processes} x {workers}");
+                }
+                let stats = stats(&out);
+                assert_eq!(stats["exact_strategy"], "probe-side", "{key}, anti {anti}, {processes} x {workers}");
+                assert!(stats["bits"].is_null() && stats["false_positives_removed"].is_null(), "{stats}");
+                assert_eq!(stats["key_set_keys"], stats["probe_keys_matched"].as_u64().unwrap() + 5_000, "{key}: the absent keys are held, not matched");
+            }
+        }
+    }
+    // Probe keys past the limit: the Bloom step and the broadcast, as `auto` would have chosen.
+    let out = path_str(dir.path(), "limited");
+    let args = ["semijoin", "--build", &build, "--build-key", "payload", "--probe", &probe, "--probe-key", "payload", "-o", &out, "--no-progress", "--exact", "-w", "2"];
+    let summary = ok(&run(&[&args[..], &["--broadcast-limit", "200000"]].concat()));
+    assert!(summary.contains("(shuffle strategy)"), "{summary}");
+    assert_eq!(stats(&out)["records_out"], 15_000);
+    // A probe side from standard input.
+    let args = ["semijoin", "--build", &build, "--build-key", "payload", "--probe", "-", "--probe-key", "payload", "-o", &out, "--overwrite", "--no-progress", "--exact"];
+    let summary = ok(&run_with_stdin(&args, probe_text.as_bytes()));
+    assert!(summary.contains("(broadcast strategy)"), "{summary}");
+    assert_eq!(stats(&out)["records_out"], 15_000);
+    fails_with(&run_with_stdin(&[&args[..], &["--exact-strategy", "probe-side"]].concat(), probe_text.as_bytes()), &["--exact-strategy", "standard input"]);
 }
 
 /// A build side from standard input is read once. Asked for, the shuffle join takes its keys as
@@ -460,7 +556,7 @@ fn run_on_two_workers(dir: &Path, processes: usize, args: &[&str]) -> String {
 
 /// Keys that share their first 24 bytes or more (the bytes the exact shuffle join holds
 /// inline), or differ only in length there, are told apart: with a filter that lets every
-/// record through, the exact join (both strategies, semi and anti, in one process of 2 workers
+/// record through, the exact join (every strategy, semi and anti, in one process of 2 workers
 /// and in 2 processes, where each holds its long keys in the pieces both sent) keeps only the
 /// true matches.
 #[test]
@@ -477,7 +573,7 @@ fn the_exact_join_tells_apart_keys_that_share_a_long_prefix() {
     let lines = |keep: usize| -> BTreeMap<Vec<u8>, usize> {
         keys.iter().enumerate().filter(|(i, _)| i % 2 == keep).map(|(i, k)| (format!("{i},{k},n\n").into_bytes(), 1)).collect()
     };
-    for strategy in ["broadcast", "shuffle"] {
+    for strategy in ["broadcast", "shuffle", "probe-side"] {
         for (anti, keep) in [(false, 0), (true, 1)] {
             for processes in [1, 2] {
                 let out = path_str(dir.path(), &format!("{strategy}-{anti}-{processes}"));
@@ -499,7 +595,7 @@ fn the_exact_join_tells_apart_keys_that_share_a_long_prefix() {
 /// 1 MiB of copies a shard, with 1,000 more keys last; and, with `auto`, by the workers that
 /// collect them for the broadcast, whose copies (3 MB) pass its limit (1 MB) where the distinct
 /// keys do not. The join keeps exactly the true matches, semi and anti, in one process of 2
-/// workers and in 2 processes.
+/// workers and in 2 processes; so does the probe-side join, which holds the probe keys instead.
 #[test]
 fn repeated_build_keys_are_held_once_and_join_exactly() {
     let dir = tempdir();
@@ -517,8 +613,16 @@ fn repeated_build_keys_are_held_once_and_join_exactly() {
     // with its number).
     let others: BTreeMap<Vec<u8>, usize> = probe_keys.iter().enumerate().filter(|&(_, &k)| k >= 6_000).map(|(i, &k)| (format!("{i},{},n\n", key(k)).into_bytes(), 1)).collect();
     let (build, probe, joined) = join_files(dir.path(), build_keys, probe_keys.into_iter().map(key).collect());
+    // A probe side as large as the build side, so that `auto` does not hold the probe keys
+    // instead (see `the_probe_side_join_holds_the_probe_keys_and_reads_the_build_side_past_them`).
+    let padded = |lines: &BTreeMap<Vec<u8>, usize>| -> BTreeMap<Vec<u8>, usize> {
+        lines.iter().map(|(line, &n)| (String::from_utf8(line.clone()).unwrap().replace(",n\n", &format!(",{}\n", "n".repeat(400))).into_bytes(), n)).collect()
+    };
+    let (joined, others) = (padded(&joined), padded(&others));
+    let text = std::fs::read_to_string(&probe).unwrap().replace(",n\n", &format!(",{}\n", "n".repeat(400)));
+    std::fs::write(&probe, text).unwrap();
     assert_eq!(joined.len() + others.len(), 10_000);
-    for (strategy, chosen) in [("shuffle", "(shuffle strategy)"), ("auto", "(broadcast strategy)")] {
+    for (strategy, chosen) in [("shuffle", "(shuffle strategy)"), ("auto", "(broadcast strategy)"), ("probe-side", "(probe-side strategy")] {
         for (anti, want) in [(false, &joined), (true, &others)] {
             for processes in [1, 2] {
                 let out = path_str(dir.path(), &format!("out-{strategy}-{anti}-{processes}"));
