@@ -14,15 +14,16 @@ environment, the anti-join (the probe rows whose key is not on the build side: b
 --anti, DuckDB's ANTI JOIN, Polars' anti join) is timed beside them, and its outputs compared by
 an order-free digest of their rows. With BIG_BUILD=1, a join with a build side as large as the
 probe is timed too (not a target): the 2M-row probe against the probe's own 20M `customer_id`
-keys (12.6M distinct ids in random order), bloomflow --exact (broadcast, then shuffle) beside
+keys (12.6M distinct ids in random order), bloomflow --exact (as `auto` chooses: the probe-side
+strategy, the build side being 10 times the probe's bytes; then shuffle) beside
 DuckDB's and Polars' semi-joins, every output compared. With LONG_KEYS=1, two joins keyed on the
 29-byte `payload` column are timed too (not targets), every output compared: the probe's own 20M
-payloads (all distinct) as the build side of the 2M-row probe (past the broadcast limit, so
-bloomflow's `auto` shuffles), and the 2M-row probe's payloads as the build side of the whole
-probe (broadcast). With REPEATED_KEYS=1, a join whose build keys repeat is timed too (not a
+payloads (all distinct) as the build side of the 2M-row probe (`auto` holds the probe's keys:
+the probe-side strategy), and the 2M-row probe's payloads as the build side of the whole probe
+(broadcast). With REPEATED_KEYS=1, a join whose build keys repeat is timed too (not a
 target), every output compared: the probe's own 20M `amount` values (about 1M distinct, each
-some 20 times) as the build side of the 2M-row probe, as bloomflow's `auto` chooses and with the
-shuffle strategy.
+some 20 times) as the build side of the 2M-row probe, as bloomflow's `auto` chooses (probe-side)
+and with the shuffle strategy.
 """
 import hashlib
 import os
