@@ -37,8 +37,11 @@ impl NumberBits {
     /// freed: in the outliers of the exact semi-join's peak memory, one worker's last four
     /// doublings together (6.8 MB) were in its arena, 3 MiB over the usual. 70 interleaved runs
     /// of the benchmark's exact semi-join each way: 3 peaked at 18.4-20.2 MiB, against 1 (18.2)
-    /// with this room; the same time.
-    const MAPPED: usize = 33 << 20;
+    /// with this room; the same time. Past 64 MiB too, the most a thread's arena holds (its heap,
+    /// with its header): a block of 33 MiB could still come from a larger one freed in the
+    /// arena (a vector grown in place by `realloc`), written and advised for huge pages before,
+    /// as a unit test found when bits were grown by an eighth at least.
+    const MAPPED: usize = 65 << 20;
 
     /// Sets number `v`'s bit, growing the bits to cover it within `bound` bytes; false if they
     /// cannot, and then the number is for the text.
@@ -83,16 +86,21 @@ impl NumberBits {
     }
 
     /// Grows the bits to cover `word` (within `bound` bytes, as the caller checked), to twice
-    /// their size (toward it) where `bound` allows, so that ids that come in order cost a copy
-    /// of their bits a doubling, not one a word.
+    /// their size (toward it) where `bound` allows and by an eighth at least, so that ids that
+    /// come in order or at random cost a copy of their bits a doubling or an eighth, not one a
+    /// word.
     #[cold]
     pub(super) fn grow(&mut self, word: u32, bound: u64) {
         let words = (self.bytes.len() / 8) as u32;
         let (low, high) = self.bounds_with(word);
         let needed = (high - low + 1) as u64;
         debug_assert!(8 * needed <= bound);
-        // Numbers are below 10^9: words below 2^24.
-        let room = needed.max(2 * words as u64).min(bound / 8).min(1 << 24) as u32;
+        // Numbers are below 10^9: words below 2^24. An eighth more at least, even past the
+        // bound (the room past the numbers is never written, so never in memory): grown only as
+        // far as the bound allowed, random ids (the bound a number's text more at each) took a
+        // copy of the bits almost a number, from the first that fitted until the span covered
+        // them all.
+        let room = needed.max(2 * words as u64).min(bound / 8).max(words as u64 + words as u64 / 8).min(1 << 24) as u32;
         let low = if word < self.at { (high + 1).saturating_sub(room) } else { low };
         // A zeroed allocation, left untouched: where the allocator maps fresh pages for it (a
         // large block, unless it has one freed to reuse), only the pages the copy and the
