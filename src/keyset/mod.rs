@@ -27,8 +27,11 @@ pub use numbers::*;
 use std::hash::BuildHasher;
 use table::*;
 
-/// Keys whose slots are prefetched together by [`KeySet::contains_batch`].
+/// Keys a set's build inserts in a group whose slots are prefetched together (see `insert_keys`).
 const BATCH: usize = 64;
+/// How many keys ahead of the one it looks up a batched lookup hashes and prefetches (see
+/// `KeySet::each_prefetched`).
+const AHEAD: usize = 16;
 /// Keys up to this long are short (see `is_short`): most are held as words, the others with the
 /// long keys.
 const INLINE: usize = 8;
@@ -232,19 +235,30 @@ impl KeySet {
         if self.parts.len() == 1 { 0 } else { part_of(k, self.dense, self.parts.len()) }
     }
 
-    /// Hands each of `keys`, hashed, with the index of its partition, to `f`, in order, in
-    /// groups whose every key's slot is prefetched before any of them is handed on, so that the
-    /// group's cache misses overlap.
+    /// Hands each of `keys`, hashed, with the index of its partition, to `f`, in order, each
+    /// key's slot prefetched [`AHEAD`] keys before it is handed on, so that about that many
+    /// cache misses are always in flight. (Prefetched 64 at a time and then looked up, the
+    /// probe-side join keyed on 20M payloads against 2M stalled on its prefetches, which
+    /// outnumbered the core's outstanding misses, then on the first lookups: 0.97–1.06 s
+    /// against 0.91–0.94 s, 4 interleaved runs; 8 or 32 ahead, as fast as 16.)
     #[inline(always)]
     fn each_prefetched<'k>(&self, keys: &[&'k [u8]], mut f: impl FnMut(usize, Hashed<'k>)) {
         let h = hasher();
-        let mut hashed = [Hashed::NONE; BATCH];
-        for group in keys.chunks(BATCH) {
-            for (k, key) in hashed.iter_mut().zip(group) {
-                *k = Hashed::new(&h, key, self.dense);
-                self.part(k).prefetch(*k);
+        let hashed = |key: &'k [u8]| {
+            let k = Hashed::new(&h, key, self.dense);
+            self.part(&k).prefetch(k);
+            k
+        };
+        let mut ahead = [Hashed::NONE; AHEAD];
+        for (k, &key) in ahead.iter_mut().zip(keys) {
+            *k = hashed(key);
+        }
+        for i in 0..keys.len() {
+            let k = ahead[i % AHEAD];
+            if let Some(&key) = keys.get(i + AHEAD) {
+                ahead[i % AHEAD] = hashed(key);
             }
-            hashed[..group.len()].iter().for_each(|&k| f(self.part_index(&k), k));
+            f(self.part_index(&k), k);
         }
     }
 
@@ -260,7 +274,7 @@ impl KeySet {
         self.part(&k).probe(k)
     }
 
-    /// Answers many keys: every key's slot is prefetched before any is probed.
+    /// Answers many keys, their slots prefetched ahead (see `each_prefetched`).
     pub fn contains_batch(&self, keys: &[&[u8]], answers: &mut Vec<bool>) {
         answers.clear();
         self.each_prefetched(keys, |part, k| answers.push(self.parts[part].probe(k)));
@@ -273,10 +287,9 @@ impl KeySet {
     }
 
     /// The place of each key (see [`places`](Self::places)), or None for a key the set does not
-    /// hold; every key's slot is prefetched before any is looked up, as in
-    /// [`contains_batch`](Self::contains_batch). Sets built from the same pieces in the same
-    /// order (and with as many partitions) place every key alike: their
-    /// [`layout_digest`](Self::layout_digest)s are equal.
+    /// hold; their slots are prefetched ahead, as in [`contains_batch`](Self::contains_batch).
+    /// Sets built from the same pieces in the same order (and with as many partitions) place
+    /// every key alike: their [`layout_digest`](Self::layout_digest)s are equal.
     pub fn positions_batch(&self, keys: &[&[u8]], places: &mut Vec<Option<usize>>) {
         places.clear();
         self.each_prefetched(keys, |part, k| places.push(self.parts[part].position(k).map(|at| self.starts[part] + at)));
