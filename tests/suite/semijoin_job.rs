@@ -1162,7 +1162,7 @@ fn the_anti_join_keeps_the_false_positives_and_needs_exact() {
 /// A join on two columns: the probe records whose (city, id) pair is on the build side, with the
 /// columns in another order and quoted on one side; pairs whose values run together alike
 /// (("ab", "c") and ("a", "bc")) do not match. The exact output is the true join for any worker
-/// count and both strategies (and its anti-join the rest); the filter is the same by names and by
+/// count and every strategy (and its anti-join the rest); the filter is the same by names and by
 /// indexes; a key of another arity on the probe side, or a field named twice, is refused.
 #[test]
 fn a_composite_key_joins_on_every_field() {
@@ -1199,7 +1199,7 @@ fn a_composite_key_joins_on_every_field() {
         let bloom = path_str(dir.path(), &format!("bloom-{w}"));
         ok(&join(&bloom, "city,id", "city,id", &["-w", w]));
         assert!(contains_multiset(&read_output(Path::new(&bloom), "event,city,id\n"), &expected), "-w {w}: a true match is missing");
-        for strategy in ["broadcast", "shuffle"] {
+        for strategy in ["broadcast", "shuffle", "probe-side"] {
             let exact = path_str(dir.path(), &format!("exact-{w}-{strategy}"));
             ok(&join(&exact, "city,id", "city,id", &["-w", w, "--exact", "--exact-strategy", strategy]));
             assert_eq!(read_output(Path::new(&exact), "event,city,id\n"), expected, "-w {w} {strategy}");
@@ -1383,7 +1383,8 @@ fn each_side_in_its_own_format() {
 
 /// `--null-key`: a key field written as the NULL text, unquoted, matches nothing, as in SQL. The
 /// semi-join drops its record and the anti-join keeps it, in order, down every path (the Bloom
-/// step alone, the broadcast and the shuffle join, from files and from standard input); a build does not insert it; a composite key with one NULL field is NULL;
+/// step alone, the broadcast, shuffle and probe-side joins, from files and from standard input);
+/// a build does not insert it; a composite key with one NULL field is NULL;
 /// a quoted field is text. The expected output is a model of that rule, which DuckDB's
 /// `nullstr` follows too (checked by hand on a smaller pair). Files without a header or quotes
 /// (`plain`) take the scan's fast path from their first line.
@@ -1432,12 +1433,14 @@ fn null_keys_join_nothing() {
                 let nulls = if build_null == probe_null { vec!["--null-key", build_null] } else { vec!["--build-null-key", build_null, "--probe-null-key", probe_null] };
                 let format: &[&str] = if plain { &["--no-header"] } else { &[] };
                 let common = [&["--build", &build, "--build-key", key_flag, "--probe-key", key_flag, "--no-progress", "--bits", "1048576", "--hashes", "7"][..], &nulls, format].concat();
-                let modes: [(&[&str], bool, bool); 6] = [
+                let modes: [(&[&str], bool, bool); 8] = [
                     (&["-w", "1"], false, false),
                     (&["-w", "1", "--exact"], false, false),
                     (&["-w", "2", "--exact", "--exact-strategy", "shuffle"], false, false),
+                    (&["-w", "2", "--exact", "--exact-strategy", "probe-side"], false, false),
                     (&["-w", "1", "--exact", "--anti"], true, false),
                     (&["-w", "2", "--exact", "--anti", "--exact-strategy", "shuffle"], true, false),
+                    (&["-w", "2", "--exact", "--anti", "--exact-strategy", "probe-side"], true, false),
                     // Standard input is read once: the anti-join's records wait in a file.
                     (&["-w", "2", "--exact", "--anti", "--exact-strategy", "shuffle"], true, true),
                 ];
