@@ -241,12 +241,12 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         return Err(Error::invalid("input", "standard input (-) is given as both --build and --probe, and it can be read only once"));
     }
     output::check_not_an_input(&config.output, build_inputs.iter().chain(&probe_inputs))?;
-    let planned = match &config.filter {
-        FilterSource::Build { scan, sizing, scheme, layout, seed, filter_per, .. } => {
+    let mut planned = match &config.filter {
+        FilterSource::Build { scan, sizing, scheme, layout, seed, .. } => {
             let source = Source::plan_inputs(build_inputs, scan.clone(), cluster.peers())?;
             let sized = size_filter(sizing, &source, *scheme, *layout, *seed)?;
-            let shared = shared_filter(*filter_per, false, &sized, cluster.workers)?;
-            PlannedFilter::Build { source: Box::new(source), sized: Box::new(sized), shared }
+            // The filter its workers share, where they share one, is made below.
+            PlannedFilter::Build { source: Box::new(source), sized: Box::new(sized), shared: None }
         }
         FilterSource::File(path) => {
             let filter = format::load(path)?.into_query_filter();
@@ -274,6 +274,15 @@ pub fn run(config: SemijoinConfig) -> Result<Option<SemijoinStats>> {
         return Err(Error::invalid("--exact-strategy", "probe-side reads the probe side twice, and standard input (-) can be read only once"));
     }
     let probe_side = Job::plans_probe_side(config.exact, config.exact_strategy, &planned, &probe);
+    if let (PlannedFilter::Build { sized, shared, .. }, FilterSource::Build { filter_per, .. }) = (&mut planned, &config.filter) {
+        // Not where the join holds the probe keys, which builds no filter: a build side of
+        // terabytes would have had a filter of gigabytes made (and its pages written), or
+        // refused as past the memory, for nothing. (Should the probe keys prove past the limit,
+        // its workers fill partials, checked then: see `run_worker`.)
+        if !probe_side {
+            *shared = shared_filter(*filter_per, false, sized, cluster.workers)?;
+        }
+    }
     // Held until the job ends, when it waits for the old output's removal.
     let replaced = output::prepare(&config.output, config.overwrite, cluster.process)?;
 
@@ -426,6 +435,11 @@ impl Job {
             true => self.hold_probe_keys(worker, abort, counter)?,
             false => None,
         };
+        if let (true, None, PlannedFilter::Build { sized, .. }) = (self.probe_side, &held, &self.planned) {
+            // Past the limit after all: the filter is built in a partial per worker.
+            let (bytes, workers) = (sized.spec.bits.div_ceil(8), self.cluster.workers as u64);
+            crate::limits::check_allocation(bytes.saturating_mul(workers), &format!("the filter ({} bits, one partial per worker, {workers} worker(s))", sized.spec.bits))?;
+        }
         let Probed { filter, strategy, build: build_reports, report, part } = match held {
             Some(set) => self.join_probe_side(worker, set, abort, counter, &mut stealing, &mut timeline)?,
             None => self.bloom_and_probe(worker, abort, counter, &mut stealing, &mut timeline)?,
@@ -804,9 +818,10 @@ impl Job {
         part.finish()
     }
 
-    /// The Bloom step, and with `exact` the check of each survivor against the broadcast build
-    /// keys: survivors go straight to the part file (with `--anti`, the records the filter
-    /// dropped and the survivors that did not match, in input order).
+    /// The Bloom step (none without a `filter`, as in the probe-side join: every key survives
+    /// it), and with `exact` the check of each survivor against the broadcast build keys (or the
+    /// probe keys a build key marked): survivors go straight to the part file (with `--anti`,
+    /// the records the filter dropped and the survivors that did not match, in input order).
     #[allow(clippy::too_many_arguments)]
     fn probe_bloom(
         &self,
