@@ -402,6 +402,26 @@ fn the_probe_side_join_holds_the_probe_keys_and_reads_the_build_side_past_them()
     fails_with(&run_with_stdin(&[&args[..], &["--exact-strategy", "probe-side"]].concat(), probe_text.as_bytes()), &["--exact-strategy", "standard input"]);
 }
 
+/// The probe-side join builds no filter, so it needs none of a filter's memory: a filter of
+/// 2^44 bits (2 TiB), which the broadcast join refuses as past the machine's memory, shared by
+/// a process's workers or one a worker, is never made, and the join is exact.
+#[test]
+fn the_probe_side_join_makes_no_filter() {
+    let dir = tempdir();
+    let (build, probe, expected) = join_files(dir.path(), (0..2_000).map(|i| format!("key {i}")).collect(), (0..50).map(|i| format!("key {}", i * 97)).collect());
+    for per in ["process", "worker"] {
+        let job = |out: &str, strategy: &str| {
+            let args = ["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", out, "--no-progress", "-w", "2"];
+            run(&[&args[..], &["--exact", "--exact-strategy", strategy, "--bits", "17592186044416", "--hashes", "3", "--filter-per", per]].concat())
+        };
+        let out = path_str(dir.path(), &format!("auto-{per}"));
+        let summary = ok(&job(&out, "auto"));
+        assert!(summary.contains("(probe-side strategy"), "{summary}");
+        assert_eq!(read_output(Path::new(&out), "event,key,note\n"), expected, "{per}");
+        fails_with(&job(&path_str(dir.path(), &format!("broadcast-{per}")), "broadcast"), &["17592186044416 bits", "of memory is available"]);
+    }
+}
+
 /// A build side from standard input is read once. Asked for, the shuffle join takes its keys as
 /// the build reads them, and gives the true join. So does a fallback to it, where `auto` finds
 /// the keys past `--broadcast-limit`: the keys the build kept go into the join, and those read
