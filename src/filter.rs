@@ -456,6 +456,54 @@ impl BloomFilter {
         self.target_fpp
     }
 
+    /// This filter as one of a `factor`-th of its bits (or, in the blocked layout, of its
+    /// blocks) would be, had every key been inserted there instead: bit (or block) i of the
+    /// result is the OR of bits (blocks) `factor`·i to `factor`·(i + 1) − 1 of this one. The
+    /// native schemes map a key into [0, m) by multiply-shift, ⌊x·m / 2^64⌋, and with m a
+    /// multiple of `factor`, ⌊x·(m/factor) / 2^64⌋ = ⌊⌊x·m / 2^64⌋ / factor⌋: each of the key's
+    /// positions lands on the fold of its position here (its block's bits do not depend on the
+    /// block count). None where `factor` is under 2 or does not divide the bits (blocks), or
+    /// for Hadoop's and Spark's schemes, whose positions are remainders.
+    pub fn folded(&self, factor: u64) -> Option<BloomFilter> {
+        let spec = self.spec;
+        if factor < 2 || !spec.scheme.is_native() {
+            return None;
+        }
+        let unit = match spec.layout {
+            Layout::Blocked => BLOCK_BITS,
+            Layout::Standard => 1,
+        };
+        let units = spec.bits / unit;
+        if !units.is_multiple_of(factor) {
+            return None;
+        }
+        let folded_spec = FilterSpec::with_size(spec.scheme, spec.layout, spec.bits / factor, spec.hashes, spec.seed).ok()?;
+        let mut bits = BitArray::new(folded_spec.bits);
+        match spec.layout {
+            Layout::Blocked => {
+                for block in 0..(units / factor) as usize {
+                    let line = bits.line_mut(block);
+                    for from in block * factor as usize..(block + 1) * factor as usize {
+                        line.iter_mut().zip(self.bits.line(from)).for_each(|(w, f)| *w |= f);
+                    }
+                }
+            }
+            Layout::Standard => {
+                for (i, &word) in self.bits.words().iter().enumerate() {
+                    let mut word = word;
+                    while word != 0 {
+                        bits.set((i as u64 * 64 + word.trailing_zeros() as u64) / factor);
+                        word &= word - 1;
+                    }
+                }
+            }
+        }
+        let mut folded = BloomFilter::from_parts(folded_spec, bits, self.items_inserted, self.expected_items, self.target_fpp);
+        folded.kernel = self.kernel;
+        folded.key_form = self.key_form;
+        Some(folded)
+    }
+
     /// Number of bits set.
     pub fn bits_set(&self) -> u64 {
         self.bits.count_ones()
@@ -1039,6 +1087,38 @@ fn prefetch(line: *const u8) {
 
 #[cfg(test)]
 mod tests {
+
+    /// A filter folded by 2, 4 or 8 is, bit for bit, the filter of that fraction of its size
+    /// built from the same keys (both native schemes, both layouts); a factor that does not
+    /// divide it, or a Hadoop filter, is not folded.
+    #[test]
+    fn a_folded_filter_is_the_smaller_filter_of_the_same_keys() {
+        use crate::hashing::HadoopHash;
+        let keys: Vec<Vec<u8>> = (0..3_000u32).map(|i| format!("key {i}").into_bytes()).collect();
+        let keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let filled = |scheme: Scheme, layout: Layout, bits: u64| {
+            let mut filter = BloomFilter::new(FilterSpec::with_size(scheme, layout, bits, 5, 7).unwrap());
+            filter.insert_batch(&keys);
+            filter
+        };
+        for scheme in [Scheme::Native, Scheme::NativeLookup3] {
+            for layout in [Layout::Standard, Layout::Blocked] {
+                let big = filled(scheme, layout, 512 * 64);
+                for factor in [2, 4, 8] {
+                    let folded = big.folded(factor).expect("a factor of the size");
+                    let direct = filled(scheme, layout, 512 * 64 / factor);
+                    assert_eq!(folded.spec(), direct.spec(), "{scheme:?} {layout:?} / {factor}");
+                    assert!(folded.bits().words() == direct.bits().words(), "{scheme:?} {layout:?} / {factor}");
+                    assert!(keys.iter().all(|k| folded.contains(k)));
+                }
+                assert!(big.folded(3).is_none() && big.folded(1).is_none(), "{scheme:?} {layout:?}");
+            }
+        }
+        let mut hadoop = BloomFilter::new(FilterSpec::with_size(Scheme::Hadoop(HadoopHash::Jenkins), Layout::Standard, 4096, 5, 0).unwrap());
+        hadoop.insert_batch(&keys);
+        assert!(hadoop.folded(2).is_none());
+    }
+
     use super::*;
 
     #[test]

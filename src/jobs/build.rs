@@ -77,17 +77,10 @@ impl SizedSpec {
     /// 32 MiB where 1.2 MB would do. `counting`: the filter's positions are 4-bit counters
     /// (`bits_set` counts those above zero).
     pub fn oversized_warning(&self, bits_set: u64, counting: bool) -> Option<String> {
-        let (m, k) = (self.spec.bits as f64, self.spec.hashes as f64);
-        let fill = bits_set as f64 / m;
-        if !self.estimated || !(0.0..1.0).contains(&fill) {
-            return None;
-        }
-        let keys = (-(m / k) * (1.0 - fill).ln()).ceil().max(1.0) as u64;
+        let (keys, suggested) = self.distinct_keys(bits_set)?;
         if keys.saturating_mul(8) >= self.expected_items {
             return None;
         }
-        // A tenth more, in two significant digits: the fill's figure is an estimate.
-        let suggested = round_up_to_two_digits(keys + keys.div_ceil(10));
         let needed = FilterSpec::sized_for(self.spec.scheme, self.spec.layout, suggested, self.target_fpp, self.spec.seed).ok()?;
         Some(format!(
             "the filter was sized for {} keys estimated from the input's size, but its fill shows about {keys} distinct keys \
@@ -97,6 +90,57 @@ impl SizedSpec {
             crate::limits::human_bytes(self.spec.bits / if counting { 2 } else { 8 })
         ))
     }
+}
+
+impl SizedSpec {
+    /// Where the filter was sized from the inputs' size: the distinct keys its fill shows it
+    /// holds, n ≈ −(m/k)·ln(1 − fill), and the expected items to size a filter for them: a
+    /// tenth more, in two significant digits (the fill's figure is an estimate).
+    fn distinct_keys(&self, bits_set: u64) -> Option<(u64, u64)> {
+        let (m, k) = (self.spec.bits as f64, self.spec.hashes as f64);
+        let fill = bits_set as f64 / m;
+        if !self.estimated || !(0.0..1.0).contains(&fill) {
+            return None;
+        }
+        let keys = (-(m / k) * (1.0 - fill).ln()).ceil().max(1.0) as u64;
+        Some((keys, round_up_to_two_digits(keys + keys.div_ceil(10))))
+    }
+
+    /// The global filter folded (see [`BloomFilter::folded`]) to the least size, a power-of-two
+    /// fraction of its own, that still holds its distinct keys at the target false-positive
+    /// rate, where it was sized from the inputs' size (which counts every copy of a key that
+    /// repeats) and holds few enough keys for a fold: byte for byte the filter that
+    /// `--expected-items` sized for them, rounded up to that fraction, would have made, in the
+    /// same one pass over the input. (The estimate's size is made foldable: see
+    /// [`foldable`].) None where it cannot be folded: sized otherwise, a Hadoop or Spark
+    /// filter, or one whose keys need at least half its size.
+    pub fn fold(&self, filter: &BloomFilter) -> Option<(BloomFilter, u64)> {
+        let (_, wanted) = self.distinct_keys(filter.bits_set())?;
+        let needed = FilterSpec::sized_for(self.spec.scheme, self.spec.layout, wanted, self.target_fpp, self.spec.seed).ok()?.bits;
+        let mut factor = (self.spec.bits / needed.max(1)).checked_ilog2().map_or(1, |log| 1u64 << log);
+        while factor >= 2 {
+            // Folded, its own estimate must meet the rate still (the hashes stay as they were).
+            if let Some(folded) = filter.folded(factor).filter(|folded| folded.estimated_fpp() <= self.target_fpp) {
+                return Some((folded.sized_for(wanted, self.target_fpp), factor));
+            }
+            factor /= 2;
+        }
+        None
+    }
+}
+
+/// `spec` (of a native scheme) rounded up to a size that folds (see [`SizedSpec::fold`]): its
+/// bits, or in the blocked layout its blocks, a multiple of the largest power of two that is at
+/// most a 64th of them, so that it folds by any power of two up to that, for 1.6% more bits at
+/// most. Hadoop's and Spark's filters, which do not fold, are left as they are.
+fn foldable(spec: FilterSpec) -> Result<FilterSpec> {
+    if !spec.scheme.is_native() {
+        return Ok(spec);
+    }
+    let unit = if spec.layout == Layout::Blocked { crate::spec::BLOCK_BITS } else { 1 };
+    let units = spec.bits / unit;
+    let step = (units / 64).checked_ilog2().map_or(1, |log| 1u64 << log);
+    FilterSpec::with_size(spec.scheme, spec.layout, units.div_ceil(step) * step * unit, spec.hashes, spec.seed)
 }
 
 /// The job's statistics, printed and written with `--stats-json`.
@@ -129,6 +173,9 @@ pub struct BuildStats {
     pub target_fpp: f64,
     pub expected_items: u64,
     pub sizing: String,
+    /// The bits the filter had before it was folded to fit its distinct keys (see
+    /// [`SizedSpec::fold`]), where it was.
+    pub folded_from_bits: Option<u64>,
     /// When worker 0 had its workers running, the filter merged and the file written.
     pub timeline: Timeline,
     pub per_worker: Vec<WorkerReport>,
@@ -157,7 +204,7 @@ pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, layout: Lay
         Sizing::Estimate { fpp } => {
             let (items, note) = estimate_items(source)?;
             Ok(SizedSpec {
-                spec: FilterSpec::sized_for(scheme, layout, items, fpp, seed)?,
+                spec: foldable(FilterSpec::sized_for(scheme, layout, items, fpp, seed)?)?,
                 expected_items: items,
                 target_fpp: fpp,
                 note: format!("{note}; sized for it at false-positive rate {} (give --expected-items to size exactly)", params::Rate(fpp)),
@@ -379,6 +426,17 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         }
         filter.set_items_inserted(reports.iter().map(|r| r.keys).sum());
         filter.set_key_form(Some(key_form));
+        let mut folded_from = None;
+        if let StoredFilter::Plain(plain) = &mut filter {
+            if let Some((folded, _)) = job_sized.fold(plain) {
+                folded_from = Some(plain.spec().bits);
+                *plain = folded;
+            }
+        }
+        let (spec, expected_items) = match &filter {
+            StoredFilter::Plain(plain) => (*plain.spec(), plain.expected_items()),
+            _ => (job_sized.spec, job_sized.expected_items),
+        };
         let filter = &filter;
         let stats = || match filter {
             StoredFilter::Plain(plain) => (plain.bits_set(), plain.estimated_fpp()),
@@ -393,19 +451,26 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         });
         written?;
         timeline.mark(if output.is_some() { "filter written" } else { "statistics made" }, started);
-        Ok(Some((bits_set, estimated_fpp, reports, timeline)))
+        Ok(Some((bits_set, estimated_fpp, reports, timeline, (spec, expected_items, folded_from))))
     })?;
 
     let joined = join_workers(guards);
     progress.finish();
-    let Some((bits_set, estimated_fpp, per_worker, timeline)) = joined? else { return Ok(None) };
+    let Some((bits_set, estimated_fpp, per_worker, timeline, (spec, expected_items, folded_from))) = joined? else { return Ok(None) };
     let elapsed = started.elapsed().as_secs_f64();
     let mut scan = ScanStats::default();
     for r in &per_worker {
         scan.absorb(&r.scan);
     }
-    let spec = sized.spec;
-    let oversized = sized.oversized_warning(bits_set, config.counting);
+    // A folded filter fits its keys: no warning that it is too large.
+    let oversized = folded_from.is_none().then(|| sized.oversized_warning(bits_set, config.counting)).flatten();
+    let sizing = match folded_from {
+        Some(from) => format!(
+            "{}; folded from {from} to {} bits, which its fill showed its distinct keys (about {expected_items} with a tenth more) to need",
+            sized.note, spec.bits
+        ),
+        None => sized.note.clone(),
+    };
     Ok(Some(BuildStats {
         output: config.output.as_ref().map(|p| p.display().to_string()),
         processes: cluster.processes,
@@ -427,8 +492,9 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         fill_ratio: bits_set as f64 / spec.bits as f64,
         estimated_fpp,
         target_fpp: sized.target_fpp,
-        expected_items: sized.expected_items,
-        sizing: sized.note,
+        expected_items,
+        sizing,
+        folded_from_bits: folded_from,
         timeline,
         per_worker,
         warnings: repeated.into_iter().chain(oversized).collect(),

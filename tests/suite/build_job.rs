@@ -935,30 +935,66 @@ fn a_file_and_its_hard_link_are_one_input_read_twice_with_a_warning() {
 }
 
 /// A build sized from the input's size over keys that repeat (40,000 rows of 1,000 distinct
-/// keys) warns that its filter is far larger than its keys need, naming `--expected-items`
-/// near the distinct count; sized as that says, it does not. A semi-join's build side too (with
-/// the broadcast join: `auto` would hold this small probe side's keys instead, and build no
-/// filter).
+/// keys, sized for the 62,500 estimated) folds its filter to the size its distinct keys need,
+/// by a power of two: byte for byte the same file from 1 worker, 2 and 2 processes, and, but
+/// for the sizes recorded, the filter that `--bits` of that size would have built; every key is
+/// in it, and it meets its rate. Sized by `--expected-items`, it is left as it is. A Hadoop
+/// filter, which does not fold, warns instead that it is far larger than its keys need, naming
+/// `--expected-items` near the distinct count; so does a semi-join's build side (with the
+/// broadcast join: `auto` would hold this small probe side's keys instead, and build no filter).
 #[test]
-fn a_build_over_repeated_keys_names_the_expected_items_it_needs() {
-    let dir = crate::util::tempdir();
+fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
+    use crate::util::{ok, path_str, run, tempdir};
+    let dir = tempdir();
     let rows: String = std::iter::once("id,key\n".to_string()).chain((0..40_000).map(|i| format!("{i},key-{}\n", i % 1_000))).collect();
-    let input = crate::util::path_str(dir.path(), "repeats.csv");
+    let input = path_str(dir.path(), "repeats.csv");
     std::fs::write(&input, rows).unwrap();
-    let filter = crate::util::path_str(dir.path(), "f.bloom");
-    let build = ["build", &input, "-k", "key", "-o", &filter, "-w", "2", "--no-progress"];
-    let o = crate::util::run(&build);
-    crate::util::ok(&o);
+    let stats_of = |path: &str| -> serde_json::Value { serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap() };
+    let mut files = Vec::new();
+    for (name, workers) in [("w1", "1"), ("w2", "2")] {
+        let (filter, stats) = (path_str(dir.path(), &format!("{name}.bloom")), path_str(dir.path(), &format!("{name}.json")));
+        let o = run(&["build", &input, "-k", "key", "-o", &filter, "-w", workers, "--no-progress", "--stats-json", &stats]);
+        let summary = ok(&o);
+        assert!(summary.contains("folded from"), "{summary}");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("warning"), "{}", String::from_utf8_lossy(&o.stderr));
+        files.push(std::fs::read(&filter).unwrap());
+        let stats = stats_of(&stats);
+        let (from, bits) = (stats["folded_from_bits"].as_u64().unwrap(), stats["bits"].as_u64().unwrap());
+        assert!(from >= 16 * bits && from.is_multiple_of(bits) && (from / bits).is_power_of_two(), "{stats}");
+        assert!(stats["estimated_fpp"].as_f64().unwrap() <= 0.01, "{stats}");
+        assert_eq!(stats["expected_items"], 1_100, "the distinct keys, a tenth more, sized for");
+    }
+    let cluster = path_str(dir.path(), "p2.bloom");
+    crate::util::all_ok(&crate::util::run_cluster(dir.path(), 2, 1, &["build", &input, "-k", "key", "-o", &cluster, "--no-progress"], std::time::Duration::from_secs(60)));
+    files.push(std::fs::read(&cluster).unwrap());
+    assert!(files.windows(2).all(|pair| pair[0] == pair[1]), "the folded filter is the same file whatever the workers");
+    // The filter `--bits` of the folded size builds: the same bits and hashes, the same bits set.
+    let info = |path: &str| -> serde_json::Value { serde_json::from_str(&ok(&run(&["info", path, "--json"]))).unwrap() };
+    let folded = info(&path_str(dir.path(), "w2.bloom"));
+    let direct_path = path_str(dir.path(), "direct.bloom");
+    let (bits, hashes) = (folded["bits"].to_string(), folded["hashes"].to_string());
+    ok(&run(&["build", &input, "-k", "key", "-o", &direct_path, "-w", "2", "--no-progress", "--bits", &bits, "--hashes", &hashes]));
+    let direct = info(&direct_path);
+    for field in ["bits", "hashes", "bits_set", "scheme", "layout"] {
+        assert_eq!(folded[field], direct[field], "{field}");
+    }
+    let keys: String = (0..1_000).map(|i| format!("key-{i}\n")).collect();
+    let answers = ok(&crate::util::run_with_stdin(&["query", &path_str(dir.path(), "w2.bloom")], keys.as_bytes()));
+    assert_eq!(answers.lines().filter(|line| line.ends_with("\tmaybe")).count(), 1_000, "every key is in the folded filter");
+    // Sized as asked, it is not folded.
+    let sized = path_str(dir.path(), "sized.json");
+    ok(&run(&["build", &input, "-k", "key", "-o", &path_str(dir.path(), "sized.bloom"), "--no-progress", "--expected-items", "1100", "--stats-json", &sized]));
+    assert!(stats_of(&sized)["folded_from_bits"].is_null());
+    // A Hadoop filter warns instead.
+    let o = run(&["build", &input, "-k", "key", "-o", &path_str(dir.path(), "hadoop.bloom"), "--format", "hadoop", "-w", "2", "--no-progress"]);
+    ok(&o);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("distinct keys (the input repeats its keys): --expected-items 1100 would size it"), "{stderr}");
-    let o = crate::util::run(&[&build[..], &["--expected-items", "1100"]].concat());
-    crate::util::ok(&o);
-    assert!(!String::from_utf8_lossy(&o.stderr).contains("--expected-items"), "{}", String::from_utf8_lossy(&o.stderr));
-    let probe = crate::util::path_str(dir.path(), "probe.csv");
+    assert!(stderr.contains("distinct keys (the input repeats its keys): --expected-items 1") && stderr.contains("00 would size it"), "{stderr}");
+    let probe = path_str(dir.path(), "probe.csv");
     std::fs::write(&probe, "event,key\n1,key-7\n2,key-1000\n").unwrap();
-    let out = crate::util::path_str(dir.path(), "out");
-    let o = crate::util::run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--exact-strategy", "broadcast"]);
-    crate::util::ok(&o);
+    let out = path_str(dir.path(), "out");
+    let o = run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--exact-strategy", "broadcast"]);
+    ok(&o);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("build side: the filter was sized for") && stderr.contains("--expected-items 1100 "), "{stderr}");
 }
