@@ -112,7 +112,7 @@ impl SizedSpec {
     /// repeats) and holds few enough keys for a fold: byte for byte the filter that
     /// `--expected-items` sized for them, rounded up to that fraction, would have made, in the
     /// same one pass over the input. (The estimate's size is made foldable: see
-    /// [`foldable`].) None where it cannot be folded: sized otherwise, a Hadoop or Spark
+    /// `foldable`.) None where it cannot be folded: sized otherwise, a Hadoop or Spark
     /// filter, or one whose keys need at least half its size.
     pub fn fold(&self, filter: &BloomFilter) -> Option<(BloomFilter, u64)> {
         let (_, wanted) = self.distinct_keys(filter.bits_set())?;

@@ -539,7 +539,7 @@ impl Job {
                         // filter's words (`global_shared_filter` returns after it, behind a
                         // barrier): the first worker here takes it, and all share it.
                         let filter = self.shared_query.get_or_init(|| match unsafe { shared.take() } {
-                            Some(StoredFilter::Plain(filter)) => Arc::new(QueryFilter::One(filter)),
+                            Some(StoredFilter::Plain(filter)) => Arc::new(QueryFilter::One(folded(filter, sized))),
                             _ => unreachable!("a semi-join shares a plain filter, taken once"),
                         });
                         (Arc::clone(filter), report)
@@ -547,7 +547,7 @@ impl Job {
                     None => {
                         let empty = |tick: &mut dyn FnMut()| BloomFilter::new_partial(sized.spec, tick).sized_for(sized.expected_items, sized.target_fpp);
                         let (filter, report) = global_filter(worker, source, empty, Gather::All, abort, counter, keep, &self.local_merge);
-                        (Arc::new(QueryFilter::One(filter)), report)
+                        (Arc::new(QueryFilter::One(folded(filter, sized))), report)
                     }
                 };
                 let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
@@ -930,7 +930,8 @@ impl Job {
         let mut warnings = Vec::new();
         if let PlannedFilter::Build { source, sized, .. } = &self.planned {
             warnings.extend(crate::splits::repeated_input(&source.inputs).map(|w| format!("build side: {w}")));
-            if let Some(filter) = filter {
+            // (A folded filter fits its keys.)
+            if let Some(filter) = filter.filter(|filter| filter.spec().bits == sized.spec.bits) {
                 warnings.extend(sized.oversized_warning(filter.bits_set(), false).map(|w| format!("build side: {w}")));
             }
         }
@@ -979,7 +980,12 @@ impl Job {
                 PlannedFilter::Build { .. } if filter.is_none() => "none: the probe side's keys were held, and the build side read past them".into(),
                 PlannedFilter::Build { sized, shared, .. } => {
                     let copies = if shared.is_some() { "one filter per process, filled by its workers together" } else { "a partial per worker, merged" };
-                    format!("built from the build side ({copies}); {}", sized.note)
+                    let bits = filter.map_or(sized.spec.bits, |filter| filter.spec().bits);
+                    let folded = match bits == sized.spec.bits {
+                        true => String::new(),
+                        false => format!("; folded from {} to {bits} bits, which its fill showed its distinct keys to need", sized.spec.bits),
+                    };
+                    format!("built from the build side ({copies}); {}{folded}", sized.note)
                 }
                 PlannedFilter::File { path, filter } => match &**filter {
                     QueryFilter::Rows(rows) => format!("read from {} (a Hadoop DynamicBloomFilter: {} rows of the size below, asked in turn)", path.display(), rows.rows().len()),
@@ -1024,6 +1030,16 @@ impl Job {
             per_worker_build: build,
             per_worker_probe: probe,
         }
+    }
+}
+
+/// The global filter, folded to the size its distinct keys need where it was sized from the
+/// build side's size (see [`SizedSpec::fold`]): every worker folds its copy alike, and probes a
+/// smaller filter.
+fn folded(filter: BloomFilter, sized: &SizedSpec) -> BloomFilter {
+    match sized.fold(&filter) {
+        Some((folded, _)) => folded,
+        None => filter,
     }
 }
 

@@ -940,8 +940,9 @@ fn a_file_and_its_hard_link_are_one_input_read_twice_with_a_warning() {
 /// for the sizes recorded, the filter that `--bits` of that size would have built; every key is
 /// in it, and it meets its rate. Sized by `--expected-items`, it is left as it is. A Hadoop
 /// filter, which does not fold, warns instead that it is far larger than its keys need, naming
-/// `--expected-items` near the distinct count; so does a semi-join's build side (with the
-/// broadcast join: `auto` would hold this small probe side's keys instead, and build no filter).
+/// `--expected-items` near the distinct count. A semi-join's build side folds alike, and its
+/// Hadoop filter warns (with the broadcast join: `auto` would hold this small probe side's keys
+/// instead, and build no filter).
 #[test]
 fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
     use crate::util::{ok, path_str, run, tempdir};
@@ -968,6 +969,7 @@ fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
     crate::util::all_ok(&crate::util::run_cluster(dir.path(), 2, 1, &["build", &input, "-k", "key", "-o", &cluster, "--no-progress"], std::time::Duration::from_secs(60)));
     files.push(std::fs::read(&cluster).unwrap());
     assert!(files.windows(2).all(|pair| pair[0] == pair[1]), "the folded filter is the same file whatever the workers");
+    let files_bits = stats_of(&path_str(dir.path(), "w2.json"))["bits"].clone();
     // The filter `--bits` of the folded size builds: the same bits and hashes, the same bits set.
     let info = |path: &str| -> serde_json::Value { serde_json::from_str(&ok(&run(&["info", path, "--json"]))).unwrap() };
     let folded = info(&path_str(dir.path(), "w2.bloom"));
@@ -992,9 +994,23 @@ fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
     assert!(stderr.contains("distinct keys (the input repeats its keys): --expected-items 1") && stderr.contains("00 would size it"), "{stderr}");
     let probe = path_str(dir.path(), "probe.csv");
     std::fs::write(&probe, "event,key\n1,key-7\n2,key-1000\n").unwrap();
-    let out = path_str(dir.path(), "out");
-    let o = run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--exact-strategy", "broadcast"]);
-    ok(&o);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("build side: the filter was sized for") && stderr.contains("--expected-items 1100 "), "{stderr}");
+    for (format, folds) in [("native", true), ("hadoop", false)] {
+        let out = path_str(dir.path(), &format!("out-{format}"));
+        let o = run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--exact-strategy", "broadcast", "--format", format]);
+        let summary = ok(&o);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(summary.contains("folded from"), folds, "{format}: {summary}");
+        assert_eq!(stderr.contains("build side: the filter was sized for"), !folds, "{format}: {stderr}");
+        let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
+        assert_eq!(stats["records_out"], 1, "{format}");
+        if folds {
+            assert_eq!(stats["bits"], files_bits, "the semi-join's filter folds as the build's");
+        }
+    }
+    // The folded filter prunes without losing a match: the Bloom step alone keeps key-7's row.
+    let bloom = path_str(dir.path(), "bloom-only");
+    let summary = ok(&run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &bloom, "--no-progress", "-w", "2"]));
+    assert!(summary.contains("folded from"), "{summary}");
+    let kept: String = crate::util::names_in(&bloom).iter().filter(|n| n.starts_with("part-")).map(|n| std::fs::read_to_string(Path::new(&bloom).join(n)).unwrap()).collect();
+    assert!(kept.contains("1,key-7\n"), "{kept}");
 }
