@@ -109,19 +109,18 @@ impl SizedSpec {
     /// The global filter folded (see [`BloomFilter::folded`]) to the least size, a power-of-two
     /// fraction of its own, that still holds its distinct keys at the target false-positive
     /// rate, where it was sized from the inputs' size (which counts every copy of a key that
-    /// repeats) and holds few enough keys for a fold: byte for byte the filter that
-    /// `--expected-items` sized for them, rounded up to that fraction, would have made, in the
-    /// same one pass over the input. (The estimate's size is made foldable: see
-    /// `foldable`.) None where it cannot be folded: sized otherwise, a Hadoop or Spark
-    /// filter, or one whose keys need at least half its size.
-    pub fn fold(&self, filter: &BloomFilter) -> Option<(BloomFilter, u64)> {
+    /// repeats) and holds few enough keys for a fold: byte for byte the filter of that size and
+    /// the same hashes (`--bits`, `--hashes`), in the same one pass over the input. (The
+    /// estimate's size is made foldable: see `foldable`.) None where it cannot be folded: sized
+    /// otherwise, a Hadoop or Spark filter, or one whose keys need at least half its size.
+    pub fn fold(&self, filter: &BloomFilter) -> Option<BloomFilter> {
         let (_, wanted) = self.distinct_keys(filter.bits_set())?;
         let needed = FilterSpec::sized_for(self.spec.scheme, self.spec.layout, wanted, self.target_fpp, self.spec.seed).ok()?.bits;
         let mut factor = (self.spec.bits / needed.max(1)).checked_ilog2().map_or(1, |log| 1u64 << log);
         while factor >= 2 {
             // Folded, its own estimate must meet the rate still (the hashes stay as they were).
             if let Some(folded) = filter.folded(factor).filter(|folded| folded.estimated_fpp() <= self.target_fpp) {
-                return Some((folded.sized_for(wanted, self.target_fpp), factor));
+                return Some(folded.sized_for(wanted, self.target_fpp));
             }
             factor /= 2;
         }
@@ -428,7 +427,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         filter.set_key_form(Some(key_form));
         let mut folded_from = None;
         if let StoredFilter::Plain(plain) = &mut filter {
-            if let Some((folded, _)) = job_sized.fold(plain) {
+            if let Some(folded) = job_sized.fold(plain) {
                 folded_from = Some(plain.spec().bits);
                 *plain = folded;
             }

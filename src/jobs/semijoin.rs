@@ -1037,10 +1037,7 @@ impl Job {
 /// build side's size (see [`SizedSpec::fold`]): every worker folds its copy alike, and probes a
 /// smaller filter.
 fn folded(filter: BloomFilter, sized: &SizedSpec) -> BloomFilter {
-    match sized.fold(&filter) {
-        Some((folded, _)) => folded,
-        None => filter,
-    }
+    sized.fold(&filter).unwrap_or(filter)
 }
 
 /// A worker's probe, as its report and its part (None where it failed, which its report says
