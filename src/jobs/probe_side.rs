@@ -75,8 +75,8 @@ impl Mergeable for Marks {
 /// A build scan marks the probe keys its keys equal.
 impl Partial for Marks {
     fn insert_batch(&mut self, keys: &[&[u8]]) -> crate::error::Result<()> {
-        let mut places = self.places.borrow_mut();
-        self.set.as_deref().expect("marks of a set, not a placeholder").positions_batch(keys, &mut places);
+        let places = self.places.get_mut();
+        self.set.as_deref().expect("marks of a set, not a placeholder").positions_batch(keys, places);
         for &at in places.iter().flatten() {
             self.words[at / 64] |= 1 << (at % 64);
         }
