@@ -457,16 +457,17 @@ impl BloomFilter {
     }
 
     /// This filter as one of a `factor`-th of its bits (or, in the blocked layout, of its
-    /// blocks) would be, had every key been inserted there instead: bit (or block) i of the
-    /// result is the OR of bits (blocks) `factor`·i to `factor`·(i + 1) − 1 of this one. The
-    /// native schemes map a key into [0, m) by multiply-shift, ⌊x·m / 2^64⌋, and with m a
-    /// multiple of `factor`, ⌊x·(m/factor) / 2^64⌋ = ⌊⌊x·m / 2^64⌋ / factor⌋: each of the key's
-    /// positions lands on the fold of its position here (its block's bits do not depend on the
-    /// block count). None where `factor` is under 2 or does not divide the bits (blocks), or
-    /// for Hadoop's and Spark's schemes, whose positions are remainders.
+    /// blocks) would be, had every key been inserted there instead. The native schemes map a
+    /// key into [0, m) by multiply-shift, ⌊x·m / 2^64⌋, and with m a multiple of `factor`,
+    /// ⌊x·(m/factor) / 2^64⌋ = ⌊⌊x·m / 2^64⌋ / factor⌋: bit (or block) i of the result is the OR
+    /// of bits (blocks) `factor`·i to `factor`·(i + 1) − 1 of this one (a block's bits do not
+    /// depend on the block count). Hadoop's and Spark's map it by a remainder, |h| mod m, and
+    /// (|h| mod m) mod (m/factor) = |h| mod (m/factor): bit i of the result is the OR of bits i,
+    /// i + m/factor, i + 2·m/factor, ... of this one. None where `factor` is under 2 or does not
+    /// divide the bits (blocks), or the format cannot hold that size (Spark's whole words).
     pub fn folded(&self, factor: u64) -> Option<BloomFilter> {
         let spec = self.spec;
-        if factor < 2 || !spec.scheme.is_native() {
+        if factor < 2 {
             return None;
         }
         let unit = match spec.layout {
@@ -477,9 +478,19 @@ impl BloomFilter {
         if !units.is_multiple_of(factor) {
             return None;
         }
-        let folded_spec = FilterSpec::with_size(spec.scheme, spec.layout, spec.bits / factor, spec.hashes, spec.seed).ok()?;
+        let folded_spec = FilterSpec::with_size(spec.scheme, spec.layout, spec.bits / factor, spec.hashes, spec.seed).ok().filter(|folded| folded.bits == spec.bits / factor)?;
         let mut bits = BitArray::new(folded_spec.bits);
+        let set_bits = |each: &mut dyn FnMut(u64)| {
+            for (i, &word) in self.bits.words().iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    each(i as u64 * 64 + word.trailing_zeros() as u64);
+                    word &= word - 1;
+                }
+            }
+        };
         match spec.layout {
+            _ if !spec.scheme.is_native() => set_bits(&mut |at| bits.set(at % folded_spec.bits)),
             Layout::Blocked => {
                 for block in 0..(units / factor) as usize {
                     let line = bits.line_mut(block);
@@ -488,15 +499,7 @@ impl BloomFilter {
                     }
                 }
             }
-            Layout::Standard => {
-                for (i, &word) in self.bits.words().iter().enumerate() {
-                    let mut word = word;
-                    while word != 0 {
-                        bits.set((i as u64 * 64 + word.trailing_zeros() as u64) / factor);
-                        word &= word - 1;
-                    }
-                }
-            }
+            Layout::Standard => set_bits(&mut |at| bits.set(at / factor)),
         }
         let mut folded = BloomFilter::from_parts(folded_spec, bits, self.items_inserted, self.expected_items, self.target_fpp);
         folded.kernel = self.kernel;
@@ -1089,8 +1092,9 @@ fn prefetch(line: *const u8) {
 mod tests {
 
     /// A filter folded by 2, 4 or 8 is, bit for bit, the filter of that fraction of its size
-    /// built from the same keys (both native schemes, both layouts); a factor that does not
-    /// divide it, or a Hadoop filter, is not folded.
+    /// built from the same keys: both native schemes in both layouts, Hadoop's and Spark's
+    /// schemes; a factor that does not divide it, or a Spark size of part of a word, is not
+    /// folded.
     #[test]
     fn a_folded_filter_is_the_smaller_filter_of_the_same_keys() {
         use crate::hashing::HadoopHash;
@@ -1114,9 +1118,24 @@ mod tests {
                 assert!(big.folded(3).is_none() && big.folded(1).is_none(), "{scheme:?} {layout:?}");
             }
         }
-        let mut hadoop = BloomFilter::new(FilterSpec::with_size(Scheme::Hadoop(HadoopHash::Jenkins), Layout::Standard, 4096, 5, 0).unwrap());
-        hadoop.insert_batch(&keys);
-        assert!(hadoop.folded(2).is_none());
+        // Hadoop's and Spark's remainders fold as well (Spark's to whole words only).
+        for scheme in [Scheme::Hadoop(HadoopHash::Jenkins), Scheme::Hadoop(HadoopHash::Murmur), Scheme::SparkV1, Scheme::SparkV2] {
+            let filled = |bits: u64| {
+                let mut filter = BloomFilter::new(FilterSpec::with_size(scheme, Layout::Standard, bits, 5, 0).unwrap());
+                filter.insert_batch(&keys);
+                filter
+            };
+            let big = filled(64 * 600);
+            for factor in [2, 4, 8] {
+                let folded = big.folded(factor).expect("a factor of the size");
+                let direct = filled(64 * 600 / factor);
+                assert_eq!(folded.spec(), direct.spec(), "{scheme:?} / {factor}");
+                assert!(folded.bits().words() == direct.bits().words(), "{scheme:?} / {factor}");
+            }
+            assert!(big.folded(7).is_none(), "{scheme:?}");
+        }
+        let spark = BloomFilter::new(FilterSpec::with_size(Scheme::SparkV2, Layout::Standard, 64 * 3, 5, 0).unwrap());
+        assert!(spark.folded(2).is_none(), "96 bits: not whole words");
     }
 
     use super::*;

@@ -112,7 +112,7 @@ impl SizedSpec {
     /// repeats) and holds few enough keys for a fold: byte for byte the filter of that size and
     /// the same hashes (`--bits`, `--hashes`), in the same one pass over the input. (The
     /// estimate's size is made foldable: see `foldable`.) None where it cannot be folded: sized
-    /// otherwise, a Hadoop or Spark filter, or one whose keys need at least half its size.
+    /// otherwise, or one whose keys need at least half its size.
     pub fn fold(&self, filter: &BloomFilter) -> Option<BloomFilter> {
         let (_, wanted) = self.distinct_keys(filter.bits_set())?;
         let needed = FilterSpec::sized_for(self.spec.scheme, self.spec.layout, wanted, self.target_fpp, self.spec.seed).ok()?.bits;
@@ -128,18 +128,15 @@ impl SizedSpec {
     }
 }
 
-/// `spec` (of a native scheme) rounded up to a size that folds (see [`SizedSpec::fold`]): its
-/// bits, or in the blocked layout its blocks, a multiple of the largest power of two that is at
-/// most a 64th of them, so that it folds by any power of two up to that, for 1.6% more bits at
-/// most. Hadoop's and Spark's filters, which do not fold, are left as they are.
+/// `spec` rounded up to a size that folds (see [`SizedSpec::fold`]): its bits, or in the blocked
+/// layout its blocks, a multiple of the largest power of two that is at most a 64th of them, so
+/// that it folds by any power of two up to that, for 1.6% more bits at most. (A Hadoop filter's
+/// size must stay within an int: one that rounding would pass is left as it is.)
 fn foldable(spec: FilterSpec) -> Result<FilterSpec> {
-    if !spec.scheme.is_native() {
-        return Ok(spec);
-    }
     let unit = if spec.layout == Layout::Blocked { crate::spec::BLOCK_BITS } else { 1 };
     let units = spec.bits / unit;
     let step = (units / 64).checked_ilog2().map_or(1, |log| 1u64 << log);
-    FilterSpec::with_size(spec.scheme, spec.layout, units.div_ceil(step) * step * unit, spec.hashes, spec.seed)
+    Ok(FilterSpec::with_size(spec.scheme, spec.layout, units.div_ceil(step) * step * unit, spec.hashes, spec.seed).unwrap_or(spec))
 }
 
 /// The job's statistics, printed and written with `--stats-json`.

@@ -938,11 +938,11 @@ fn a_file_and_its_hard_link_are_one_input_read_twice_with_a_warning() {
 /// keys, sized for the 62,500 estimated) folds its filter to the size its distinct keys need,
 /// by a power of two: byte for byte the same file from 1 worker, 2 and 2 processes, and, but
 /// for the sizes recorded, the filter that `--bits` of that size would have built; every key is
-/// in it, and it meets its rate. Sized by `--expected-items`, it is left as it is. A Hadoop
-/// filter, which does not fold, warns instead that it is far larger than its keys need, naming
-/// `--expected-items` near the distinct count. A semi-join's build side folds alike, and its
-/// Hadoop filter warns (with the broadcast join: `auto` would hold this small probe side's keys
-/// instead, and build no filter).
+/// in it, and it meets its rate. Sized by `--expected-items`, it is left as it is. Hadoop's and
+/// Spark's filters fold too. A counting filter, which does not fold, warns instead that it is
+/// far larger than its keys need, naming `--expected-items` near the distinct count. A
+/// semi-join's build side folds alike (with the broadcast join: `auto` would hold this small
+/// probe side's keys instead, and build no filter).
 #[test]
 fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
     use crate::util::{ok, path_str, run, tempdir};
@@ -987,14 +987,23 @@ fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
     let sized = path_str(dir.path(), "sized.json");
     ok(&run(&["build", &input, "-k", "key", "-o", &path_str(dir.path(), "sized.bloom"), "--no-progress", "--expected-items", "1100", "--stats-json", &sized]));
     assert!(stats_of(&sized)["folded_from_bits"].is_null());
-    // A Hadoop filter warns instead.
-    let o = run(&["build", &input, "-k", "key", "-o", &path_str(dir.path(), "hadoop.bloom"), "--format", "hadoop", "-w", "2", "--no-progress"]);
-    ok(&o);
+    // Hadoop's and Spark's filters fold too, and every key is in them.
+    for format in ["hadoop", "spark"] {
+        let path = path_str(dir.path(), &format!("{format}.bloom"));
+        let summary = ok(&run(&["build", &input, "-k", "key", "-o", &path, "--format", format, "-w", "2", "--no-progress"]));
+        assert!(summary.contains("folded from"), "{format}: {summary}");
+        let answers = ok(&crate::util::run_with_stdin(&["query", &path], keys.as_bytes()));
+        assert_eq!(answers.lines().filter(|line| line.ends_with("\tmaybe")).count(), 1_000, "{format}");
+    }
+    // A counting filter warns instead.
+    let o = run(&["build", &input, "-k", "key", "-o", &path_str(dir.path(), "counting.bloom"), "--counting", "-w", "2", "--no-progress"]);
+    let summary = ok(&o);
+    assert!(!summary.contains("folded from"), "{summary}");
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("distinct keys (the input repeats its keys): --expected-items 1") && stderr.contains("00 would size it"), "{stderr}");
     let probe = path_str(dir.path(), "probe.csv");
     std::fs::write(&probe, "event,key\n1,key-7\n2,key-1000\n").unwrap();
-    for (format, folds) in [("native", true), ("hadoop", false)] {
+    for (format, folds) in [("native", true), ("hadoop", true)] {
         let out = path_str(dir.path(), &format!("out-{format}"));
         let o = run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "--exact-strategy", "broadcast", "--format", format]);
         let summary = ok(&o);
@@ -1003,7 +1012,7 @@ fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
         assert_eq!(stderr.contains("build side: the filter was sized for"), !folds, "{format}: {stderr}");
         let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
         assert_eq!(stats["records_out"], 1, "{format}");
-        if folds {
+        if format == "native" {
             assert_eq!(stats["bits"], files_bits, "the semi-join's filter folds as the build's");
         }
     }
