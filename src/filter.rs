@@ -467,7 +467,9 @@ impl BloomFilter {
     /// divide the bits (blocks), or the format cannot hold that size (Spark's whole words).
     pub fn folded(&self, factor: u64) -> Option<BloomFilter> {
         let spec = self.spec;
-        if factor < 2 {
+        // (A remainder's fold is of bits: a blocked layout of such a scheme would place its
+        // blocks otherwise.)
+        if factor < 2 || (!spec.scheme.is_native() && spec.layout == Layout::Blocked) {
             return None;
         }
         let unit = match spec.layout {
