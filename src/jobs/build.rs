@@ -416,7 +416,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
             (StoredFilter::Plain(filter), report)
         };
         timeline.mark("filter merged", started);
-        let reports = input_reports(worker, report)?;
+        let reports = input_reports(worker, report, "input")?;
         if worker.index() != 0 {
             return Ok(None);
         }

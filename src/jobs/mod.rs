@@ -335,14 +335,15 @@ pub(crate) fn check_keys_found<'a>(workers: impl Iterator<Item = (&'a ScanStats,
     Ok(())
 }
 
-/// Every worker's report of a job that reads one input (a build, a subtract), in worker order,
-/// or the first worker's failure, or an error where no record had a usable key.
-pub(crate) fn input_reports(worker: &mut Worker, report: WorkerReport) -> crate::error::Result<Vec<WorkerReport>> {
+/// Every worker's report of a scan of keys (a build's, a subtract's, a semi-join's scan of either
+/// side, named `side` in the error), in worker order, or the first worker's failure, or an error
+/// where no record had a usable key.
+pub(crate) fn input_reports(worker: &mut Worker, report: WorkerReport, side: &str) -> crate::error::Result<Vec<WorkerReport>> {
     let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
     if let Some(failure) = crate::report::first_failure(&reports) {
         return Err(crate::error::Error::Job(failure));
     }
-    check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "input")?;
+    check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), side)?;
     Ok(reports)
 }
 

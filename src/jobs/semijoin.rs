@@ -13,7 +13,7 @@ use super::build::{filter_plan, shared_filter, size_filter, SizedSpec, Sizing};
 use super::shard_join::{send_kept_keys, shard_join};
 use super::steal::ProbeClaims;
 use super::probe_side::Marks;
-use super::{all_reports, broadcast_keys, check_keys_found, every_key, global_filter, global_shared_filter, join_workers, KeepKeys, SharedKeys};
+use super::{all_reports, broadcast_keys, check_keys_found, every_key, global_filter, global_shared_filter, input_reports, join_workers, KeepKeys, SharedKeys};
 use crate::keyset::{KeyArena, KeyCounts, KeySet};
 use crate::allreduce::{Gather, LocalMerge};
 use crate::cluster::{Agreement, ClusterConfig};
@@ -26,7 +26,7 @@ use crate::format::{self, StoredFilter};
 use crate::hashing::Scheme;
 use crate::spec::Layout;
 use crate::output::{self, part_name, TaskFile};
-use crate::report::{first_failure, mb_per_sec, Progress, Timeline, WorkerReport};
+use crate::report::{mb_per_sec, Progress, Timeline, WorkerReport};
 use crate::scan::{Header, RecordBatch, ScanOptions, ScanStats, Source};
 use crate::splits::{resolve_inputs, Input};
 use serde::{Deserialize, Serialize};
@@ -550,12 +550,7 @@ impl Job {
                         (Arc::new(QueryFilter::One(folded(filter, sized))), report)
                     }
                 };
-                let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
-                if let Some(failure) = first_failure(&reports) {
-                    return Err(Error::Job(failure));
-                }
-                check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "build")?;
-                (filter, reports)
+                (filter, input_reports(worker, report, "build")?)
             }
             PlannedFilter::File { filter, .. } => (Arc::clone(filter), Vec::new()),
         };
@@ -622,11 +617,7 @@ impl Job {
         let room = self.probe.total_bytes().min(limit).min(256 << 20) as usize;
         let mut keys = KeyArena::with_capacity(room).holding_numbers_as_bits(false).holding_each_key_once();
         let report = super::scan_keys(worker, &self.probe, |_| {}, |_| Ok(()), abort, counter, KeepKeys::UpTo(&mut keys, limit, None));
-        let reports: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
-        if let Some(failure) = first_failure(&reports) {
-            return Err(Error::Job(failure));
-        }
-        check_keys_found(reports.iter().map(|r| (&r.scan, r.keys)), "probe")?;
+        let reports = input_reports(worker, report, "probe")?;
         if reports.iter().any(|r| r.collected_key_bytes.is_none()) {
             return Ok(None);
         }
@@ -653,11 +644,7 @@ impl Job {
         let PlannedFilter::Build { source, .. } = &self.planned else { unreachable!("planned only where the job builds from the build side") };
         let empty = |tick: &mut dyn FnMut()| Marks::new(Arc::clone(&set), tick);
         let (marks, report) = global_filter(worker, source, empty, Gather::All, abort, counter, KeepKeys::No, &self.local_merge);
-        let build: Vec<WorkerReport> = all_reports(worker, report).into_iter().map(|(_, r)| r).collect();
-        if let Some(failure) = first_failure(&build) {
-            return Err(Error::Job(failure));
-        }
-        check_keys_found(build.iter().map(|r| (&r.scan, r.keys)), "build")?;
+        let build = input_reports(worker, report, "build")?;
         timeline.mark("build side marked", self.started);
         let started = Instant::now();
         let key_set = Some((set.len() as u64, set.table_bytes()));

@@ -278,7 +278,7 @@ pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
             }
         };
         timeline.mark("counts merged", started);
-        let reports = input_reports(worker, report)?;
+        let reports = input_reports(worker, report, "input")?;
         if worker.index() != 0 {
             return Ok(None);
         }

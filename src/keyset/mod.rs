@@ -244,21 +244,23 @@ impl KeySet {
     #[inline(always)]
     fn each_prefetched<'k>(&self, keys: &[&'k [u8]], mut f: impl FnMut(usize, Hashed<'k>)) {
         let h = hasher();
+        // Each key with its partition, found once.
         let hashed = |key: &'k [u8]| {
             let k = Hashed::new(&h, key, self.dense);
-            self.part(&k).prefetch(k);
-            k
+            let part = self.part_index(&k);
+            self.parts[part].prefetch(k);
+            (part, k)
         };
-        let mut ahead = [Hashed::NONE; AHEAD];
+        let mut ahead = [(0, Hashed::NONE); AHEAD];
         for (k, &key) in ahead.iter_mut().zip(keys) {
             *k = hashed(key);
         }
         for i in 0..keys.len() {
-            let k = ahead[i % AHEAD];
+            let (part, k) = ahead[i % AHEAD];
             if let Some(&key) = keys.get(i + AHEAD) {
                 ahead[i % AHEAD] = hashed(key);
             }
-            f(self.part_index(&k), k);
+            f(part, k);
         }
     }
 

@@ -404,7 +404,9 @@ fn the_probe_side_join_holds_the_probe_keys_and_reads_the_build_side_past_them()
 
 /// The probe-side join builds no filter, so it needs none of a filter's memory: a filter of
 /// 2^44 bits (2 TiB), which the broadcast join refuses as past the machine's memory, shared by
-/// a process's workers or one a worker, is never made, and the join is exact.
+/// a process's workers or one a worker, is never made, and the join is exact. Where the probe
+/// keys prove past the limit, the filter in partials that the job falls back to is refused
+/// before it is made.
 #[test]
 fn the_probe_side_join_makes_no_filter() {
     let dir = tempdir();
@@ -420,6 +422,12 @@ fn the_probe_side_join_makes_no_filter() {
         assert_eq!(read_output(Path::new(&out), "event,key,note\n"), expected, "{per}");
         fails_with(&job(&path_str(dir.path(), &format!("broadcast-{per}")), "broadcast"), &["17592186044416 bits", "of memory is available"]);
     }
+    // Probe keys past the limit: the job falls back to a filter in partials, checked then.
+    let out = path_str(dir.path(), "past-the-limit");
+    let args = ["semijoin", "--build", &build, "--build-key", "id", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "-w", "2"];
+    let o = run(&[&args[..], &["--exact", "--broadcast-limit", "10", "--bits", "17592186044416", "--hashes", "3"]].concat());
+    fails_with(&o, &["17592186044416 bits, one partial per worker", "of memory is available"]);
+    assert!(!Path::new(&out).exists());
 }
 
 /// A build side from standard input is read once. Asked for, the shuffle join takes its keys as
