@@ -231,6 +231,57 @@ impl CountingBloomFilter {
         self.words.iter().map(|&w| (w & w >> 1 & w >> 2 & w >> 3 & 0x1111_1111_1111_1111).count_ones() as u64).sum()
     }
 
+    /// This filter as one of a `factor`-th of its counters would be, had every key been
+    /// inserted there instead, as [`BloomFilter::folded`] folds bits: each counter of the result
+    /// is the saturating sum of the counters that fold onto it. A counter holds min(15, n) for
+    /// the n increments at its position, and min(15, Σ min(15, nᵢ)) = min(15, Σ nᵢ), so the
+    /// result is counter for counter the filter of that size (`--bits`, `--hashes`). None where
+    /// the bits cannot fold by `factor` (see [`BloomFilter::folded`]).
+    pub fn folded(&self, factor: u64) -> Option<CountingBloomFilter> {
+        let spec = self.spec;
+        let folded_spec = crate::filter::folded_spec(spec, factor)?;
+        let target = |pos: u64| match spec.layout {
+            _ if !spec.scheme.is_native() => pos % folded_spec.bits,
+            Layout::Blocked => pos / BLOCK_BITS / factor * BLOCK_BITS + pos % BLOCK_BITS,
+            Layout::Standard => pos / factor,
+        };
+        let mut folded = CountingBloomFilter::with_words(folded_spec, vec![0; words_for_counters(folded_spec.bits) as usize]);
+        // Where each word's 16 counters fold onto one word's (a block's words onto its fold's;
+        // a remainder's, its size whole words), the words are added sixteen counters at once.
+        let folded_words = words_for_counters(folded_spec.bits) as usize;
+        let words_per_block = (BLOCK_BITS / COUNTERS_PER_WORD) as usize;
+        let by_words = match spec.layout {
+            _ if !spec.scheme.is_native() => folded_spec.bits.is_multiple_of(COUNTERS_PER_WORD),
+            Layout::Blocked => true,
+            Layout::Standard => false,
+        };
+        let word_target = |i: usize| match spec.layout {
+            _ if !spec.scheme.is_native() => i % folded_words,
+            _ => i / words_per_block / factor as usize * words_per_block + i % words_per_block,
+        };
+        // A filter worth folding is mostly zeros: only its words, or counters, above zero are
+        // visited.
+        for (i, &word) in self.words.iter().enumerate().filter(|(_, &word)| word != 0) {
+            if by_words {
+                let at = &mut folded.words[word_target(i)];
+                *at = saturating_add_nibbles(*at, word);
+                continue;
+            }
+            let mut marks = above_zero_marks(word);
+            while marks != 0 {
+                let lane = marks.trailing_zeros() as u64;
+                let pos = i as u64 * COUNTERS_PER_WORD + lane / 4;
+                let at = target(pos);
+                let sum = (folded.counter(at) + ((word >> lane) & 0xF) as u8).min(COUNTER_MAX);
+                folded.set_counter(at, sum);
+                marks &= marks - 1;
+            }
+        }
+        folded.items_inserted = self.items_inserted;
+        (folded.expected_items, folded.target_fpp, folded.key_form) = (self.expected_items, self.target_fpp, self.key_form);
+        Some(folded)
+    }
+
     /// The plain filter with a bit set wherever a counter is non-zero.
     pub fn to_bloom_filter(&self) -> BloomFilter {
         // Four words of counters make one word of bits, 16 bits each.
@@ -516,6 +567,46 @@ mod tests {
 
     fn small() -> CountingBloomFilter {
         CountingBloomFilter::new(FilterSpec::native(1000, 4, 0).unwrap())
+    }
+
+    /// A counting filter folded by 2, 4 or 8 is, counter for counter, the counting filter of
+    /// that fraction of its size built from the same keys, saturated counters included (a
+    /// tenth of the keys go in 20 times): both native schemes in both layouts and both Hadoop
+    /// hashes; a factor that does not divide it is not folded.
+    #[test]
+    fn a_folded_counting_filter_is_the_smaller_filter_of_the_same_keys() {
+        use crate::hashing::{HadoopHash, Scheme};
+        let keys: Vec<Vec<u8>> = (0..3_000u32).flat_map(|i| std::iter::repeat_n(format!("key {i}").into_bytes(), if i % 10 == 0 { 20 } else { 1 })).collect();
+        let keys: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+        let cases = [
+            (Scheme::Native, Layout::Standard),
+            (Scheme::Native, Layout::Blocked),
+            (Scheme::NativeLookup3, Layout::Standard),
+            (Scheme::NativeLookup3, Layout::Blocked),
+            (Scheme::Hadoop(HadoopHash::Jenkins), Layout::Standard),
+            (Scheme::Hadoop(HadoopHash::Murmur), Layout::Standard),
+        ];
+        for (scheme, layout) in cases {
+            let filled = |bits: u64| {
+                let mut filter = CountingBloomFilter::new(FilterSpec::with_size(scheme, layout, bits, 5, if scheme.is_native() { 3 } else { 0 }).unwrap());
+                filter.insert_batch(&keys);
+                filter
+            };
+            // (A size whose folds are not whole words of counters as well, but for blocks.)
+            let sizes: &[u64] = if layout == Layout::Blocked { &[512 * 48] } else { &[512 * 48, 8 * 3_073] };
+            for &bits in sizes {
+                let big = filled(bits);
+                assert!(big.saturated_counters() > 0, "{scheme:?} {layout:?}: some counters saturate");
+                for factor in [2, 4, 8] {
+                    let folded = big.folded(factor).expect("a factor of the size");
+                    let direct = filled(bits / factor);
+                    assert_eq!(folded.spec(), direct.spec(), "{scheme:?} {layout:?} {bits} / {factor}");
+                    assert!(folded.words() == direct.words(), "{scheme:?} {layout:?} {bits} / {factor}");
+                    assert_eq!(folded.items_inserted(), big.items_inserted());
+                }
+                assert!(big.folded(5).is_none() && big.folded(1).is_none(), "{scheme:?} {layout:?}");
+            }
+        }
     }
 
     #[test]

@@ -467,20 +467,8 @@ impl BloomFilter {
     /// divide the bits (blocks), or the format cannot hold that size (Spark's whole words).
     pub fn folded(&self, factor: u64) -> Option<BloomFilter> {
         let spec = self.spec;
-        // (A remainder's fold is of bits: a blocked layout of such a scheme would place its
-        // blocks otherwise.)
-        if factor < 2 || (!spec.scheme.is_native() && spec.layout == Layout::Blocked) {
-            return None;
-        }
-        let unit = match spec.layout {
-            Layout::Blocked => BLOCK_BITS,
-            Layout::Standard => 1,
-        };
-        let units = spec.bits / unit;
-        if !units.is_multiple_of(factor) {
-            return None;
-        }
-        let folded_spec = FilterSpec::with_size(spec.scheme, spec.layout, spec.bits / factor, spec.hashes, spec.seed).ok().filter(|folded| folded.bits == spec.bits / factor)?;
+        let folded_spec = folded_spec(spec, factor)?;
+        let units = spec.bits / if spec.layout == Layout::Blocked { BLOCK_BITS } else { 1 };
         let mut bits = BitArray::new(folded_spec.bits);
         let set_bits = |each: &mut dyn FnMut(u64)| {
             for (i, &word) in self.bits.words().iter().enumerate() {
@@ -535,6 +523,22 @@ impl BloomFilter {
             }
         }
     }
+}
+
+/// The identity of a filter of `spec` folded by `factor` (see [`BloomFilter::folded`]): a
+/// `factor`-th of its bits, the same hashes and seed. None where `factor` is under 2 or does not
+/// divide its bits (in the blocked layout, its blocks), where the format cannot hold that size
+/// (Spark's whole words), or for a blocked layout of a remainder scheme (whose fold is of bits,
+/// while such a layout would place its blocks otherwise; none is made).
+pub(crate) fn folded_spec(spec: FilterSpec, factor: u64) -> Option<FilterSpec> {
+    if factor < 2 || (!spec.scheme.is_native() && spec.layout == Layout::Blocked) {
+        return None;
+    }
+    let unit = if spec.layout == Layout::Blocked { BLOCK_BITS } else { 1 };
+    if !(spec.bits / unit).is_multiple_of(factor) {
+        return None;
+    }
+    FilterSpec::with_size(spec.scheme, spec.layout, spec.bits / factor, spec.hashes, spec.seed).ok().filter(|folded| folded.bits == spec.bits / factor)
 }
 
 /// The estimated false-positive rate of a blocked filter whose blocks have `set` bits set each,

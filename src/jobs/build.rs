@@ -113,8 +113,8 @@ impl SizedSpec {
     /// the same hashes (`--bits`, `--hashes`), in the same one pass over the input. (The
     /// estimate's size is made foldable: see `foldable`.) None where it cannot be folded: sized
     /// otherwise, or one whose keys need at least half its size.
-    pub fn fold(&self, filter: &BloomFilter) -> Option<BloomFilter> {
-        let (_, wanted) = self.distinct_keys(filter.bits_set())?;
+    pub fn fold<F: Foldable>(&self, filter: &F) -> Option<F> {
+        let (_, wanted) = self.distinct_keys(filter.positions_set())?;
         let needed = FilterSpec::sized_for(self.spec.scheme, self.spec.layout, wanted, self.target_fpp, self.spec.seed).ok()?.bits;
         let mut factor = (self.spec.bits / needed.max(1)).checked_ilog2().map_or(1, |log| 1u64 << log);
         while factor >= 2 {
@@ -126,6 +126,55 @@ impl SizedSpec {
         }
         None
     }
+}
+
+/// A filter that folds to a power-of-two fraction of its size (see [`SizedSpec::fold`]): a plain
+/// filter's bits, or a counting filter's counters, each the filter of that size.
+pub trait Foldable: Sized {
+    /// Its positions set: bits set, or counters above zero.
+    fn positions_set(&self) -> u64;
+    /// Folded by `factor` ([`BloomFilter::folded`], [`CountingBloomFilter::folded`]).
+    fn folded(&self, factor: u64) -> Option<Self>;
+    fn estimated_fpp(&self) -> f64;
+    /// Records the (n, p) it was sized for.
+    fn sized_for(self, n: u64, p: f64) -> Self;
+}
+
+impl Foldable for BloomFilter {
+    fn positions_set(&self) -> u64 {
+        self.bits_set()
+    }
+    fn folded(&self, factor: u64) -> Option<Self> {
+        BloomFilter::folded(self, factor)
+    }
+    fn estimated_fpp(&self) -> f64 {
+        BloomFilter::estimated_fpp(self)
+    }
+    fn sized_for(self, n: u64, p: f64) -> Self {
+        BloomFilter::sized_for(self, n, p)
+    }
+}
+
+impl Foldable for CountingBloomFilter {
+    fn positions_set(&self) -> u64 {
+        self.counters_set()
+    }
+    fn folded(&self, factor: u64) -> Option<Self> {
+        CountingBloomFilter::folded(self, factor)
+    }
+    fn estimated_fpp(&self) -> f64 {
+        CountingBloomFilter::estimated_fpp(self)
+    }
+    fn sized_for(self, n: u64, p: f64) -> Self {
+        CountingBloomFilter::sized_for(self, n, p)
+    }
+}
+
+/// Folds the global filter, of the job's identity `sized.spec`, where [`SizedSpec::fold`] does:
+/// the bits it had then.
+fn fold_in_place<F: Foldable>(filter: &mut F, sized: &SizedSpec) -> Option<u64> {
+    *filter = sized.fold(filter)?;
+    Some(sized.spec.bits)
 }
 
 /// `spec` rounded up to a size that folds (see [`SizedSpec::fold`]): its bits, or in the blocked
@@ -422,16 +471,15 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         }
         filter.set_items_inserted(reports.iter().map(|r| r.keys).sum());
         filter.set_key_form(Some(key_form));
-        let mut folded_from = None;
-        if let StoredFilter::Plain(plain) = &mut filter {
-            if let Some(folded) = job_sized.fold(plain) {
-                folded_from = Some(plain.spec().bits);
-                *plain = folded;
-            }
-        }
+        let folded_from = match &mut filter {
+            StoredFilter::Plain(plain) => fold_in_place(plain, &job_sized),
+            StoredFilter::Counting(counters) => fold_in_place(counters, &job_sized),
+            StoredFilter::Dynamic(_) => None,
+        };
         let (spec, expected_items) = match &filter {
             StoredFilter::Plain(plain) => (*plain.spec(), plain.expected_items()),
-            _ => (job_sized.spec, job_sized.expected_items),
+            StoredFilter::Counting(counters) => (*counters.spec(), counters.expected_items()),
+            StoredFilter::Dynamic(_) => (job_sized.spec, job_sized.expected_items),
         };
         let filter = &filter;
         let stats = || match filter {

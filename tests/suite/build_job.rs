@@ -939,8 +939,7 @@ fn a_file_and_its_hard_link_are_one_input_read_twice_with_a_warning() {
 /// by a power of two: byte for byte the same file from 1 worker, 2 and 2 processes, and, but
 /// for the sizes recorded, the filter that `--bits` of that size would have built; every key is
 /// in it, and it meets its rate. Sized by `--expected-items`, it is left as it is. Hadoop's and
-/// Spark's filters fold too. A counting filter, which does not fold, warns instead that it is
-/// far larger than its keys need, naming `--expected-items` near the distinct count. A
+/// Spark's filters fold too, and a counting filter's counters (by saturating sums). A
 /// semi-join's build side folds alike (with the broadcast join: `auto` would hold this small
 /// probe side's keys instead, and build no filter).
 #[test]
@@ -995,12 +994,29 @@ fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
         let answers = ok(&crate::util::run_with_stdin(&["query", &path], keys.as_bytes()));
         assert_eq!(answers.lines().filter(|line| line.ends_with("\tmaybe")).count(), 1_000, "{format}");
     }
-    // A counting filter warns instead.
-    let o = run(&["build", &input, "-k", "key", "-o", &path_str(dir.path(), "counting.bloom"), "--counting", "-w", "2", "--no-progress"]);
-    let summary = ok(&o);
-    assert!(!summary.contains("folded from"), "{summary}");
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(stderr.contains("distinct keys (the input repeats its keys): --expected-items 1") && stderr.contains("00 would size it"), "{stderr}");
+    // A counting filter folds its counters: the same file whatever the workers, the counting
+    // filter of that size, and every key is in it, counted 40 times (saturated at 15).
+    let mut counting = Vec::new();
+    for workers in ["1", "2"] {
+        let path = path_str(dir.path(), &format!("counting-w{workers}.bloom"));
+        let o = run(&["build", &input, "-k", "key", "-o", &path, "--counting", "-w", workers, "--no-progress"]);
+        let summary = ok(&o);
+        assert!(summary.contains("folded from"), "{summary}");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("warning"), "{}", String::from_utf8_lossy(&o.stderr));
+        counting.push(std::fs::read(&path).unwrap());
+    }
+    assert!(counting[0] == counting[1], "the folded counting filter is the same file whatever the workers");
+    let folded = info(&path_str(dir.path(), "counting-w2.bloom"));
+    let direct_path = path_str(dir.path(), "counting-direct.bloom");
+    let (bits, hashes) = (folded["bits"].to_string(), folded["hashes"].to_string());
+    ok(&run(&["build", &input, "-k", "key", "-o", &direct_path, "--counting", "-w", "2", "--no-progress", "--bits", &bits, "--hashes", &hashes]));
+    assert!(std::fs::read(&direct_path).unwrap() != counting[1], "the direct build was sized, not estimated");
+    let direct = info(&direct_path);
+    for field in ["bits", "hashes", "bits_set", "saturated_counters"] {
+        assert_eq!(folded[field], direct[field], "{field}");
+    }
+    let answers = ok(&crate::util::run_with_stdin(&["query", &path_str(dir.path(), "counting-w2.bloom"), "--count"], keys.as_bytes()));
+    assert_eq!(answers.lines().filter(|line| line.ends_with("\t15")).count(), 1_000, "every key counted, saturated: {answers}");
     let probe = path_str(dir.path(), "probe.csv");
     std::fs::write(&probe, "event,key\n1,key-7\n2,key-1000\n").unwrap();
     for (format, folds) in [("native", true), ("hadoop", true)] {
