@@ -397,8 +397,9 @@ impl SharedKeys {
 /// the first worker of every process (`receivers`), its numbers as the bits it collected them
 /// in (see [`KeyArena::take_bits`]); then every worker of the process builds one partition of
 /// the set from them, at the same time, and they share the whole. `counts`: all the workers'
-/// keys, by kind.
-pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: KeyCounts, receivers: &[usize], shared: &SharedKeys) -> std::sync::Arc<KeySet> {
+/// keys, by kind. `sketched`: the set is to be asked mostly about keys it does not hold, and
+/// its partitions keep sketches of their keys (see [`PartitionBuilder::sketching`]).
+pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: KeyCounts, receivers: &[usize], shared: &SharedKeys, sketched: bool) -> std::sync::Arc<KeySet> {
     let me = worker.index();
     let received = Rc::new(RefCell::new(Vec::<KeyPiece>::new()));
     let probe = ProbeHandle::new();
@@ -466,6 +467,9 @@ pub(crate) fn broadcast_keys(worker: &mut Worker, mut keys: KeyArena, counts: Ke
     // One step first, so that the news that this worker's input is closed leaves before it.
     worker.step();
     let mut builder = PartitionBuilder::new(counts, me % shared.local_workers, shared.local_workers);
+    if sketched {
+        builder = builder.sketching();
+    }
     worker.step_or_park_while(PARK, || !probe.done());
     const LOCKED: &str = "no worker panics holding the lock";
     let local = me % shared.local_workers;
@@ -602,7 +606,7 @@ mod tests {
         let counts = arena_of(0).counts().merge(arena_of(1).counts());
         let shared = std::sync::Arc::new(super::SharedKeys::new(2));
         let guards = timely::execute(timely::Config::process(2), move |worker| {
-            let set = super::broadcast_keys(worker, arena_of(worker.index()), counts, &[0], &shared);
+            let set = super::broadcast_keys(worker, arena_of(worker.index()), counts, &[0], &shared, false);
             let all_held = (0..2).flat_map(keys_of).all(|key| set.contains(&key));
             (all_held, set.contains(b"worker 2's long key 0"), set.copied_bytes())
         })

@@ -9,7 +9,9 @@
 //!
 //! The marks are bits of the set's places (see [`KeySet::positions_batch`]): every process
 //! built its set from the same pieces in the same order, so a key has the same place in each,
-//! which the job checks (see [`KeySet::layout_digest`]) before it merges marks.
+//! which the job checks (see [`KeySet::layout_digest`]) before it merges marks. Most build keys
+//! are not probe keys, so the set keeps sketches of its long keys, asked before their tables
+//! while most keys of a worker's batches are absent (see [`KeySet::positions_batch_sketched`]).
 
 use super::Partial;
 use crate::allreduce::Mergeable;
@@ -26,13 +28,17 @@ pub(crate) struct Marks {
     words: Vec<u64>,
     /// The places of a batch's keys, reused from batch to batch.
     places: RefCell<Vec<Option<usize>>>,
+    /// Whether the next batch of build keys asks the set's sketches first (see
+    /// [`KeySet::positions_batch_sketched`]): where at least half of the last batch's keys
+    /// were absent.
+    ask_sketches: bool,
 }
 
 impl Marks {
     /// No key of `set` marked yet.
     pub(crate) fn new(set: Arc<KeySet>, tick: &mut dyn FnMut()) -> Marks {
         let words = crate::limits::zeroed_written_ticking(set.places().div_ceil(64), tick);
-        Marks { set: Some(set), words, places: RefCell::new(Vec::new()) }
+        Marks { set: Some(set), words, places: RefCell::new(Vec::new()), ask_sketches: true }
     }
 
     fn set(&self) -> &KeySet {
@@ -76,15 +82,22 @@ impl Mergeable for Marks {
 impl Partial for Marks {
     fn insert_batch(&mut self, keys: &[&[u8]]) -> crate::error::Result<()> {
         let places = self.places.get_mut();
-        self.set.as_deref().expect("marks of a set, not a placeholder").positions_batch(keys, places);
+        let set = self.set.as_deref().expect("marks of a set, not a placeholder");
+        match self.ask_sketches {
+            true => set.positions_batch_sketched(keys, places),
+            false => set.positions_batch(keys, places),
+        }
+        let mut held = 0;
         for &at in places.iter().flatten() {
             self.words[at / 64] |= 1 << (at % 64);
+            held += 1;
         }
+        self.ask_sketches = held * 2 <= keys.len();
         Ok(())
     }
 
     fn placeholder() -> Self {
-        Marks { set: None, words: vec![0], places: RefCell::new(Vec::new()) }
+        Marks { set: None, words: vec![0], places: RefCell::new(Vec::new()), ask_sketches: false }
     }
 }
 
@@ -93,10 +106,12 @@ mod tests {
     use super::*;
     use crate::keyset::KeyArena;
 
+    /// The probe keys' set, with sketches of its long keys, as the job builds it.
     fn set_of(keys: &[&[u8]]) -> Arc<KeySet> {
         let mut arena = KeyArena::with_capacity(1 << 16);
         arena.push_all(keys);
-        Arc::new(KeySet::from_arena(arena))
+        let pieces: Vec<&[u8]> = arena.pieces().into_iter().map(|piece| &arena.as_bytes()[piece]).collect();
+        Arc::new(KeySet::from_partitions(vec![crate::keyset::PartitionBuilder::new(arena.counts(), 0, 1).sketching().build(&pieces)]))
     }
 
     /// A probe key is answered yes once a build key equal to it is marked, in this worker's
@@ -117,5 +132,13 @@ mod tests {
         ours.contains_batch(&[probe[3], probe[10], probe[2999], probe[4], b"not a probe key"], &mut answers);
         assert_eq!(answers, [true, true, true, false, false]);
         assert_eq!(ours.marked(), 3);
+        // The sketches are asked while most build keys of a batch are absent, and not once most
+        // are held; the marks are the same either way.
+        assert!(!ours.ask_sketches, "2 of 3 held");
+        ours.insert_batch(&[probe[7], b"absent 1", b"absent 2"]).unwrap();
+        assert!(ours.ask_sketches, "1 of 3 held");
+        ours.insert_batch(&[probe[1], probe[5], b"not a probe key"]).unwrap();
+        assert!(!ours.ask_sketches, "2 of 3 held");
+        assert_eq!(ours.marked(), 6);
     }
 }

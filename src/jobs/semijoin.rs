@@ -577,7 +577,7 @@ impl Job {
             }
             Some(_) => {
                 let counts = build_reports.iter().map(collected_counts).fold(KeyCounts::default(), KeyCounts::merge);
-                let set = broadcast_keys(worker, std::mem::take(&mut keys), counts, &self.receivers(), &self.shared_keys);
+                let set = broadcast_keys(worker, std::mem::take(&mut keys), counts, &self.receivers(), &self.shared_keys, false);
                 report.key_set = Some((set.len() as u64, set.table_bytes()));
                 self.probe_bloom(me, Some(&filter), Some(Exact::Keys(&set)), abort, counter, &mut report, stealing)
             }
@@ -622,7 +622,8 @@ impl Job {
             return Ok(None);
         }
         let counts = reports.iter().map(collected_counts).fold(KeyCounts::default(), KeyCounts::merge);
-        let set = broadcast_keys(worker, keys, counts, &self.receivers(), &self.shared_keys);
+        // Most build keys, of a side 8 times the probe's or more, are not probe keys.
+        let set = broadcast_keys(worker, keys, counts, &self.receivers(), &self.shared_keys, true);
         if self.cluster.processes > 1 {
             // The marks of one process mean the same keys in another only where both sets place
             // every key alike, as sets built from the same pieces in the same order do.

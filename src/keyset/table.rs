@@ -524,6 +524,12 @@ pub(super) struct Hashed<'a> {
 impl<'a> Hashed<'a> {
     pub(super) const NONE: Hashed<'static> = Hashed { hash: 0, number: 0, word: 0, big: 0, key: &[] };
 
+    /// Whether it is a long key (held with its text), not a number or a short key.
+    #[inline(always)]
+    pub(super) fn is_long(&self) -> bool {
+        self.number == 0 && self.word == 0 && self.big == 0
+    }
+
     #[inline(always)]
     pub(super) fn new(h: &foldhash::fast::FixedState, key: &'a [u8], dense: Dense) -> Self {
         Hashed::with_number(h, key, number(key), dense)
@@ -558,6 +564,8 @@ pub(super) struct Part {
     pub(super) words: Words<u64>,
     pub(super) big: Words<u64>,
     others: Others,
+    /// A sketch of the keys of its tables, where it was asked for (see [`Part::sketch_keys`]).
+    sketch: Option<Sketch>,
 }
 
 impl Part {
@@ -568,6 +576,35 @@ impl Part {
             words: Words::with_capacity(short),
             big: Words::with_capacity(big),
             others: Others::with_capacity(others),
+            sketch: None,
+        }
+    }
+
+    /// Keeps a sketch of the keys its tables get from now on (see [`Sketch`]), sized for
+    /// `keys` of them.
+    pub(super) fn sketching(&mut self, keys: usize) {
+        self.sketch = Some(Sketch::with_capacity(keys));
+    }
+
+    /// Whether it keeps a sketch of its keys.
+    pub(super) fn sketched(&self) -> bool {
+        self.sketch.is_some()
+    }
+
+    /// False where the sketch (if it has one) says it surely does not hold `k`.
+    #[inline(always)]
+    pub(super) fn may_hold(&self, k: &Hashed) -> bool {
+        match &self.sketch {
+            Some(sketch) if k.is_long() => sketch.may_hold(k.hash),
+            _ => true,
+        }
+    }
+
+    /// Hints the cache to load the word of its sketch that `k` would look at, if it has one.
+    #[inline(always)]
+    pub(super) fn prefetch_sketch(&self, k: &Hashed) {
+        if let Some(sketch) = self.sketch.as_ref().filter(|_| k.is_long()) {
+            sketch.prefetch(k.hash);
         }
     }
 
@@ -578,7 +615,7 @@ impl Part {
     /// Bytes of the partition's tables, its bits and the text it copied (not the text it holds
     /// where it was given).
     pub(super) fn table_bytes(&self) -> usize {
-        self.bits.words.len() * 8 + self.numbers.slots.len() * 4 + (self.words.slots.len() + self.big.slots.len() + self.others.slots.len()) * 8 + self.others.arena.len()
+        self.sketch.as_ref().map_or(0, Sketch::bytes) + self.bits.words.len() * 8 + self.numbers.slots.len() * 4 + (self.words.slots.len() + self.big.slots.len() + self.others.slots.len()) * 8 + self.others.arena.len()
     }
 
     /// Bytes of long keys copied into the table's own arena.
@@ -611,6 +648,9 @@ impl Part {
     #[inline(always)]
     pub(super) fn insert(&mut self, k: Hashed) {
         debug_assert!(self.bits.bit(k.number).is_none(), "a dense number goes straight to its bit");
+        if let Some(sketch) = self.sketch.as_mut().filter(|_| k.is_long()) {
+            sketch.insert(k.hash);
+        }
         if k.number != 0 {
             self.numbers.insert(k.hash, k.number);
         } else if k.word != 0 {

@@ -1,7 +1,8 @@
 //! Property tests of the exact join's key set against a `HashSet`: whatever the keys (numbers of
 //! every length with and without leading zeros, short keys ending in any byte, long keys, the
 //! empty key), the partition count, and the counts the tables are sized for, the set holds
-//! exactly the keys put in, each once however often given, one by one and in batches.
+//! exactly the keys put in, each once however often given, one by one and in batches (asking
+//! sketches of its long keys first, or not).
 
 use bloomflow::keyset::{GrowingSet, KeyArena, KeyCounts, KeySet, PartitionBuilder};
 use proptest::prelude::*;
@@ -30,6 +31,16 @@ fn answers_as(set: &KeySet, want: &HashSet<&[u8]>, queries: &[&[u8]]) -> Result<
     set.contains_batch(queries, &mut answers);
     let mut places = Vec::new();
     set.positions_batch(queries, &mut places);
+    // Asking the sketches first (where the set keeps them) places every key alike, and no
+    // key the set holds is ruled out: every batch length, those of fewer keys than the
+    // lookup looks ahead too.
+    for len in [0, 1, 5, 17, 40, queries.len()] {
+        let batch = &queries[..len.min(queries.len())];
+        let (mut plain, mut sketched) = (Vec::new(), Vec::new());
+        set.positions_batch(batch, &mut plain);
+        set.positions_batch_sketched(batch, &mut sketched);
+        prop_assert_eq!(plain, sketched, "{} keys", batch.len());
+    }
     let mut taken = std::collections::HashMap::new();
     for ((query, batched), place) in queries.iter().zip(answers).zip(places) {
         prop_assert_eq!(set.contains(query), want.contains(query), "{:?}", query);
@@ -46,7 +57,7 @@ fn answers_as(set: &KeySet, want: &HashSet<&[u8]>, queries: &[&[u8]]) -> Result<
 
 proptest! {
     #[test]
-    fn a_key_set_holds_exactly_its_keys(members in prop::collection::vec(key(), 0..200), others in prop::collection::vec(key(), 0..200), parts in 1usize..4, sized in any::<bool>()) {
+    fn a_key_set_holds_exactly_its_keys(members in prop::collection::vec(key(), 0..200), others in prop::collection::vec(key(), 0..200), parts in 1usize..4, sized in any::<bool>(), sketched in any::<bool>()) {
         let mut arena = KeyArena::default();
         // Half the members given twice.
         members.iter().chain(&members[..members.len() / 2]).for_each(|k| arena.push(k));
@@ -54,7 +65,9 @@ proptest! {
         let pieces: Vec<&[u8]> = arena.pieces().into_iter().map(|piece| &bytes[piece]).collect();
         // Sized for the keys, or for one (the tables must grow).
         let counts = if sized { arena.counts() } else { KeyCounts { keys: 1, ..KeyCounts::default() } };
-        let build = || KeySet::from_partitions((0..parts).map(|i| PartitionBuilder::new(counts, i, parts).build(&pieces)).collect());
+        // With sketches of its long keys, or without.
+        let builder = |i| if sketched { PartitionBuilder::new(counts, i, parts).sketching() } else { PartitionBuilder::new(counts, i, parts) };
+        let build = || KeySet::from_partitions((0..parts).map(|i| builder(i).build(&pieces)).collect());
         let set = build();
         let want: HashSet<&[u8]> = members.iter().map(Vec::as_slice).collect();
         // Built again from the same pieces (as another process builds it), the set places
