@@ -41,7 +41,7 @@ pub struct Args {
     exact: bool,
     /// How --exact joins: broadcast the build keys to every process (when they fit
     /// --broadcast-limit, with auto), or shuffle the keys, each worker joining a shard of them;
-    /// or, for a build side much larger than the probe side (with auto: 8 times its files'
+    /// or, for a build side much larger than the probe side (with auto: 4 times its files'
     /// bytes, where the probe keys fit --broadcast-limit), hold the probe keys in every process,
     /// mark those the build side holds, and read the probe side again (probe-side).
     #[arg(long, value_enum, default_value_t = StrategyArg::Auto, requires = "exact")]

@@ -402,6 +402,28 @@ fn the_probe_side_join_holds_the_probe_keys_and_reads_the_build_side_past_them()
     fails_with(&run_with_stdin(&[&args[..], &["--exact-strategy", "probe-side"]].concat(), probe_text.as_bytes()), &["--exact-strategy", "standard input"]);
 }
 
+/// `auto` holds the probe keys where the build side's files are at least 4 times the probe
+/// side's (`PROBE_SIDE_RATIO`), and broadcasts the build keys below that; both joins are exact.
+#[test]
+fn auto_holds_the_probe_keys_from_a_build_side_four_times_the_probes() {
+    let dir = tempdir();
+    let rows = |range: std::ops::Range<u32>| -> String { std::iter::once("id,key\n".to_string()).chain(range.map(|i| format!("{i:05},key number {i:05}\n"))).collect() };
+    let build = path_str(dir.path(), "build.csv");
+    std::fs::write(&build, rows(0..4_000)).unwrap();
+    // 4.1 and 3.9 times: the probe's first rows are build rows, the rest are not.
+    for (probe_rows, strategy) in [(975, "(probe-side strategy"), (1_025, "(broadcast strategy)")] {
+        let text = rows(3_900..3_900 + probe_rows);
+        let probe = path_str(dir.path(), &format!("probe-{probe_rows}.csv"));
+        std::fs::write(&probe, &text).unwrap();
+        let ratio = std::fs::metadata(&build).unwrap().len() as f64 / text.len() as f64;
+        let out = path_str(dir.path(), &format!("out-{probe_rows}"));
+        let summary = ok(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "-w", "2"]));
+        assert!(summary.contains(strategy), "{ratio:.2} times the probe: {summary}");
+        let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
+        assert_eq!(stats["records_out"], 100, "{ratio:.2}");
+    }
+}
+
 /// The probe-side join builds no filter, so it needs none of a filter's memory: a filter of
 /// 2^44 bits (2 TiB), which the broadcast join refuses as past the machine's memory, shared by
 /// a process's workers or one a worker, is never made, and the join is exact. Where the probe
