@@ -435,6 +435,9 @@ impl Job {
             true => self.hold_probe_keys(worker, abort, counter)?,
             false => None,
         };
+        if held.is_some() {
+            timeline.mark("probe keys held", self.started);
+        }
         if let (true, None, PlannedFilter::Build { sized, .. }) = (self.probe_side, &held, &self.planned) {
             // Past the limit after all: the filter is built in a partial per worker.
             let (bytes, workers) = (sized.spec.bits.div_ceil(8), self.cluster.workers as u64);

@@ -383,6 +383,7 @@ fn the_probe_side_join_holds_the_probe_keys_and_reads_the_build_side_past_them()
                 }
                 let stats = stats(&out);
                 assert_eq!(stats["exact_strategy"], "probe-side", "{key}, anti {anti}, {processes} x {workers}");
+                check_timeline(&stats, &["workers running", "probe keys held", "build side marked", "own probe done", "parts committed"]);
                 assert!(stats["bits"].is_null() && stats["false_positives_removed"].is_null(), "{stats}");
                 assert_eq!(stats["key_set_keys"], stats["probe_keys_matched"].as_u64().unwrap() + 5_000, "{key}: the absent keys are held, not matched");
             }
