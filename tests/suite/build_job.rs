@@ -960,7 +960,7 @@ fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
         files.push(std::fs::read(&filter).unwrap());
         let stats = stats_of(&stats);
         let (from, bits) = (stats["folded_from_bits"].as_u64().unwrap(), stats["bits"].as_u64().unwrap());
-        assert!(from >= 16 * bits && from.is_multiple_of(bits) && (from / bits).is_power_of_two(), "{stats}");
+        assert!(from >= 16 * bits && from.is_multiple_of(bits), "{stats}");
         assert!(stats["estimated_fpp"].as_f64().unwrap() <= 0.01, "{stats}");
         assert_eq!(stats["expected_items"], 1_100, "the distinct keys, a tenth more, sized for");
     }
@@ -986,6 +986,10 @@ fn a_build_over_repeated_keys_folds_its_filter_to_their_size() {
     let sized = path_str(dir.path(), "sized.json");
     ok(&run(&["build", &input, "-k", "key", "-o", &path_str(dir.path(), "sized.bloom"), "--no-progress", "--expected-items", "1100", "--stats-json", &sized]));
     assert!(stats_of(&sized)["folded_from_bits"].is_null());
+    // Folded by a factor of its size, not only a power of two, the filter is within a quarter
+    // of the size that filter has (12,288 bits against 11,264; folded by powers of two, 31,232).
+    let (folded_bits, sized_bits) = (files_bits.as_u64().unwrap(), stats_of(&sized)["bits"].as_u64().unwrap());
+    assert!(folded_bits >= sized_bits && folded_bits * 4 <= sized_bits * 5, "{folded_bits} folded, {sized_bits} sized");
     // Hadoop's and Spark's filters fold too, and every key is in them.
     for format in ["hadoop", "spark"] {
         let path = path_str(dir.path(), &format!("{format}.bloom"));
