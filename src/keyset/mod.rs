@@ -91,8 +91,8 @@ impl PartitionBuilder {
         PartitionBuilder { table, dense, index, count, in_place, long_keys }
     }
 
-    /// Keeps a sketch of the partition's long keys (see [`KeySet::positions_batch`]), for a
-    /// set asked mostly about keys it does not hold. (Numbers and short keys are not sketched:
+    /// Keeps a sketch of the partition's long keys (see [`KeySet::positions_batch_sketched`]),
+    /// for a set asked mostly about keys it does not hold. (Numbers and short keys are not sketched:
     /// their tables take 4 or 8 bytes a key, a sketch 2, and in the probe-side join keyed on
     /// the 20M-row probe's ids or amounts against its first 2M rows, asking a sketch of them
     /// first took 0.52–0.54 s to 0.60–0.62 and 0.65–0.72 s to 0.81–0.89.)
@@ -330,10 +330,10 @@ impl KeySet {
         self.each_sketched(keys, |held| places.push(held.and_then(|(part, k)| self.parts[part].position(k).map(|at| self.starts[part] + at))));
     }
 
-    /// [`each_prefetched`](Self::each_prefetched), asking the partitions' sketches first: each key is hashed and its sketch word prefetched
-    /// 2·[`AHEAD`] keys before it is handed on, its sketch asked and (unless that says the key
-    /// is absent) its slot prefetched [`AHEAD`] keys before; `f` gets None for a key a
-    /// sketch rules out.
+    /// [`each_prefetched`](Self::each_prefetched), asking the partitions' sketches first: each
+    /// key is hashed and its sketch word prefetched 2·[`AHEAD`] keys before it is handed on,
+    /// its sketch asked and (unless that says the key is absent) its slot prefetched [`AHEAD`]
+    /// keys before; `f` gets None for a key a sketch rules out.
     #[inline(always)]
     fn each_sketched<'k>(&self, keys: &[&'k [u8]], mut f: impl FnMut(Option<(usize, Hashed<'k>)>)) {
         let h = hasher();

@@ -564,7 +564,7 @@ pub(super) struct Part {
     pub(super) words: Words<u64>,
     pub(super) big: Words<u64>,
     others: Others,
-    /// A sketch of the keys of its tables, where it was asked for (see [`Part::sketch_keys`]).
+    /// A sketch of its long keys, where it was asked for (see [`Part::sketching`]).
     sketch: Option<Sketch>,
 }
 
@@ -580,13 +580,13 @@ impl Part {
         }
     }
 
-    /// Keeps a sketch of the keys its tables get from now on (see [`Sketch`]), sized for
+    /// Keeps a sketch of the long keys its table gets from now on (see [`Sketch`]), sized for
     /// `keys` of them.
     pub(super) fn sketching(&mut self, keys: usize) {
         self.sketch = Some(Sketch::with_capacity(keys));
     }
 
-    /// Whether it keeps a sketch of its keys.
+    /// Whether it keeps a sketch of its long keys.
     pub(super) fn sketched(&self) -> bool {
         self.sketch.is_some()
     }

@@ -39,8 +39,6 @@ fn holds_exactly_the_keys_put_in() {
     }
 }
 
-/// The arena counts short keys by length and last byte alone; the tables decide by the
-/// word. They must agree, or a table would be sized for the wrong keys.
 /// A set of long keys built with sketches rules out about 99% of the long keys it does not
 /// hold before their lookup (the sketch's 16 bits a key, 4 in one word: about 0.5% pass), and
 /// none it holds; numbers and short keys are not sketched.
@@ -67,6 +65,8 @@ fn sketches_rule_out_most_absent_long_keys_and_no_held_one() {
     assert!(!plain.parts.iter().any(Part::sketched), "only a set asked for them keeps sketches");
 }
 
+/// The arena counts short keys by length and last byte alone; the tables decide by the
+/// word. They must agree, or a table would be sized for the wrong keys.
 #[test]
 fn is_short_agrees_with_short_word() {
     for len in 0..=10 {
