@@ -9,7 +9,7 @@
 //! travel in pieces, a shard's keys side by side (see [`BuildKeys`]), not one record each.
 
 use super::join_key::JoinKey;
-use crate::keyset::{next_check, GrowingSet, KeyArena, KeySet, FIRST_CHECK};
+use crate::keyset::{GrowingSet, KeyArena, KeySet};
 use std::cell::RefCell;
 use std::rc::Rc;
 use timely::container::CapacityContainerBuilder;
@@ -121,10 +121,9 @@ impl Lookup {
 /// A shard's build keys as they arrive: every copy in an arena, or, once they prove to repeat,
 /// each once in a set that grows as they come (see [`GrowingSet`]).
 enum ShardKeys {
-    /// The keys, and the arena's length at which it is next asked whether they repeat: at
-    /// [`FIRST_CHECK`] bytes, then at each eighth more, as an arena asks itself (see
-    /// [`KeyArena::holding_each_key_once`]).
-    Arena(KeyArena, usize),
+    /// The keys, asked whether they repeat as the arena says (see
+    /// [`KeyArena::repeat_check_due`]).
+    Arena(KeyArena),
     Growing(GrowingSet),
 }
 
@@ -133,20 +132,17 @@ impl ShardKeys {
     /// them as the build side, took 180 MB of text over the shards), and estimates its distinct
     /// keys: the shard gets every copy of its keys, and its set is sized for the distinct ones.
     fn new(huge_pages: bool) -> ShardKeys {
-        ShardKeys::Arena(KeyArena::default().holding_numbers_as_bits(huge_pages).estimating_distinct(), FIRST_CHECK)
+        ShardKeys::Arena(KeyArena::default().holding_numbers_as_bits(huge_pages).estimating_distinct())
     }
 
     /// Takes the keys of a piece (encoded as an arena holds them).
     fn push(&mut self, piece: &[u8]) {
         match self {
             ShardKeys::Growing(set) => set.insert_encoded(piece),
-            ShardKeys::Arena(arena, check) => {
+            ShardKeys::Arena(arena) => {
                 arena.push_encoded(piece);
-                if arena.len_bytes() >= *check {
-                    *check = next_check(arena.len_bytes());
-                    if arena.mostly_repeats() {
-                        *self = ShardKeys::Growing(GrowingSet::from_arena(std::mem::take(arena)));
-                    }
+                if arena.repeat_check_due() && arena.mostly_repeats() {
+                    *self = ShardKeys::Growing(GrowingSet::from_arena(std::mem::take(arena)));
                 }
             }
         }
@@ -155,7 +151,7 @@ impl ShardKeys {
     /// The set of every key taken.
     fn into_set(self) -> KeySet {
         match self {
-            ShardKeys::Arena(arena, _) => KeySet::from_arena(arena),
+            ShardKeys::Arena(arena) => KeySet::from_arena(arena),
             ShardKeys::Growing(set) => set.into_set(),
         }
     }
@@ -279,7 +275,7 @@ mod tests {
                 keys.push(encoded.as_bytes());
                 match &keys {
                     ShardKeys::Growing(_) => grew = true,
-                    ShardKeys::Arena(arena, _) => passed |= arena.len_bytes() >= FIRST_CHECK,
+                    ShardKeys::Arena(arena) => passed |= arena.len_bytes() >= crate::keyset::FIRST_CHECK,
                 }
             }
             // Grown at the first check (no arena past it), or never though past it.

@@ -48,14 +48,14 @@ pub struct KeyArena {
 
 /// Text of keys an arena holds before it first asks whether they repeat (see
 /// [`KeyArena::holding_each_key_once`]); it asks again at each eighth more (see
-/// [`next_check`]).
+/// `next_check`).
 pub const FIRST_CHECK: usize = 1 << 20;
 
 /// The length of text at which an arena of `len` bytes next asks whether its keys repeat: an
 /// eighth more. An estimate takes some 20 µs (4,096 registers), about 40 of them up to 64 MiB.
 /// Asked at each doubling, 20M rows of 28-byte keys with 1M distinct (each seen by both workers
 /// within their first 46 MB) let their copies go at 64 MiB a worker, not at 48.
-pub fn next_check(len: usize) -> usize {
+fn next_check(len: usize) -> usize {
     len.saturating_add(len / 8)
 }
 
@@ -204,6 +204,19 @@ impl KeyArena {
         self.estimating_distinct()
     }
 
+    /// Whether its text has reached the length at which it next asks whether its keys repeat
+    /// ([`FIRST_CHECK`] bytes, then each eighth more: see `next_check`); if so, the next ask
+    /// moves an eighth past it. An arena that holds each key once asks itself (see
+    /// [`holding_each_key_once`](Self::holding_each_key_once)); a shuffle join's shard asks
+    /// its arena, and turns it into a set that grows (see [`GrowingSet`](super::GrowingSet)).
+    pub fn repeat_check_due(&mut self) -> bool {
+        if self.bytes.len() < self.next_check {
+            return false;
+        }
+        self.next_check = next_check(self.bytes.len());
+        true
+    }
+
     /// Whether fewer than half the keys held as text are distinct, by the arena's estimate (see
     /// [`estimating_distinct`](Self::estimating_distinct)); false where it does not estimate.
     pub fn mostly_repeats(&self) -> bool {
@@ -277,7 +290,7 @@ impl KeyArena {
             }
         }
         self.push_text(key, value.is_some());
-        if self.once && self.bytes.len() >= self.next_check {
+        if self.once && self.repeat_check_due() {
             self.check_repeats();
         }
     }
@@ -301,7 +314,6 @@ impl KeyArena {
     /// key once from then on; else asks again at an eighth more text.
     #[cold]
     fn check_repeats(&mut self) {
-        self.next_check = next_check(self.bytes.len());
         if self.held.is_some() || !self.mostly_repeats() {
             return;
         }

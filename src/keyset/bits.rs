@@ -172,6 +172,13 @@ pub struct DenseWords {
     pub bytes: Vec<u8>,
 }
 
+impl DenseWords {
+    /// The pieces a builder reads of `bits` (one piece, or none).
+    pub fn pieces(bits: &Option<DenseWords>) -> Vec<BitsPiece<'_>> {
+        bits.iter().map(|bits| BitsPiece { at: bits.at, bytes: &bits.bytes }).collect()
+    }
+}
+
 /// The bits set in `bytes` (whole little-endian words of a bitmap) as gaps: for each set bit in
 /// order, how many bits lie between it and the one before (the first: from bit 0), a LEB128
 /// varint. Numbers sparser than one in eight of their span take fewer bytes so than as bits:

@@ -27,8 +27,8 @@ impl GrowingSet {
             Some(distinct) => counts.for_distinct(distinct.saturating_mul(2)),
             None => counts,
         };
-        let bits = arena.take_bits();
-        let bits: Vec<BitsPiece> = bits.iter().map(|bits| BitsPiece { at: bits.at, bytes: &bits.bytes }).collect();
+        let taken = arena.take_bits();
+        let bits = DenseWords::pieces(&taken);
         let Partition(part, dense) = PartitionBuilder::new(counts, 0, 1).build_with_bits(&[arena.as_bytes()], &bits, &[]);
         GrowingSet { part, dense }
     }

@@ -224,8 +224,8 @@ impl KeySet {
     /// set's tables are sized for those, not for every copy (see [`KeyCounts::for_distinct`]).
     pub fn from_arena(mut arena: KeyArena) -> KeySet {
         let counts = arena.distinct_estimate().map_or(arena.counts(), |distinct| arena.counts().for_distinct(distinct));
-        let bits = arena.take_bits();
-        let bits: Vec<BitsPiece> = bits.iter().map(|bits| BitsPiece { at: bits.at, bytes: &bits.bytes }).collect();
+        let taken = arena.take_bits();
+        let bits = DenseWords::pieces(&taken);
         let ranges = arena.pieces();
         let bytes = std::sync::Arc::new(arena.into_bytes());
         let pieces: Vec<&[u8]> = ranges.into_iter().map(|piece| &bytes[piece]).collect();
