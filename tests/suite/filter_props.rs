@@ -190,3 +190,47 @@ proptest! {
         prop_assert_eq!(out, want);
     }
 }
+
+proptest! {
+    /// A filter folded by any factor of its size (bits, or blocks in the blocked layout) is the
+    /// filter of that size built from the same keys, bit for bit, and a counting filter's
+    /// counters are those of the counting filter of that size (keys inserted up to 20 times
+    /// each, so that counters saturate): every scheme and layout, any seed, any k.
+    #[test]
+    fn a_filter_folded_by_any_factor_of_its_size_is_the_smaller_filter(
+        scheme in 0usize..8, units in 1u64..60, factor in 2u64..13, k in 1u32..=16, seed in any::<u32>(),
+        keys in prop::collection::vec((prop::collection::vec(any::<u8>(), 0..24), 1usize..20), 0..300),
+    ) {
+        use bloomflow::hashing::{HadoopHash, Scheme};
+        use bloomflow::{CountingBloomFilter, Layout};
+        let (scheme, layout) = match scheme {
+            6 => (Scheme::NativeLookup3, Layout::Blocked),
+            7 => (Scheme::Native, Layout::Blocked),
+            s => ([Scheme::Native, Scheme::NativeLookup3, Scheme::Hadoop(HadoopHash::Jenkins), Scheme::Hadoop(HadoopHash::Murmur), Scheme::SparkV1, Scheme::SparkV2][s], Layout::Standard),
+        };
+        let seed = if matches!(scheme, Scheme::Native | Scheme::NativeLookup3 | Scheme::SparkV2) { seed } else { 0 };
+        // A size of `units` times the factor: of blocks, of words (Spark's whole words), or of bits.
+        let unit = match (layout, scheme) {
+            (Layout::Blocked, _) => 512,
+            (_, Scheme::SparkV1 | Scheme::SparkV2) => 64,
+            _ => 1,
+        };
+        let bits = unit * units * factor * if unit == 1 { 7 } else { 1 };
+        let spec = |bits: u64| FilterSpec::with_size(scheme, layout, bits, k, seed).unwrap();
+        let inserted: Vec<&[u8]> = keys.iter().flat_map(|(key, times)| std::iter::repeat_n(&key[..], *times)).collect();
+        let mut big = BloomFilter::new(spec(bits));
+        big.insert_batch(&inserted);
+        let mut direct = BloomFilter::new(spec(bits / factor));
+        direct.insert_batch(&inserted);
+        let folded = big.folded(factor).expect("a factor of the size");
+        prop_assert_eq!(folded.spec(), direct.spec());
+        prop_assert!(folded.bits().words() == direct.bits().words());
+        if !matches!(scheme, Scheme::SparkV1 | Scheme::SparkV2) {
+            let mut big = CountingBloomFilter::new(spec(bits));
+            big.insert_batch(&inserted);
+            let mut direct = CountingBloomFilter::new(spec(bits / factor));
+            direct.insert_batch(&inserted);
+            prop_assert!(big.folded(factor).expect("a factor of the size").words() == direct.words());
+        }
+    }
+}
