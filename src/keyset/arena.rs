@@ -192,6 +192,13 @@ impl KeyArena {
         }
     }
 
+    /// The sketch of the distinct keys it holds as text, where it estimates them (see
+    /// [`estimating_distinct`](Self::estimating_distinct)): merged with other workers', it
+    /// estimates the distinct keys of all of them (see [`DistinctKeys::merge`]).
+    pub fn distinct_sketch(&self) -> Option<&DistinctKeys> {
+        self.distinct.as_ref()
+    }
+
     /// The arena, estimating its distinct keys (see
     /// [`estimating_distinct`](Self::estimating_distinct)) and, once fewer than half of the
     /// keys it holds as text are distinct, letting the copies go and holding each key once from
@@ -281,6 +288,11 @@ impl KeyArena {
                 let k = held.unwrap_or_else(|| HeldKey::new(key));
                 if !index.insert(&self.bytes, key, k, self.bytes.len()) {
                     return;
+                }
+                // The sketch goes on noting keys (a copy would change none of its registers),
+                // for the union of every worker's keys (see `distinct_sketch`).
+                if let Some(distinct) = &mut self.distinct {
+                    distinct.insert(key);
                 }
             }
             None => {

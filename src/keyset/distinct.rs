@@ -37,6 +37,23 @@ impl DistinctKeys {
         }
     }
 
+    /// Notes every key `other` noted: the sketch of both sets of keys together (each register
+    /// the longer of the two runs), as if each key had been noted here.
+    pub fn merge(&mut self, other: &DistinctKeys) {
+        self.registers.iter_mut().zip(other.registers.iter()).for_each(|(ours, &theirs)| *ours = (*ours).max(theirs));
+    }
+
+    /// The registers, to send to another worker (see [`from_registers`](Self::from_registers)).
+    pub fn registers(&self) -> Vec<u8> {
+        self.registers.to_vec()
+    }
+
+    /// The sketch whose registers these are; None where they are not a sketch's.
+    pub fn from_registers(registers: &[u8]) -> Option<DistinctKeys> {
+        let registers: Box<[u8; REGISTERS]> = registers.to_vec().into_boxed_slice().try_into().ok()?;
+        registers.iter().all(|&run| run as u32 <= 64 - BITS + 1).then_some(DistinctKeys { registers })
+    }
+
     /// The estimated count of distinct keys noted: the harmonic mean of the registers' powers
     /// of two, or, for few keys (some registers still empty), linear counting of the empty ones.
     pub fn estimate(&self) -> u64 {
@@ -72,5 +89,24 @@ mod tests {
             assert!(error < 0.05, "{distinct} keys given {copies} time(s): estimated {estimate}");
         }
         assert_eq!(DistinctKeys::default().estimate(), 0);
+    }
+
+    /// Two workers' sketches merged estimate the keys of both together, within 5%, whether
+    /// their keys overlap or not; registers travel and come back the same.
+    #[test]
+    fn merged_sketches_estimate_the_union() {
+        let sketch_of = |keys: std::ops::Range<u64>| {
+            let mut sketch = DistinctKeys::default();
+            keys.for_each(|i| sketch.insert(format!("key-{i}").as_bytes()));
+            sketch
+        };
+        for (a, b, union) in [(0..300_000, 200_000..500_000, 500_000f64), (0..100_000, 100_000..200_000, 200_000.0), (0..50_000, 0..50_000, 50_000.0)] {
+            let (mut ours, theirs) = (sketch_of(a), sketch_of(b));
+            let theirs = DistinctKeys::from_registers(&theirs.registers()).expect("a sketch's registers");
+            ours.merge(&theirs);
+            let error = (ours.estimate() as f64 - union).abs() / union;
+            assert!(error < 0.05, "estimated {} of {union}", ours.estimate());
+        }
+        assert!(DistinctKeys::from_registers(&[0; 100]).is_none() && DistinctKeys::from_registers(&[99; REGISTERS]).is_none());
     }
 }

@@ -403,6 +403,36 @@ fn the_probe_side_join_holds_the_probe_keys_and_reads_the_build_side_past_them()
     fails_with(&run_with_stdin(&[&args[..], &["--exact-strategy", "probe-side"]].concat(), probe_text.as_bytes()), &["--exact-strategy", "standard input"]);
 }
 
+/// A key set is sized for the distinct keys of every worker's keys together, as their merged
+/// sketches estimate them, not for the keys each worker kept: 400,000 rows of 5,000 short keys
+/// (so that each worker reads some, and keeps all 5,000), as the build side of a broadcast join
+/// and as the probe side of a probe-side join, `-w 2` and 2 processes. (Sized for each
+/// worker's 5,000, their tables took 128,120 bytes; now 72,680.)
+#[test]
+fn a_key_set_is_sized_for_the_distinct_keys_of_all_workers() {
+    let dir = tempdir();
+    let repeated = path_str(dir.path(), "repeated.csv");
+    std::fs::write(&repeated, std::iter::once("id,key\n".to_string()).chain((0..400_000).map(|i| format!("{i},k{}\n", i % 5_000))).collect::<String>()).unwrap();
+    let other = path_str(dir.path(), "other.csv");
+    std::fs::write(&other, std::iter::once("id,key\n".to_string()).chain((0..100).map(|i| format!("{i},k{}\n", i * 97))).collect::<String>()).unwrap();
+    let stats = |out: &str| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(Path::new(out).join("_SUCCESS")).unwrap()).unwrap() };
+    for (name, build, probe, strategy, records) in [("broadcast", &repeated, &other, "broadcast", 52), ("probe-side", &other, &repeated, "probe-side", 4_160)] {
+        let args = |out: &str| ["semijoin", "--build", build, "--build-key", "key", "--probe", probe, "--probe-key", "key", "-o", out, "--no-progress", "--exact", "--exact-strategy", strategy].map(String::from).to_vec();
+        let out = path_str(dir.path(), &format!("{name}-w2"));
+        ok(&run(&[args(&out).iter().map(String::as_str).collect::<Vec<_>>(), vec!["-w", "2"]].concat()));
+        let out2 = path_str(dir.path(), &format!("{name}-p2"));
+        let cluster_args = args(&out2);
+        all_ok(&run_cluster(dir.path(), 2, 1, &cluster_args.iter().map(String::as_str).collect::<Vec<_>>(), Duration::from_secs(60)));
+        for out in [out, out2] {
+            let stats = stats(&out);
+            assert_eq!(stats["records_out"], records, "{name}: {stats}");
+            assert_eq!(stats["key_set_keys"], 5_000, "{name}");
+            let bytes = stats["key_set_table_bytes"].as_u64().unwrap();
+            assert!(bytes < 100_000, "{name}: {bytes} bytes of tables for 5,000 distinct keys");
+        }
+    }
+}
+
 /// `auto` holds the probe keys where the build side's files are at least 4 times the probe
 /// side's (`PROBE_SIDE_RATIO`), and broadcasts the build keys below that; both joins are exact.
 #[test]
