@@ -1136,7 +1136,6 @@ fn append_and_discard(part: &mut TaskFile, path: &Path, chunk: &mut Vec<u8>) -> 
     appended
 }
 
-/// The counts of the keys a worker kept, from its report.
 /// `counts`, every worker's keys kept, scaled to the distinct keys of them all (see
 /// [`KeyCounts::for_distinct`]), as their merged sketches estimate them, where every worker
 /// estimated its own (see [`KeyArena::distinct_sketch`]): a key kept by several workers, or
@@ -1155,6 +1154,7 @@ fn for_distinct_keys(worker: &mut Worker, keys: &KeyArena, counts: KeyCounts) ->
     counts.for_distinct(union.estimate())
 }
 
+/// The counts of the keys a worker kept, from its report.
 fn collected_counts(report: &WorkerReport) -> KeyCounts {
     KeyCounts {
         keys: report.collected_keys,
