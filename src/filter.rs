@@ -468,7 +468,7 @@ impl BloomFilter {
     pub fn folded(&self, factor: u64) -> Option<BloomFilter> {
         let spec = self.spec;
         let folded_spec = folded_spec(spec, factor)?;
-        let units = spec.bits / if spec.layout == Layout::Blocked { BLOCK_BITS } else { 1 };
+        let units = spec.bits / fold_unit(spec.layout);
         let mut bits = BitArray::new(folded_spec.bits);
         let set_bits = |each: &mut dyn FnMut(u64)| {
             for (i, &word) in self.bits.words().iter().enumerate() {
@@ -525,6 +525,12 @@ impl BloomFilter {
     }
 }
 
+/// The bits a filter folds by (see [`BloomFilter::folded`]): one, or in the blocked layout a
+/// block's.
+pub(crate) fn fold_unit(layout: Layout) -> u64 {
+    if layout == Layout::Blocked { BLOCK_BITS } else { 1 }
+}
+
 /// The identity of a filter of `spec` folded by `factor` (see [`BloomFilter::folded`]): a
 /// `factor`-th of its bits, the same hashes and seed. None where `factor` is under 2 or does not
 /// divide its bits (in the blocked layout, its blocks), where the format cannot hold that size
@@ -534,8 +540,7 @@ pub(crate) fn folded_spec(spec: FilterSpec, factor: u64) -> Option<FilterSpec> {
     if factor < 2 || (!spec.scheme.is_native() && spec.layout == Layout::Blocked) {
         return None;
     }
-    let unit = if spec.layout == Layout::Blocked { BLOCK_BITS } else { 1 };
-    if !(spec.bits / unit).is_multiple_of(factor) {
+    if !(spec.bits / fold_unit(spec.layout)).is_multiple_of(factor) {
         return None;
     }
     FilterSpec::with_size(spec.scheme, spec.layout, spec.bits / factor, spec.hashes, spec.seed).ok().filter(|folded| folded.bits == spec.bits / factor)

@@ -118,7 +118,7 @@ impl SizedSpec {
         const TRIES: usize = 8;
         let (_, wanted) = self.distinct_keys(filter.positions_set())?;
         let needed = FilterSpec::sized_for(self.spec.scheme, self.spec.layout, wanted, self.target_fpp, self.spec.seed).ok()?.bits;
-        let units = self.spec.bits / unit_bits(self.spec.layout);
+        let units = self.spec.bits / crate::filter::fold_unit(self.spec.layout);
         let largest = self.spec.bits / needed.max(1);
         divisors(units)
             .into_iter()
@@ -190,7 +190,7 @@ fn fold_in_place<F: Foldable>(filter: &mut F, sized: &SizedSpec) -> Option<u64> 
 /// they need 1.3. (A Hadoop filter's size must stay within an int: one that rounding would
 /// pass is left as it is.)
 fn foldable(spec: FilterSpec) -> Result<FilterSpec> {
-    let unit = unit_bits(spec.layout);
+    let unit = crate::filter::fold_unit(spec.layout);
     let units = spec.bits / unit;
     let step = fold_step(units / 64);
     Ok(FilterSpec::with_size(spec.scheme, spec.layout, units.div_ceil(step) * step * unit, spec.hashes, spec.seed).unwrap_or(spec))
@@ -218,11 +218,6 @@ fn fold_step(limit: u64) -> u64 {
     let base = LCMS.iter().copied().rev().find(|&base| base <= limit).unwrap_or(1);
     let doublings = (limit / base).checked_ilog2().unwrap_or(0);
     base << doublings
-}
-
-/// The unit a filter folds by: a bit, or in the blocked layout a block.
-fn unit_bits(layout: Layout) -> u64 {
-    if layout == Layout::Blocked { crate::spec::BLOCK_BITS } else { 1 }
 }
 
 /// The job's statistics, printed and written with `--stats-json`.
