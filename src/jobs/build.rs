@@ -74,11 +74,17 @@ impl SizedSpec {
     /// distinct keys (under an eighth), a warning naming the `--expected-items` that would size
     /// it for them. Its fill says how many it holds: n ≈ −(m/k)·ln(1 − fill). A build side
     /// whose 20M rows repeat 1M distinct keys got a filter for the 27M records it estimated:
-    /// 32 MiB where 1.2 MB would do. `counting`: the filter's positions are 4-bit counters
-    /// (`bits_set` counts those above zero).
+    /// 32 MiB where 1.2 MB would do. No warning for a filter of a page (4 KiB) or less, where
+    /// nothing worth saying is saved (a header line and no records once suggested 64 B instead
+    /// of 64 B). `counting`: the filter's positions are 4-bit counters (`bits_set` counts those
+    /// above zero).
     pub fn oversized_warning(&self, bits_set: u64, counting: bool) -> Option<String> {
         let (keys, suggested) = self.distinct_keys(bits_set)?;
         if keys.saturating_mul(8) >= self.expected_items {
+            return None;
+        }
+        let bytes = |bits: u64| bits / if counting { 2 } else { 8 };
+        if bytes(self.spec.bits) <= 4096 {
             return None;
         }
         let needed = FilterSpec::sized_for(self.spec.scheme, self.spec.layout, suggested, self.target_fpp, self.spec.seed).ok()?;
@@ -86,8 +92,8 @@ impl SizedSpec {
             "the filter was sized for {} keys estimated from the input's size, but its fill shows about {keys} distinct keys \
              (the input repeats its keys): --expected-items {suggested} would size it at {} instead of {}",
             self.expected_items,
-            crate::limits::human_bytes(needed.bits / if counting { 2 } else { 8 }),
-            crate::limits::human_bytes(self.spec.bits / if counting { 2 } else { 8 })
+            crate::limits::human_bytes(bytes(needed.bits)),
+            crate::limits::human_bytes(bytes(self.spec.bits))
         ))
     }
 }
@@ -646,6 +652,15 @@ mod tests {
             assert!(counters.contains(&format!("instead of {}", crate::limits::human_bytes(big.spec.bits / 2))), "{counters}");
             let given = sized(1_000_000, false);
             assert_eq!(given.oversized_warning(fill(&given, 50_000), false), None, "{layout:?}: sized as asked");
+            // Ten keys estimated and none held: a few bytes to save, not worth a warning; a
+            // page's worth of keys is, but not a page.
+            assert_eq!(sized(10, true).oversized_warning(0, false), None, "{layout:?}: a few bytes to save");
+            let page = sized(3_000, true);
+            assert!(page.spec.bits / 8 <= 4096, "{layout:?}: {} bits", page.spec.bits);
+            assert_eq!(page.oversized_warning(fill(&page, 10), false), None, "{layout:?}: a page to save");
+            let pages = sized(4_500, true);
+            assert!(pages.spec.bits / 8 > 4096, "{layout:?}: {} bits", pages.spec.bits);
+            assert!(pages.oversized_warning(fill(&pages, 10), false).is_some(), "{layout:?}: more than a page to save");
         }
         assert_eq!([1_094_624, 995, 10, 7, 0].map(round_up_to_two_digits), [1_100_000, 1_000, 10, 7, 0]);
     }
