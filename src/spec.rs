@@ -2,7 +2,7 @@
 //! Two filters can be combined only when their identities are equal.
 
 use crate::error::{Error, Result};
-use crate::hashing::{BlockProbe, PairHash, Positions, Scheme};
+use crate::hashing::{BlockProbe, KeyHash, PairHash, Positions, Scheme};
 use crate::params;
 use serde::{Deserialize, Serialize};
 
@@ -128,6 +128,18 @@ impl FilterSpec {
                 Positions::Blocked { base: probe.block as u64 * BLOCK_BITS, bits: probe.bits(self.hashes) }
             }
         }
+    }
+
+    /// `key`'s hash under this spec's scheme and seed, for
+    /// [`BloomFilter::contains_hash`](crate::BloomFilter::contains_hash) and
+    /// [`insert_hash`](crate::BloomFilter::insert_hash) of any filter of that scheme and seed.
+    /// None for Hadoop's and Spark's schemes, whose positions are not drawn from one pair.
+    #[inline]
+    pub fn key_hash(&self, key: &[u8]) -> Option<KeyHash> {
+        self.scheme.is_native().then(|| {
+            let (a, b) = self.scheme.native_pair(key, self.seed);
+            KeyHash::new(a, b, self.scheme, self.seed)
+        })
     }
 
     /// Where a key lives in the blocked layout.

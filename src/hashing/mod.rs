@@ -284,6 +284,58 @@ pub struct BlockProbe {
     z: u64,
 }
 
+/// A key's hash under a native scheme and seed: the two 32-bit words all its positions are
+/// drawn from (by double hashing in the standard layout, by block and remix in the blocked
+/// one), with the blocked layout's remix of them, which depends on no filter's size. Made by
+/// [`FilterSpec::key_hash`](crate::FilterSpec::key_hash), it stands for the key in every filter
+/// of that scheme and seed, whatever their size, layout or number: a key asked of many filters
+/// (a filter a day, a dynamic filter's rows) is hashed once. sbbf-rs-safe's queries take a hash
+/// computed by the caller in the same way. It keeps the scheme and seed it was made for, so
+/// that a filter of another refuses it instead of answering for some other key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyHash {
+    /// The pair as one word, a << 32 | b.
+    pub(crate) x: u64,
+    /// remix(x), the blocked layout's in-block positions.
+    pub(crate) z: u64,
+    /// The scheme and seed, as [`KeyHash::identity`] of them.
+    pub(crate) identity: u64,
+}
+
+impl KeyHash {
+    /// The hash of a key whose native pair is (a, b) under `scheme` and `seed`.
+    #[inline(always)]
+    pub(crate) fn new(a: u32, b: u32, scheme: Scheme, seed: u32) -> Self {
+        let x = ((a as u64) << 32) | b as u64;
+        KeyHash { x, z: remix(x), identity: Self::identity(scheme, seed) }
+    }
+
+    /// The scheme and seed in one word, compared with one instruction on every query: the
+    /// scheme's number (1 and 2 for the native schemes, 0 for the others, which make no key
+    /// hash) above the seed.
+    #[inline(always)]
+    pub(crate) fn identity(scheme: Scheme, seed: u32) -> u64 {
+        let number = match scheme {
+            Scheme::Native => 1,
+            Scheme::NativeLookup3 => 2,
+            _ => 0,
+        };
+        (number << 32) | seed as u64
+    }
+
+    /// The pair (a, b).
+    #[inline(always)]
+    pub(crate) fn pair(&self) -> (u32, u32) {
+        ((self.x >> 32) as u32, self.x as u32)
+    }
+
+    /// Where the key lives in a blocked filter of `blocks` blocks.
+    #[inline(always)]
+    pub(crate) fn block_probe(&self, blocks: u64) -> BlockProbe {
+        BlockProbe { block: mulshift(self.x, blocks) as usize, z: self.z }
+    }
+}
+
 /// The splitmix64 finaliser: a bijective remix of all 64 bits.
 #[inline(always)]
 pub(crate) fn remix(mut z: u64) -> u64 {
