@@ -219,7 +219,7 @@ impl BloomFilter {
 
     /// The AVX-512 test of one probe. The usual k (one remix's positions) is tested here and
     /// larger k out of line, so that the common path saves no registers: with both in one
-    /// function, a scratch loop of queries from their hashes took 5.3–5.6 ns a key, with the
+    /// function, a scratch loop of queries from their hashes took 5.3–5.7 ns a key, with the
     /// larger k apart 4.9–5.2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,bmi2")]
