@@ -1,9 +1,12 @@
 //! `bloomflow merge FILE FILE... -o OUT`: the OR of compatible filters (a saturating counter add
-//! for counting filters). Nothing is written unless every input is compatible.
+//! for counting filters). Nothing is written unless every input is compatible. With `--fold`,
+//! filters whose sizes differ are first folded to a common size (see
+//! [`BloomFilter::folded`](bloomflow::BloomFilter::folded)).
 
 use anyhow::{bail, Context};
 use bloomflow::format::{self, StoredFilter};
-use std::path::PathBuf;
+use bloomflow::FilterSpec;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -13,15 +16,40 @@ pub struct Args {
     /// Where to write the merged filter.
     #[arg(short, long)]
     output: PathBuf,
+    /// Filters whose sizes differ, all else alike, are folded to the greatest common divisor of
+    /// their sizes and then merged: the
+    /// result is the filter of that size that one build of all their keys would make, exactly,
+    /// with the false-positive rate of that size (printed). Filters a day, each sized for its
+    /// day's keys, merge into one this way.
+    #[arg(long)]
+    fold: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<()> {
     let mut files = args.files.iter();
     let first = files.next().expect("clap requires two files");
     let mut merged = format::load(first)?;
+    let mut folded = false;
     for path in files {
-        let next = format::load(path)?;
+        let mut next = format::load(path)?;
         let context = || format!("cannot merge {} into {}", path.display(), first.display());
+        if let (Some(a), Some(b)) = (spec(&merged), spec(&next)) {
+            if a.bits != b.bits && a.check_compatible(&FilterSpec { bits: a.bits, ..b }).is_ok() {
+                if !args.fold {
+                    bail!(
+                        "{}: filters are incompatible: number of bits (m) differs ({} vs {}); --fold folds both to \
+                         the greatest common divisor of their sizes",
+                        context(),
+                        a.bits,
+                        b.bits
+                    );
+                }
+                let common = common_size(&a, &b);
+                merged = fold_to(merged, common, first)?;
+                next = fold_to(next, common, path)?;
+                folded = true;
+            }
+        }
         match (&mut merged, &next) {
             (StoredFilter::Plain(a), StoredFilter::Plain(b)) => a.union(b).with_context(context)?,
             (StoredFilter::Counting(a), StoredFilter::Counting(b)) => a.merge(b).with_context(context)?,
@@ -39,6 +67,69 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             ),
         }
     }
+    if folded {
+        note_folded(&merged)?;
+    }
     format::write(&args.output, &merged)?;
+    Ok(())
+}
+
+/// The identity of a plain or counting filter (a dynamic filter's rows do not fold).
+fn spec(filter: &StoredFilter) -> Option<FilterSpec> {
+    match filter {
+        StoredFilter::Plain(f) => Some(*f.spec()),
+        StoredFilter::Counting(c) => Some(*c.spec()),
+        StoredFilter::Dynamic(_) => None,
+    }
+}
+
+/// The largest size both `a` and `b` fold to: the greatest common divisor of their bits. Their
+/// sizes are whole units of what a fold keeps whole (a bit, a block, Spark's word), and so is
+/// the divisor: gcd(u·x, u·y) = u·gcd(x, y).
+fn common_size(a: &FilterSpec, b: &FilterSpec) -> u64 {
+    gcd(a.bits, b.bits)
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// `filter` folded to `bits` (itself where it is that size already), sized explicitly from
+/// then on: the (n, p) it was sized for no longer describe it.
+fn fold_to(filter: StoredFilter, bits: u64, path: &Path) -> anyhow::Result<StoredFilter> {
+    let from = spec(&filter).expect("a plain or counting filter").bits;
+    if from == bits {
+        return Ok(filter);
+    }
+    let factor = from / bits;
+    let refused = || anyhow::anyhow!("{}: cannot fold its {from} bits by {factor} to {bits}", path.display());
+    Ok(match filter {
+        StoredFilter::Plain(f) => StoredFilter::Plain(f.folded(factor).ok_or_else(refused)?.sized_for(0, 0.0)),
+        StoredFilter::Counting(c) => StoredFilter::Counting(c.folded(factor).ok_or_else(refused)?.sized_for(0, 0.0)),
+        StoredFilter::Dynamic(_) => unreachable!("a dynamic filter has no spec to fold"),
+    })
+}
+
+/// Says on standard error what size the folded filters merged at, and the false-positive rate
+/// that leaves; refuses a fold that leaves a filter answering "maybe" for half the absent keys
+/// or more (sizes that share only a small divisor, such as 10,000 and 10,001 bits: one bit).
+fn note_folded(merged: &StoredFilter) -> anyhow::Result<()> {
+    let (bits, fpp) = match merged {
+        StoredFilter::Plain(f) => (f.spec().bits, f.estimated_fpp()),
+        StoredFilter::Counting(c) => (c.spec().bits, c.estimated_fpp()),
+        StoredFilter::Dynamic(_) => return Ok(()),
+    };
+    if fpp >= 0.5 {
+        bail!(
+            "folded to m = {bits} bits, the greatest common divisor of the filters' sizes, the merged filter would answer \
+             \"maybe\" for {:.0}% of absent keys: nothing written. Build the filters at sizes that share a larger divisor \
+             (one a multiple of the other, say)",
+            fpp * 100.0
+        );
+    }
+    eprintln!("bloomflow merge: folded to m = {bits} bits; estimated false-positive rate of the merged filter {fpp:.6}");
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use crate::util::*;
 use bloomflow::format::native;
-use bloomflow::hashing::{BlockKernel, Scheme};
+use bloomflow::hashing::{BlockKernel, HadoopHash, Scheme};
 use bloomflow::{BloomFilter, CountingBloomFilter, FilterSpec, Layout};
 
 fn write_filter(dir: &std::path::Path, name: &str, spec: FilterSpec, keys: &[&str]) -> String {
@@ -246,6 +246,77 @@ fn merge_ors_compatible_filters() {
     assert_eq!(answers.matches("maybe").count(), 4, "{answers}");
     let expected = write_filter(dir.path(), "all.bloom", spec, &["a1", "a2", "b1", "c1"]);
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&expected).unwrap());
+}
+
+/// `merge --fold`: filters alike but in size fold to the greatest common divisor of their
+/// sizes (bits; blocks; Spark's words) and merge into exactly the filter of that size that holds
+/// all their keys, byte for byte, for every scheme and layout, plain and counting. Without
+/// `--fold` the sizes are refused, naming it; a fold so small that the filter would answer
+/// "maybe" for most absent keys is refused, and nothing is written.
+#[test]
+fn merge_folds_filters_of_different_sizes_to_their_common_size() {
+    let dir = tempdir();
+    let keys_a: Vec<String> = (0..300).map(|i| format!("a{i}")).collect();
+    let keys_b: Vec<String> = (0..200).map(|i| format!("b{i}")).collect();
+    let jenkins = Scheme::Hadoop(HadoopHash::Jenkins);
+    // (scheme, layout, m of a, m of b, their common size): a is folded in every case.
+    let cases = [
+        (Scheme::NativeLookup3, Layout::Standard, 3 * 4096, 2 * 4096, 4096),
+        (Scheme::NativeLookup3, Layout::Blocked, 3 * 8 * 512, 2 * 8 * 512, 8 * 512),
+        (Scheme::Native, Layout::Standard, 16_000, 8000, 8000),
+        (jenkins, Layout::Standard, 9000, 6000, 3000),
+        (Scheme::SparkV2, Layout::Standard, 64 * 90, 64 * 60, 64 * 30),
+    ];
+    let out = path_str(dir.path(), "out.bloom");
+    for (scheme, layout, m_a, m_b, common) in cases {
+        let spec = |bits| FilterSpec::with_size(scheme, layout, bits, 4, 0).unwrap();
+        // a says it was sized for its keys; folded, it is sized explicitly, as `both` is.
+        let write = |name: &str, bits, keys: &[&String]| {
+            let mut f = BloomFilter::new(spec(bits));
+            if name == "a.bloom" {
+                f = f.sized_for(300, 0.01);
+            }
+            keys.iter().for_each(|k| f.insert(k.as_bytes()));
+            let path = dir.path().join(name);
+            bloomflow::format::write_plain(&path, &f).unwrap();
+            path.to_string_lossy().into_owned()
+        };
+        let a = write("a.bloom", m_a, &keys_a.iter().collect::<Vec<_>>());
+        let b = write("b.bloom", m_b, &keys_b.iter().collect::<Vec<_>>());
+        let both = write("both.bloom", common, &keys_a.iter().chain(&keys_b).collect::<Vec<_>>());
+        fails_with(&run(&["merge", &a, &b, "-o", &out]), &["number of bits (m) differs", "--fold"]);
+        let note = run(&["merge", "--fold", &a, &b, "-o", &out]);
+        ok(&note);
+        let note = String::from_utf8_lossy(&note.stderr);
+        assert!(note.contains(&format!("folded to m = {common} bits")), "{scheme:?} {layout:?}: {note}");
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&both).unwrap(), "{scheme:?} {layout:?}");
+        std::fs::remove_file(&out).unwrap();
+    }
+    // Counting filters fold their counters by saturating sums.
+    for (scheme, layout, m_a, m_b, common) in [cases[1], cases[3]] {
+        let spec = |bits| FilterSpec::with_size(scheme, layout, bits, 4, 0).unwrap();
+        let write = |name: &str, bits, keys: &[&String]| {
+            let mut c = CountingBloomFilter::new(spec(bits));
+            if name == "a.bloom" {
+                c = c.sized_for(300, 0.01);
+            }
+            keys.iter().for_each(|k| c.insert(k.as_bytes()));
+            let path = dir.path().join(name);
+            bloomflow::format::write_counting(&path, &c).unwrap();
+            path.to_string_lossy().into_owned()
+        };
+        let a = write("a.bloom", m_a, &keys_a.iter().collect::<Vec<_>>());
+        let b = write("b.bloom", m_b, &keys_b.iter().collect::<Vec<_>>());
+        let both = write("both.bloom", common, &keys_a.iter().chain(&keys_b).collect::<Vec<_>>());
+        ok(&run(&["merge", "--fold", &a, &b, "-o", &out]));
+        assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&both).unwrap(), "counting {scheme:?} {layout:?}");
+        std::fs::remove_file(&out).unwrap();
+    }
+    // 10,000 and 10,001 bits share one bit.
+    let a = write_filter(dir.path(), "a.bloom", FilterSpec::native(10_000, 5, 0).unwrap(), &["a"]);
+    let b = write_filter(dir.path(), "b.bloom", FilterSpec::native(10_001, 5, 0).unwrap(), &["b"]);
+    fails_with(&run(&["merge", "--fold", &a, &b, "-o", &out]), &["folded to m = 1 bits", "nothing written"]);
+    assert!(!std::path::Path::new(&out).exists());
 }
 
 #[test]
