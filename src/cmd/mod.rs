@@ -3,6 +3,7 @@
 mod args;
 mod build;
 mod demo;
+mod fold;
 mod gen;
 mod info;
 mod keys;
@@ -30,6 +31,9 @@ enum Command {
     Build(build::Args),
     /// Run build, semi-join, exact semi-join and anti-join on the bundled sample data, into ./bloomflow-demo/.
     Demo(demo::Args),
+    /// Shrink a filter sized for far more keys than it holds to a whole fraction of its size that
+    /// still meets its false-positive rate.
+    Fold(fold::Args),
     /// Generate benchmark data.
     Gen(gen::Args),
     /// Show a filter file's kind, format, parameters and fill statistics.
@@ -53,6 +57,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Build(args) => build::run(args),
         Command::Demo(args) => demo::run(args),
+        Command::Fold(args) => fold::run(args),
         Command::Gen(args) => gen::run(args),
         Command::Info(args) => info::run(args),
         Command::Query(args) => query::run(args),

@@ -17,7 +17,7 @@ fn write_filter(dir: &std::path::Path, name: &str, spec: FilterSpec, keys: &[&st
 
 #[test]
 fn every_command_has_help() {
-    let commands = ["info", "query", "merge", "remove", "build", "semijoin", "demo", "gen", "gen semijoin-bench"];
+    let commands = ["info", "query", "merge", "fold", "remove", "build", "semijoin", "demo", "gen", "gen semijoin-bench"];
     for cmd in std::iter::once(vec!["--help"]).chain(commands.iter().map(|c| c.split(' ').chain(["--help"]).collect())) {
         let out = ok(&run(&cmd));
         assert!(out.contains("Usage"), "{cmd:?}: {out}");
@@ -317,6 +317,70 @@ fn merge_folds_filters_of_different_sizes_to_their_common_size() {
     let b = write_filter(dir.path(), "b.bloom", FilterSpec::native(10_001, 5, 0).unwrap(), &["b"]);
     fails_with(&run(&["merge", "--fold", &a, &b, "-o", &out]), &["folded to m = 1 bits", "nothing written"]);
     assert!(!std::path::Path::new(&out).exists());
+}
+
+/// `fold` shrinks a filter built for a million keys that holds 5,000 to a whole fraction of its
+/// size that meets the rate it was sized for, and the result is exactly the filter of that size
+/// holding those keys (bits, or counters), recorded as sized for them. Folded again, it is
+/// written unchanged; a stricter `--fpp` folds less; a file that records no rate needs `--fpp`.
+#[test]
+fn fold_shrinks_an_oversized_filter_to_the_filter_of_the_smaller_size() {
+    let dir = tempdir();
+    let input = join(dir.path(), "keys.csv");
+    let keys: Vec<String> = (0..5000).map(|i| format!("k{i}")).collect();
+    std::fs::write(&input, format!("id\n{}\n", keys.join("\n"))).unwrap();
+    let input = input.to_string_lossy().into_owned();
+    for counting in [false, true] {
+        let (big, small) = (path_str(dir.path(), "big.bloom"), path_str(dir.path(), "small.bloom"));
+        let mut build = vec!["build", "-k", "id", "--expected-items", "1000000", "-o", &big, &input];
+        if counting {
+            build.push("--counting");
+        }
+        ok(&run(&build));
+        let out = run(&["fold", &big, "-o", &small]);
+        ok(&out);
+        let note = String::from_utf8_lossy(&out.stderr).into_owned();
+        let (before, after) = (bloomflow::format::load(big.as_ref()).unwrap(), bloomflow::format::load(small.as_ref()).unwrap());
+        let keys = keys.iter().map(|k| k.as_bytes());
+        match (before, after) {
+            (bloomflow::StoredFilter::Plain(before), bloomflow::StoredFilter::Plain(after)) => {
+                let spec = *after.spec();
+                assert!(spec.bits * 20 < before.spec().bits, "{note}: {} of {} bits", spec.bits, before.spec().bits);
+                assert_eq!((spec.hashes, after.target_fpp()), (before.spec().hashes, 0.01));
+                assert!(after.estimated_fpp() <= 0.01 && (5000..6000).contains(&after.expected_items()), "{note}");
+                let mut direct = BloomFilter::new(spec);
+                keys.for_each(|k| direct.insert(k));
+                assert_eq!(direct.bits(), after.bits(), "{note}");
+                assert!(note.contains(&format!("m = {} -> {} bits", before.spec().bits, spec.bits)), "{note}");
+            }
+            (bloomflow::StoredFilter::Counting(before), bloomflow::StoredFilter::Counting(after)) => {
+                assert!(after.spec().bits * 20 < before.spec().bits, "{note}");
+                assert!(after.estimated_fpp() <= 0.01 && after.target_fpp() == 0.01, "{note}");
+                let mut direct = CountingBloomFilter::new(*after.spec());
+                keys.for_each(|k| direct.insert(k));
+                assert_eq!(direct.words(), after.words(), "counting: {note}");
+            }
+            _ => panic!("the kind changed"),
+        }
+        // Folded as far as the rate allows already.
+        let again = path_str(dir.path(), "again.bloom");
+        let out = run(&["fold", &small, "-o", &again]);
+        ok(&out);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("written unchanged"));
+        assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&small).unwrap());
+    }
+    // A stricter rate keeps more bits.
+    let (big, strict) = (path_str(dir.path(), "big.bloom"), path_str(dir.path(), "strict.bloom"));
+    ok(&run(&["build", "-k", "id", "--expected-items", "1000000", "-o", &big, &input]));
+    ok(&run(&["fold", &big, "-o", &strict, "--fpp", "0.0001"]));
+    let small = path_str(dir.path(), "small.bloom");
+    ok(&run(&["fold", &big, "-o", &small]));
+    let bits = |path: &str| bloomflow::format::load(path.as_ref()).unwrap().into_plain().unwrap().spec().bits;
+    assert!(bits(&strict) > bits(&small), "{} vs {}", bits(&strict), bits(&small));
+    // A filter made through the library with --bits records no rate.
+    let explicit = write_filter(dir.path(), "explicit.bloom", FilterSpec::native(1 << 20, 5, 0).unwrap(), &["a"]);
+    fails_with(&run(&["fold", &explicit, "-o", &strict]), &["explicit.bloom", "records no false-positive rate", "--fpp"]);
+    fails_with(&run(&["fold", &explicit, "-o", &strict, "--fpp", "1.5"]), &["invalid --fpp 1.5"]);
 }
 
 #[test]
