@@ -198,8 +198,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let full = format!("{} (of {} bits each; keys a row takes: {}, in the last: {})", r.rows, info.bits, r.records_per_row, r.last_row_records);
         ("rows", full)
     });
-    for (name, value) in rows.into_iter().chain(saturated).chain(dynamic) {
+    for (name, value) in rows.into_iter().chain(saturated).chain(dynamic).chain(fold_hint(&info)) {
         writeln!(out, "{name:<22}{value}")?;
     }
     Ok(())
+}
+
+/// Where a plain or counting filter holds under an eighth of the keys it was sized for (by its
+/// fill), a row saying that `bloomflow fold` can shrink it.
+fn fold_hint(info: &Info) -> Option<(&'static str, String)> {
+    let expected = info.expected_items.filter(|_| info.rows.is_none())?;
+    (info.estimated_items * 8.0 < expected as f64).then(|| {
+        let held = info.estimated_items;
+        ("note", format!("it holds about {held:.0} distinct keys of the {expected} it was sized for: `bloomflow fold` can shrink it"))
+    })
 }

@@ -377,6 +377,11 @@ fn fold_shrinks_an_oversized_filter_to_the_filter_of_the_smaller_size() {
     ok(&run(&["fold", &big, "-o", &small]));
     let bits = |path: &str| bloomflow::format::load(path.as_ref()).unwrap().into_plain().unwrap().spec().bits;
     assert!(bits(&strict) > bits(&small), "{} vs {}", bits(&strict), bits(&small));
+    // `info` points at `fold` where a filter holds under an eighth of the keys it was sized for.
+    let hint = "`bloomflow fold` can shrink it";
+    let text = ok(&run(&["info", &big]));
+    assert!(text.contains("holds about") && text.contains(hint), "{text}");
+    assert!(!ok(&run(&["info", &small])).contains(hint));
     // A filter made through the library with --bits records no rate.
     let explicit = write_filter(dir.path(), "explicit.bloom", FilterSpec::native(1 << 20, 5, 0).unwrap(), &["a"]);
     fails_with(&run(&["fold", &explicit, "-o", &strict]), &["explicit.bloom", "records no false-positive rate", "--fpp"]);
