@@ -34,7 +34,7 @@ pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
     let mut long = false;
     for (v, eight) in keys.chunks(LANES).enumerate() {
         let mut spare = [&[][..]; LANES];
-        let (words, len) = transposed_words(eight_keys(eight, &mut spare));
+        let (words, len) = transposed_words::<6>(eight_keys(eight, &mut spare));
         let key = LaneKeys::new(&words, len);
         let mut h = _mm256_setzero_si256();
         for row in rows.iter_mut() {

@@ -3,16 +3,16 @@
 //! hashed this way before its probes are computed; on keys of a few bytes the hash is most of a
 //! batched query's instructions, and here it takes a few per key instead of about 60.
 //!
-//! Keys of up to 24 bytes (lookup3's at most one mixed block and one finished tail, which covers
-//! ids, dates, names and short strings) are hashed in the lanes; a longer key's lane is computed
-//! and then replaced by the scalar hash. Answers are bit for bit those of
+//! Keys of up to 32 bytes (lookup3's at most two mixed blocks and one finished tail, which
+//! covers ids, dates, names, short strings and the like) are hashed in the lanes; a longer
+//! key's lane is computed and then replaced by the scalar hash. Answers are bit for bit those of
 //! [`super::lookup3::hashlittle2`] (see the test below).
 //!
 //! The keys' bytes are read and transposed by the AVX2 hash's code ([`super::lookup3_x8`]), 8
 //! keys at a time, and two such halves joined into each 512-bit vector: what AVX-512 adds is
 //! the rounds' one-instruction rotates and compares into mask registers, on 16 lanes at once.
 
-use super::lookup3_lanes::{hash_lanes_into, rehash_long_keys, LaneOps, MAX_LANE_LEN};
+use super::lookup3_lanes::{hash_lanes_into, rehash_long_keys, LaneOps, MAX_WIDE_LANE_LEN};
 use super::lookup3_x8::{eight_keys, transposed_words};
 pub use super::Pairs;
 use std::arch::x86_64::*;
@@ -52,7 +52,7 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     // the avx2 kernel's time instead of 0.86-0.88x.
     let eight_words = |keys: &[&[u8]]| {
         let mut spare = [&[][..]; 8];
-        transposed_words(eight_keys(keys, &mut spare))
+        transposed_words::<8>(eight_keys(keys, &mut spare))
     };
     let mut long = false;
     for (v, keys) in keys.chunks(LANES).enumerate() {
@@ -60,11 +60,12 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
         let (high, high_len) = eight_words(keys.get(8..).unwrap_or(&[]));
         let join = |low: __m256i, high: __m256i| _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high);
         let len = join(low_len, high_len);
-        hash_lanes_into::<__m512i>(len, &std::array::from_fn(|w| join(low[w], high[w])), any_over(len, 12), pc, out, v * LANES);
-        long |= any_over(len, MAX_LANE_LEN as u32);
+        let words: [__m512i; 8] = std::array::from_fn(|w| join(low[w], high[w]));
+        hash_lanes_into::<__m512i>(len, &words, (any_over(len, 12), any_over(len, 24)), pc, out, v * LANES);
+        long |= any_over(len, MAX_WIDE_LANE_LEN as u32);
     }
     if long {
-        rehash_long_keys(keys, pc, out);
+        rehash_long_keys(keys, pc, out, MAX_WIDE_LANE_LEN);
     }
 }
 
@@ -112,8 +113,8 @@ impl LaneOps for __m512i {
     }
 
     #[inline(always)]
-    fn where_over_12(len: Self, yes: Self, no: Self) -> Self {
-        unsafe { _mm512_mask_mov_epi32(no, _mm512_cmpgt_epu32_mask(len, _mm512_set1_epi32(12)), yes) }
+    fn where_over(len: Self, n: u32, yes: Self, no: Self) -> Self {
+        unsafe { _mm512_mask_mov_epi32(no, _mm512_cmpgt_epu32_mask(len, _mm512_set1_epi32(n as i32)), yes) }
     }
 
     #[inline(always)]

@@ -4,8 +4,9 @@
 //! read as 32 bytes where it is and the bytes past its end cleared, and a key near the end of
 //! its page is copied into a padded buffer (a byte-masked AVX-512 load of each key, tried
 //! first, made the AVX-512 hash slower than the scalar one on a Zen 4).
-//! Keys of up to 24 bytes are hashed in the lanes, longer ones one by one; answers are bit for
-//! bit those of [`super::lookup3::hashlittle2`] (see the test below).
+//! Keys of up to 24 bytes are hashed in the lanes (32 in the AVX-512 hash's), longer ones one
+//! by one; answers are bit for bit those of [`super::lookup3::hashlittle2`] (see the test
+//! below).
 
 use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_keys, LaneOps, MAX_LANE_LEN};
 use super::lookup3_x16::MAX_KEYS;
@@ -75,10 +76,10 @@ impl LaneOps for Lanes {
         })
     }
 
-    // Lengths compare as signed 32-bit lanes: [`transposed_words`] caps them at 32.
+    // Lengths compare as signed 32-bit lanes: [`transposed_words`] caps them at 33.
     #[inline(always)]
-    fn where_over_12(len: Self, yes: Self, no: Self) -> Self {
-        std::array::from_fn(|v| unsafe { _mm256_blendv_epi8(no[v], yes[v], _mm256_cmpgt_epi32(len[v], _mm256_set1_epi32(12))) })
+    fn where_over(len: Self, n: u32, yes: Self, no: Self) -> Self {
+        std::array::from_fn(|v| unsafe { _mm256_blendv_epi8(no[v], yes[v], _mm256_cmpgt_epi32(len[v], _mm256_set1_epi32(n as i32))) })
     }
 
     #[inline(always)]
@@ -96,8 +97,8 @@ impl LaneOps for Lanes {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
-    if in_rounds(keys, |len, words, any_over_12, at| hash_lanes_into::<Lanes>(len, words, any_over_12, pc, out, at)) {
-        rehash_long_keys(keys, pc, out);
+    if in_rounds(keys, |len, words, any_over_12, at| hash_lanes_into::<Lanes>(len, words, (any_over_12, false), pc, out, at)) {
+        rehash_long_keys(keys, pc, out, MAX_LANE_LEN);
     }
 }
 
@@ -132,8 +133,8 @@ unsafe fn in_rounds(keys: &[&[u8]], mut hash: impl FnMut(Lanes, &[Lanes; 6], boo
         const _: () = assert!(VECTORS == 2);
         let mut spare = [&[][..]; LANES];
         // SAFETY (both): the caller's promise that the CPU has AVX2.
-        let (first, first_len) = unsafe { transposed_words(eight_keys(keys, &mut spare)) };
-        let (second, second_len) = unsafe { transposed_words(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare)) };
+        let (first, first_len) = unsafe { transposed_words::<6>(eight_keys(keys, &mut spare)) };
+        let (second, second_len) = unsafe { transposed_words::<6>(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare)) };
         let len = [first_len, second_len];
         let words = std::array::from_fn(|w| [first[w], second[w]]);
         hash(len, &words, any_over(len, 12), round * ROUND);
@@ -156,22 +157,23 @@ pub(super) fn eight_keys<'a, 'k>(keys: &'a [&'k [u8]], spare: &'a mut [&'k [u8];
     }
 }
 
-/// Whether any lane of `len` (lengths of at most 32) is over `x`.
+/// Whether any lane of `len` (lengths of at most 33) is over `x`.
 #[inline(always)]
 fn any_over(len: Lanes, x: i32) -> bool {
     // SAFETY: only called from functions compiled for AVX2.
     len.iter().fold(0, |any, &len| any | unsafe { _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(x))) }) != 0
 }
 
-/// Words 0..6 of each of the 8 keys, zero past its end, as six vectors with key i in lane i,
-/// and the keys' lengths (capped at 32: a longer key is hashed again one by one) in lanes.
+/// Words 0..W (W = 6 or 8) of each of the 8 keys, zero past its end, as W vectors with key i
+/// in lane i, and the keys' lengths in lanes, those over 32 as 33 (such a key is hashed again
+/// one by one; 33, so that the AVX-512 hash, whose lanes take keys of 32 bytes, can tell).
 ///
 /// Each key's first 32 bytes are read as one vector ([`rows_in_place`], or where that may not
 /// be read, [`rows_one_by_one`]), the 8 × 8 words are transposed, and the bytes past each key's
 /// end are cleared in the transposed words, 8 keys to an instruction.
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(super) fn transposed_words(keys: &[&[u8]; LANES]) -> ([__m256i; 6], __m256i) {
+pub(super) fn transposed_words<const W: usize>(keys: &[&[u8]; LANES]) -> ([__m256i; W], __m256i) {
     let (rows, len) = match rows_in_place(keys) {
         Some(found) => found,
         None => rows_one_by_one(keys),
@@ -193,7 +195,7 @@ fn slices_are_pointer_then_length() -> bool {
 }
 
 /// Each key's first 32 bytes read where it is, as a row, unmasked, and the keys' lengths
-/// (capped at 32): the usual case, with its tests done 4 keys to an instruction. None where a key
+/// (over 32 as 33): the usual case, with its tests done 4 keys to an instruction. None where a key
 /// is empty (its pointer may be dangling) or starts in the last 32 bytes of its page (the next
 /// page may be unmapped): one vector in thirty of the filter benchmark's keys.
 ///
@@ -224,10 +226,10 @@ fn rows_in_place(keys: &[&[u8]; LANES]) -> Option<([__m256i; LANES], __m256i)> {
     if _mm256_testz_si256(refused, refused) == 0 {
         return None;
     }
-    // Lengths over 32 as 32 (signed compares: no slice is longer than isize::MAX), then the low
+    // Lengths over 32 as 33 (signed compares: no slice is longer than isize::MAX), then the low
     // halves of the 64-bit lanes, in key order.
     let capped = lengths.map(|n| {
-        let cap = _mm256_set1_epi64x(32);
+        let cap = _mm256_set1_epi64x(33);
         _mm256_blendv_epi8(n, cap, _mm256_cmpgt_epi64(n, cap))
     });
     let low_halves = _mm256_castps_si256(_mm256_shuffle_ps::<0b10_00_10_00>(_mm256_castsi256_ps(capped[0]), _mm256_castsi256_ps(capped[1])));
@@ -252,7 +254,7 @@ fn rows_one_by_one(keys: &[&[u8]; LANES]) -> ([__m256i; LANES], __m256i) {
     let mut rows = [_mm256_setzero_si256(); LANES];
     for i in 0..LANES {
         let n = keys[i].len().min(32);
-        lens[i] = n as u32;
+        lens[i] = keys[i].len().min(33) as u32;
         rows[i] = match read_within_page(keys[i], n) {
             Some(row) => row,
             None => load_padded(keys[i], n),
@@ -324,11 +326,11 @@ static KEEP: Keep = {
     Keep(keep)
 };
 
-/// Words 0..6 of 8 rows of 8 words as six vectors, word w of row i in lane i of vector w: the
-/// 8 × 8 word transpose of unpacks and 128-bit permutes (words 6 and 7 are not needed).
+/// Words 0..W (W ≤ 8) of 8 rows of 8 words as W vectors, word w of row i in lane i of vector
+/// w: the 8 × 8 word transpose of unpacks and 128-bit permutes (the words past W not made).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn transpose(r: [__m256i; LANES]) -> [__m256i; 6] {
+fn transpose<const W: usize>(r: [__m256i; LANES]) -> [__m256i; W] {
     // Per 128-bit half: (words 0-1 | 4-5) and (2-3 | 6-7) of row pairs, then of row quads.
     let t: [__m256i; 8] = std::array::from_fn(|i| {
         let (x, y) = (r[i / 2 * 2], r[i / 2 * 2 + 1]);
@@ -340,23 +342,19 @@ fn transpose(r: [__m256i; LANES]) -> [__m256i; 6] {
         let (x, y) = (t[4 * q + j / 2], t[4 * q + j / 2 + 2]);
         if j % 2 == 0 { _mm256_unpacklo_epi64(x, y) } else { _mm256_unpackhi_epi64(x, y) }
     });
-    [
-        _mm256_permute2x128_si256::<0x20>(u[0], u[4]),
-        _mm256_permute2x128_si256::<0x20>(u[1], u[5]),
-        _mm256_permute2x128_si256::<0x20>(u[2], u[6]),
-        _mm256_permute2x128_si256::<0x20>(u[3], u[7]),
-        _mm256_permute2x128_si256::<0x31>(u[0], u[4]),
-        _mm256_permute2x128_si256::<0x31>(u[1], u[5]),
-    ]
+    // Word w < 4 is the low halves of u[w] and u[w + 4], word w ≥ 4 their high halves.
+    std::array::from_fn(|w| {
+        if w < 4 { _mm256_permute2x128_si256::<0x20>(u[w], u[w + 4]) } else { _mm256_permute2x128_si256::<0x31>(u[w - 4], u[w]) }
+    })
 }
 
-/// `words` with the bytes at and past each lane's length `len` (at most 32) cleared: byte b of
+/// `words` with the bytes at and past each lane's length `len` (at most 33) cleared: byte b of
 /// word w is kept where 4w + b < len, each lane's length copied to its four bytes and compared
 /// with those indexes, two instructions a word for 8 keys. (Shifting a lane of ones by the bytes
 /// to clear took six: the compiler guards a variable shift of 32 or more.)
 #[inline]
 #[target_feature(enable = "avx2")]
-fn keep_key_bytes(words: [__m256i; 6], len: __m256i) -> [__m256i; 6] {
+fn keep_key_bytes<const W: usize>(words: [__m256i; W], len: __m256i) -> [__m256i; W] {
     let len_in_bytes = _mm256_shuffle_epi8(len, _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12));
     let mut first = 0;
     words.map(|word| {

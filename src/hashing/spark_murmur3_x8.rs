@@ -69,7 +69,7 @@ pub unsafe fn pairs_wide(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
     let mut long = false;
     for (v, eight) in keys.chunks(LANES).enumerate() {
         let mut spare = [&[][..]; LANES];
-        let (words, len) = transposed_words(eight_keys(eight, &mut spare));
+        let (words, len) = transposed_words::<6>(eight_keys(eight, &mut spare));
         let h1 = hash_lanes(&words, len, _mm256_set1_epi32(seed as i32));
         let h2 = hash_lanes(&words, len, h1);
         // SAFETY (both): `out`'s arrays hold GROUP values and v < GROUP / LANES.
