@@ -4,7 +4,7 @@
 //! buffer per split, no allocation per record.
 
 use crate::error::{Error, Result, UNCOUNTED_LINE};
-use crate::records::{bom_len, composite_key, key_or_null, trim_line_end, unquoted_field, Key, KeyError, KeyRules, KeyType, RecordFormat};
+use crate::records::{bom_len, composite_key, key_or_null, trim_line_end, unquoted_field_within, Key, KeyError, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
 use crate::bzip2_blocks::Bzip2SplitReader;
@@ -814,7 +814,8 @@ fn direct_lines_with<'b>(run: Run<'b>, leaves: impl Fn(&[u8]) -> bool, keys: &mu
         let record = &buf[start..end];
         // The line ends in a newline: only a carriage return before it is left to trim.
         let text = &record[..record.len() - 1 - record.ends_with(b"\r\n") as usize];
-        match unquoted_field(text, delimiter, index) {
+        // The rest of the buffer may be read past the line, and ignored.
+        match unquoted_field_within(&buf[start..], text.len(), delimiter, index) {
             // Not a blank line (no record), nor a key that the general path must see.
             Ok(key) if !(text.is_empty() || leaves(key)) => {
                 key_slots[taken].write(key);
