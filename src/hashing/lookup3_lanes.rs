@@ -6,12 +6,13 @@
 
 use super::{Pairs, GROUP};
 
-/// The longest key the AVX2 lanes hash (lookup3's at most one mixed block and one finished
-/// tail, which covers ids, dates, names and short strings); longer ones are hashed one by one.
+/// The longest key Hadoop's lookup3 lanes hash (lookup3's at most one mixed block and one
+/// finished tail, which covers ids, dates, names and short strings), and the Murmur hashes'
+/// lanes; longer ones are hashed one by one.
 pub(crate) const MAX_LANE_LEN: usize = 24;
 
-/// The longest key the AVX-512 lanes hash: two mixed blocks and a tail of up to 8 bytes, the
-/// 32 bytes of a key's row ([`super::lookup3_x8`]'s transpose). Keys of 25-32 bytes, the
+/// The longest key the native pairs' lanes hash, AVX-512's and AVX2's: two mixed blocks and a
+/// tail of up to 8 bytes, the 32 bytes of a key's row ([`super::lookup3_x8`]'s transpose). Keys of 25-32 bytes, the
 /// probe's payloads among them, were hashed in the lanes and then again one by one: a build
 /// keyed on those 29-byte keys spent a fifth of its time there.
 pub(crate) const MAX_WIDE_LANE_LEN: usize = 32;
