@@ -45,7 +45,7 @@ pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
         long |= _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN as i32))) != 0;
     }
     if long {
-        rehash_long_hadoop_keys(keys, rows, hash);
+        rehash_long_hadoop_keys(keys, rows, hash, MAX_LANE_LEN);
     }
 }
 

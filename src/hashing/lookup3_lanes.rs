@@ -6,13 +6,13 @@
 
 use super::{Pairs, GROUP};
 
-/// The longest key Hadoop's lookup3 lanes hash (lookup3's at most one mixed block and one
-/// finished tail, which covers ids, dates, names and short strings), and the Murmur hashes'
-/// lanes; longer ones are hashed one by one.
+/// The longest key the Murmur hashes' lanes take (Hadoop's and Spark's); longer ones are hashed
+/// one by one.
 pub(crate) const MAX_LANE_LEN: usize = 24;
 
-/// The longest key the native pairs' lanes hash, AVX-512's and AVX2's: two mixed blocks and a
-/// tail of up to 8 bytes, the 32 bytes of a key's row ([`super::lookup3_x8`]'s transpose). Keys of 25-32 bytes, the
+/// The longest key the lookup3 lanes hash (the native pairs', AVX-512's and AVX2's, and
+/// Hadoop's Jenkins hashes): two mixed blocks and a tail of up to 8 bytes, the 32 bytes of a
+/// key's row ([`super::lookup3_x8`]'s transpose). Keys of 25-32 bytes, the
 /// probe's payloads among them, were hashed in the lanes and then again one by one: a build
 /// keyed on those 29-byte keys spent a fifth of its time there.
 pub(crate) const MAX_WIDE_LANE_LEN: usize = 32;
@@ -101,27 +101,27 @@ pub(crate) fn hash_lanes_into<V: LaneOps>(len: V, words: &[V], over: (bool, bool
     b.store(&mut out.b[at..at + V::KEYS]);
 }
 
-/// Hadoop's Jenkins hashes of `V::KEYS` keys (see [`hash_lanes`] for `len` and `words`, six
-/// of them here; `any_over_12` as its first `over`): row j of `rows` gets each key's hash j, `hashlittle(key, hash j − 1)`, the
+/// Hadoop's Jenkins hashes of `V::KEYS` keys (see [`hash_lanes`] for `len`, `words` and
+/// `over`): row j of `rows` gets each key's hash j, `hashlittle(key, hash j − 1)`, the
 /// first seeded with 0, key i's in column `at + i`. Each hash is seeded with the one before, a
 /// different seed in every lane, which is as cheap in lanes as one seed; the key's words are
 /// read and transposed once for all of them.
 #[inline(always)]
-pub(crate) fn hadoop_lanes<V: LaneOps>(len: V, words: &[V; 6], any_over_12: bool, rows: &mut [[u32; GROUP]], at: usize) {
+pub(crate) fn hadoop_lanes<V: LaneOps>(len: V, words: &[V], over: (bool, bool), rows: &mut [[u32; GROUP]], at: usize) {
     let mut h = V::splat(0);
     for row in rows {
-        h = hash_lanes(len, words, (any_over_12, false), h).0;
+        h = hash_lanes(len, words, over, h).0;
         h.store(&mut row[at..at + V::KEYS]);
     }
 }
 
 /// Replaces the rows of Hadoop's hashes in lanes (lookup3's [`hadoop_lanes`], or the avx2
-/// Murmur's) for the keys over [`MAX_LANE_LEN`] bytes by the scalar `hash`'s, each seeded with
-/// the one before.
+/// Murmur's) for the keys over `max_len` bytes (the lanes' longest) by the scalar `hash`'s,
+/// each seeded with the one before.
 #[inline(always)]
-pub(crate) fn rehash_long_hadoop_keys(keys: &[&[u8]], rows: &mut [[u32; GROUP]], hash: impl Fn(&[u8], u32) -> u32) {
+pub(crate) fn rehash_long_hadoop_keys(keys: &[&[u8]], rows: &mut [[u32; GROUP]], hash: impl Fn(&[u8], u32) -> u32, max_len: usize) {
     for (i, key) in keys.iter().enumerate() {
-        if key.len() > MAX_LANE_LEN {
+        if key.len() > max_len {
             let mut h = 0;
             for row in rows.iter_mut() {
                 h = hash(key, h);

@@ -4,13 +4,12 @@
 //! read as 32 bytes where it is and the bytes past its end cleared, and a key near the end of
 //! its page is copied into a padded buffer (a byte-masked AVX-512 load of each key, tried
 //! first, made the AVX-512 hash slower than the scalar one on a Zen 4).
-//! Keys of up to 32 bytes are hashed in the lanes (24 for Hadoop's hashes), longer ones one by
-//! one; answers are bit for bit those of [`super::lookup3::hashlittle2`] (see the test below).
+//! Keys of up to 32 bytes are hashed in the lanes, longer ones one by one; answers are bit for bit those of [`super::lookup3::hashlittle2`] (see the test below).
 //! With eight words for each of the two vectors, the words take all 16 of AVX2's registers, yet
 //! batched queries of keys of 8-20 bytes took the same time as with six (5.0-5.1 against
 //! 5.0-5.2 ns, two interleaved runs of the filter benchmark).
 
-use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_keys, LaneOps, MAX_LANE_LEN, MAX_WIDE_LANE_LEN};
+use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_keys, LaneOps, MAX_WIDE_LANE_LEN};
 use super::lookup3_x16::MAX_KEYS;
 use super::{Pairs, GROUP};
 use std::arch::x86_64::*;
@@ -99,7 +98,7 @@ impl LaneOps for Lanes {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
-    if in_rounds::<8>(keys, |len, words, over, at| hash_lanes_into::<Lanes>(len, words, over, pc, out, at)) {
+    if in_rounds(keys, |len, words, over, at| hash_lanes_into::<Lanes>(len, words, over, pc, out, at)) {
         rehash_long_keys(keys, pc, out, MAX_WIDE_LANE_LEN);
     }
 }
@@ -114,21 +113,20 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
-    if in_rounds::<6>(keys, |len, words, over, at| hadoop_lanes::<Lanes>(len, words, over.0, rows, at)) {
-        rehash_long_hadoop_keys(keys, rows, super::lookup3::hash);
+    if in_rounds(keys, |len, words, over, at| hadoop_lanes::<Lanes>(len, words, over, rows, at)) {
+        rehash_long_hadoop_keys(keys, rows, super::lookup3::hash, MAX_WIDE_LANE_LEN);
     }
 }
 
-/// Calls `hash` with the lengths and W (6 or 8) transposed words of each round of [`ROUND`] keys
-/// (empty keys past the last), whether any of them is over 12 bytes and over 24, and the round's
-/// first key's index; returns whether any key is over what W words hold ([`MAX_LANE_LEN`] or
-/// [`MAX_WIDE_LANE_LEN`] bytes), for the caller to hash again.
+/// Calls `hash` with the lengths and 8 transposed words of each round of [`ROUND`] keys (empty
+/// keys past the last), whether any of them is over 12 bytes and over 24, and the round's first
+/// key's index; returns whether any key is over [`MAX_WIDE_LANE_LEN`] bytes, for the caller to
+/// hash again.
 ///
 /// # Safety
 /// The CPU must have AVX2. (Always inlined into its callers, which are compiled for it.)
 #[inline(always)]
-unsafe fn in_rounds<const W: usize>(keys: &[&[u8]], mut hash: impl FnMut(Lanes, &[Lanes; W], (bool, bool), usize)) -> bool {
-    let max_len = if W == 8 { MAX_WIDE_LANE_LEN } else { MAX_LANE_LEN };
+unsafe fn in_rounds(keys: &[&[u8]], mut hash: impl FnMut(Lanes, &[Lanes; 8], (bool, bool), usize)) -> bool {
     debug_assert!(keys.len() <= MAX_KEYS);
     let mut long = false;
     for (round, keys) in keys.chunks(ROUND).enumerate() {
@@ -137,12 +135,12 @@ unsafe fn in_rounds<const W: usize>(keys: &[&[u8]], mut hash: impl FnMut(Lanes, 
         const _: () = assert!(VECTORS == 2);
         let mut spare = [&[][..]; LANES];
         // SAFETY (both): the caller's promise that the CPU has AVX2.
-        let (first, first_len) = unsafe { transposed_words::<W>(eight_keys(keys, &mut spare)) };
-        let (second, second_len) = unsafe { transposed_words::<W>(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare)) };
+        let (first, first_len) = unsafe { transposed_words::<8>(eight_keys(keys, &mut spare)) };
+        let (second, second_len) = unsafe { transposed_words::<8>(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare)) };
         let len = [first_len, second_len];
         let words = std::array::from_fn(|w| [first[w], second[w]]);
-        hash(len, &words, (any_over(len, 12), W == 8 && any_over(len, 24)), round * ROUND);
-        long |= any_over(len, max_len as i32);
+        hash(len, &words, (any_over(len, 12), any_over(len, 24)), round * ROUND);
+        long |= any_over(len, MAX_WIDE_LANE_LEN as i32);
     }
     long
 }
