@@ -63,17 +63,11 @@ fn fold<F: Foldable>(filter: F, spec: FilterSpec, p: f64) -> Result<F, F> {
 }
 
 /// Writes the outcome, folded or not, and says which on standard error.
-fn write<F: Foldable>(output: &Path, outcome: Result<F, F>, spec: FilterSpec, p: f64, stored: impl Fn(F) -> StoredFilter) -> anyhow::Result<()> {
+fn write<F>(output: &Path, outcome: Result<F, F>, spec: FilterSpec, p: f64, stored: impl Fn(F) -> StoredFilter) -> anyhow::Result<()> {
     let folded = outcome.is_ok();
-    let filter = outcome.unwrap_or_else(|unchanged| unchanged);
-    let fpp = filter.estimated_fpp();
-    let stored = stored(filter);
+    let stored = stored(outcome.unwrap_or_else(|unchanged| unchanged));
     format::write(output, &stored)?;
-    let bits = match &stored {
-        StoredFilter::Plain(f) => f.spec().bits,
-        StoredFilter::Counting(c) => c.spec().bits,
-        StoredFilter::Dynamic(_) => unreachable!("only plain and counting filters fold"),
-    };
+    let (bits, fpp) = (stored.spec().bits, stored.estimated_fpp());
     if folded {
         eprintln!(
             "bloomflow fold: m = {} -> {bits} bits (by {}); estimated false-positive rate {fpp:.6} (at most {p})",

@@ -33,22 +33,25 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     for path in files {
         let mut next = format::load(path)?;
         let context = || format!("cannot merge {} into {}", path.display(), first.display());
-        if let (Some(a), Some(b)) = (spec(&merged), spec(&next)) {
-            if a.bits != b.bits && a.check_compatible(&FilterSpec { bits: a.bits, ..b }).is_ok() {
-                if !args.fold {
-                    bail!(
-                        "{}: filters are incompatible: number of bits (m) differs ({} vs {}); --fold folds both to \
-                         the greatest common divisor of their sizes",
-                        context(),
-                        a.bits,
-                        b.bits
-                    );
-                }
-                let common = common_size(&a, &b);
-                merged = fold_to(merged, common, first)?;
-                next = fold_to(next, common, path)?;
-                folded = true;
+        let (a, b) = (*merged.spec(), *next.spec());
+        // Alike but in size (a dynamic filter's rows do not fold).
+        let dynamic = |f: &StoredFilter| matches!(f, StoredFilter::Dynamic(_));
+        if !dynamic(&merged) && !dynamic(&next) && a.bits != b.bits && a.check_compatible(&FilterSpec { bits: a.bits, ..b }).is_ok() {
+            if !args.fold {
+                bail!(
+                    "{}: filters are incompatible: number of bits (m) differs ({} vs {}); --fold folds both to \
+                     the greatest common divisor of their sizes",
+                    context(),
+                    a.bits,
+                    b.bits
+                );
             }
+            // Each size is whole units of what a fold keeps whole (a bit, a block, Spark's
+            // word), and so is their divisor: gcd(u·x, u·y) = u·gcd(x, y).
+            let common = gcd(a.bits, b.bits);
+            merged = fold_to(merged, common, first)?;
+            next = fold_to(next, common, path)?;
+            folded = true;
         }
         match (&mut merged, &next) {
             (StoredFilter::Plain(a), StoredFilter::Plain(b)) => a.union(b).with_context(context)?,
@@ -74,22 +77,6 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The identity of a plain or counting filter (a dynamic filter's rows do not fold).
-fn spec(filter: &StoredFilter) -> Option<FilterSpec> {
-    match filter {
-        StoredFilter::Plain(f) => Some(*f.spec()),
-        StoredFilter::Counting(c) => Some(*c.spec()),
-        StoredFilter::Dynamic(_) => None,
-    }
-}
-
-/// The largest size both `a` and `b` fold to: the greatest common divisor of their bits. Their
-/// sizes are whole units of what a fold keeps whole (a bit, a block, Spark's word), and so is
-/// the divisor: gcd(u·x, u·y) = u·gcd(x, y).
-fn common_size(a: &FilterSpec, b: &FilterSpec) -> u64 {
-    gcd(a.bits, b.bits)
-}
-
 fn gcd(mut a: u64, mut b: u64) -> u64 {
     while b != 0 {
         (a, b) = (b, a % b);
@@ -100,7 +87,7 @@ fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// `filter` folded to `bits` (itself where it is that size already), sized explicitly from
 /// then on: the (n, p) it was sized for no longer describe it.
 fn fold_to(filter: StoredFilter, bits: u64, path: &Path) -> anyhow::Result<StoredFilter> {
-    let from = spec(&filter).expect("a plain or counting filter").bits;
+    let from = filter.spec().bits;
     if from == bits {
         return Ok(filter);
     }
@@ -109,7 +96,7 @@ fn fold_to(filter: StoredFilter, bits: u64, path: &Path) -> anyhow::Result<Store
     Ok(match filter {
         StoredFilter::Plain(f) => StoredFilter::Plain(f.folded(factor).ok_or_else(refused)?.sized_for(0, 0.0)),
         StoredFilter::Counting(c) => StoredFilter::Counting(c.folded(factor).ok_or_else(refused)?.sized_for(0, 0.0)),
-        StoredFilter::Dynamic(_) => unreachable!("a dynamic filter has no spec to fold"),
+        StoredFilter::Dynamic(_) => unreachable!("merge folds no dynamic filter"),
     })
 }
 
@@ -117,11 +104,7 @@ fn fold_to(filter: StoredFilter, bits: u64, path: &Path) -> anyhow::Result<Store
 /// that leaves; refuses a fold that leaves a filter answering "maybe" for half the absent keys
 /// or more (sizes that share only a small divisor, such as 10,000 and 10,001 bits: one bit).
 fn note_folded(merged: &StoredFilter) -> anyhow::Result<()> {
-    let (bits, fpp) = match merged {
-        StoredFilter::Plain(f) => (f.spec().bits, f.estimated_fpp()),
-        StoredFilter::Counting(c) => (c.spec().bits, c.estimated_fpp()),
-        StoredFilter::Dynamic(_) => return Ok(()),
-    };
+    let (bits, fpp) = (merged.spec().bits, merged.estimated_fpp());
     if fpp >= 0.5 {
         bail!(
             "folded to m = {bits} bits, the greatest common divisor of the filters' sizes, the merged filter would answer \

@@ -35,6 +35,24 @@ impl StoredFilter {
         }
     }
 
+    /// Its identity (a dynamic filter's rows share one).
+    pub fn spec(&self) -> &crate::FilterSpec {
+        match self {
+            StoredFilter::Plain(f) => f.spec(),
+            StoredFilter::Counting(c) => c.spec(),
+            StoredFilter::Dynamic(d) => d.spec(),
+        }
+    }
+
+    /// The false-positive rate its fill gives (see [`BloomFilter::estimated_fpp`]).
+    pub fn estimated_fpp(&self) -> f64 {
+        match self {
+            StoredFilter::Plain(f) => f.estimated_fpp(),
+            StoredFilter::Counting(c) => c.estimated_fpp(),
+            StoredFilter::Dynamic(d) => d.estimated_fpp(),
+        }
+    }
+
     /// How the filter's keys were encoded, where known.
     pub fn key_form(&self) -> Option<crate::records::KeyForm> {
         match self {
