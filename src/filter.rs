@@ -42,6 +42,71 @@ pub struct BloomFilter {
     /// [`contains_hash`](Self::contains_hash) compares: kept, since working it out of the
     /// scheme took a dozen of that query's few dozen instructions.
     key_hash_identity: u64,
+    /// The code of its single-key queries, for its layout, scheme, k and kernel.
+    query: QueryCode,
+}
+
+/// The code of a filter's single-key queries, [`BloomFilter::contains`] and
+/// [`BloomFilter::contains_hash`], chosen with its kernel ([`QueryCode::new`]) for its layout,
+/// scheme and k: each query is one indirect call to it, as sbbf-rs-safe's is. With the code
+/// chosen on every query (layout, scheme, kernel, then k) and the 24-byte key hash passed
+/// through memory, `cargo bench --bench filter` timed the query from a hash at 4.9–5.0 ns a key
+/// (n = 10^6), with this 3.8–3.9 (sbbf-rs-safe's: 2.4–2.7; the key's query 13.6–13.8 and
+/// 13.4). Most of the rest is the call: a scratch loop with the same test inlined, which code
+/// compiled for AVX-512 cannot be into its callers, took 1.9–2.0 ns.
+#[derive(Clone, Copy)]
+struct QueryCode {
+    key: unsafe fn(&BloomFilter, &[u8]) -> bool,
+    /// Takes the key hash's two words, checked against the filter before the call.
+    hash: unsafe fn(&BloomFilter, u64, u64) -> bool,
+}
+
+impl QueryCode {
+    /// The queries of a filter of `spec` run by `kernel`, which must run on this CPU.
+    fn new(spec: &FilterSpec, kernel: BlockKernel) -> Self {
+        match (spec.layout, spec.scheme) {
+            (Layout::Standard, _) => QueryCode { key: BloomFilter::contains_standard, hash: BloomFilter::contains_standard_hash },
+            (Layout::Blocked, Scheme::NativeLookup3) => Self::blocked::<Lookup3Pair>(spec, kernel),
+            (Layout::Blocked, _) => Self::blocked::<Lookup2Pair>(spec, kernel),
+        }
+    }
+
+    /// The blocked layout's queries, hashed by `H`.
+    fn blocked<H: PairHash>(spec: &FilterSpec, kernel: BlockKernel) -> Self {
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx512 if spec.hashes <= block_avx512::MAX_K => QueryCode { key: BloomFilter::contains_avx512::<H>, hash: BloomFilter::contains_hash_avx512 },
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx512 => QueryCode { key: BloomFilter::contains_avx512::<H>, hash: BloomFilter::contains_hash_avx512_runs },
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx2 => QueryCode { key: BloomFilter::contains_avx2::<H>, hash: BloomFilter::contains_hash_avx2 },
+            _ => QueryCode { key: BloomFilter::contains_portable::<H>, hash: BloomFilter::contains_hash_portable },
+        }
+    }
+}
+
+#[cfg(test)]
+impl QueryCode {
+    /// Whether both are the same code: for a test that a filter runs its kernel's (the kernels
+    /// answer alike, so only the code tells). Function addresses are no identity in general
+    /// (one function may have two, two alike may share one), but these differ in their code.
+    fn is(&self, other: &QueryCode) -> bool {
+        std::ptr::fn_addr_eq(self.key, other.key) && std::ptr::fn_addr_eq(self.hash, other.hash)
+    }
+}
+
+/// Always equal: the code is a function of the filter's spec and kernel, which the filters'
+/// equality compares (and function pointers have no reliable equality).
+impl PartialEq for QueryCode {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for QueryCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("QueryCode")
+    }
 }
 
 impl BloomFilter {
@@ -85,6 +150,7 @@ impl BloomFilter {
             kernel: BlockKernel::detect(),
             key_form: None,
             key_hash_identity: KeyHash::identity(spec.scheme, spec.seed),
+            query: QueryCode::new(&spec, BlockKernel::detect()),
         }
     }
 
@@ -106,6 +172,7 @@ impl BloomFilter {
     /// gives the portable code.
     pub fn with_kernel(mut self, kernel: BlockKernel) -> Self {
         self.kernel = self.runnable(kernel);
+        self.query = QueryCode::new(&self.spec, self.kernel);
         self
     }
 
@@ -133,25 +200,20 @@ impl BloomFilter {
 
     /// False means `key` was definitely never inserted; true means it may have been.
     ///
-    /// Inlined into the caller, it only picks the code for this filter's layout, scheme and the
-    /// CPU, then calls it. Each of those is a function of its own: with a query path inlined
-    /// here, every query saved and restored six registers for the paths it did not take (seen
-    /// in the benchmark's disassembly).
+    /// One call to the code of this filter's layout, scheme, k and CPU, chosen when the filter
+    /// was made.
     #[inline]
     pub fn contains(&self, key: &[u8]) -> bool {
-        match self.spec.layout {
-            Layout::Blocked => self.contains_blocked(self.kernel, key),
-            Layout::Standard => self.contains_standard(key),
-        }
+        // SAFETY: `query` was chosen for this filter's spec and kernel, which runs on this CPU
+        // (`runnable`, `BlockKernel::detect`).
+        unsafe { (self.query.key)(self, key) }
     }
 
     /// [`contains`](Self::contains) with a chosen blocked-layout kernel, for benchmarks and
     /// tests; a kernel this CPU cannot run (or the standard layout) answers as `contains` does.
     pub fn contains_with(&self, kernel: BlockKernel, key: &[u8]) -> bool {
-        match self.spec.layout {
-            Layout::Blocked => self.contains_blocked(self.runnable(kernel), key),
-            Layout::Standard => self.contains_standard(key),
-        }
+        // SAFETY: as in `contains`, the kernel made runnable.
+        unsafe { (QueryCode::new(&self.spec, self.runnable(kernel)).key)(self, key) }
     }
 
     /// Sets the k bits of the key whose hash is `hash` ([`FilterSpec::key_hash`]): the bits
@@ -181,10 +243,9 @@ impl BloomFilter {
     #[inline]
     pub fn contains_hash(&self, hash: KeyHash) -> bool {
         self.check_hash(hash);
-        match self.spec.layout {
-            Layout::Blocked => self.contains_blocked_probe(self.kernel, hash.block_probe(self.spec.bits / BLOCK_BITS)),
-            Layout::Standard => self.contains_standard_hash(hash),
-        }
+        // SAFETY: `hash_query` was chosen for this filter's layout, k and kernel, which runs on
+        // this CPU (`runnable`, `BlockKernel::detect`).
+        unsafe { (self.query.hash)(self, hash.x, hash.z) }
     }
 
     /// Refuses a key hash made for another scheme or seed.
@@ -198,56 +259,60 @@ impl BloomFilter {
         );
     }
 
-    #[inline(never)]
-    fn contains_standard_hash(&self, hash: KeyHash) -> bool {
-        let (a, b) = hash.pair();
+    /// [`contains_hash`](Self::contains_hash) in the standard layout.
+    fn contains_standard_hash(&self, x: u64, _z: u64) -> bool {
+        let (a, b) = ((x >> 32) as u32, x as u32);
         NativePositions::from_hashes(a, b, self.spec.bits, self.spec.hashes).all(|pos| self.bits.get(pos))
     }
 
-    /// The blocked test of a probe computed already, with `kernel`, which must run on this CPU.
-    #[inline(always)]
-    fn contains_blocked_probe(&self, kernel: BlockKernel, probe: BlockProbe) -> bool {
-        match kernel {
-            // SAFETY (both): the caller checked that the CPU runs the kernel.
-            #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx512 => unsafe { self.contains_probe_avx512(probe) },
-            #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx2 => unsafe { self.contains_probe_avx2(probe) },
-            _ => self.contains_probe(&probe),
-        }
+    /// [`contains_hash`](Self::contains_hash) in the blocked layout with the portable test.
+    fn contains_hash_portable(&self, x: u64, z: u64) -> bool {
+        self.contains_probe(&self.hash_probe(x, z))
     }
 
-    /// The AVX-512 test of one probe. The usual k (one remix's positions) is tested here and
-    /// larger k out of line, so that the common path saves no registers: with both in one
-    /// function, a scratch loop of queries from their hashes took 5.3–5.7 ns a key, with the
-    /// larger k apart 4.9–5.2.
+    /// [`contains_hash`](Self::contains_hash) in the blocked layout with the AVX-512 test, k ≤ 7.
+    ///
+    /// # Safety
+    /// The CPU must run the avx512 kernel.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,bmi2")]
-    unsafe fn contains_probe_avx512(&self, probe: BlockProbe) -> bool {
-        let k = self.spec.hashes;
-        // SAFETY (both): the caller checked that the CPU runs the avx512 kernel.
-        if k <= block_avx512::MAX_K {
-            return unsafe { block_avx512::test(self.bits.line(probe.block), probe.remixed(), k) };
-        }
-        unsafe { self.contains_probe_avx512_runs(probe) }
+    unsafe fn contains_hash_avx512(&self, x: u64, z: u64) -> bool {
+        let probe = self.hash_probe(x, z);
+        // SAFETY: the caller checked that the CPU runs the avx512 kernel.
+        unsafe { block_avx512::test(self.bits.line(probe.block), probe.remixed(), self.spec.hashes) }
     }
 
-    /// [`contains_probe_avx512`](Self::contains_probe_avx512) for k above 7.
+    /// [`contains_hash`](Self::contains_hash) in the blocked layout with the AVX-512 test, for k
+    /// above 7, in runs of 7 positions. A function apart from the usual k's, so that that one
+    /// saves no registers: with both in one function, a scratch loop of queries from their
+    /// hashes took 5.3–5.7 ns a key, with the larger k apart 4.9–5.2.
+    ///
+    /// # Safety
+    /// The CPU must run the avx512 kernel.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,bmi2")]
-    #[inline(never)]
-    #[cold]
-    unsafe fn contains_probe_avx512_runs(&self, probe: BlockProbe) -> bool {
+    unsafe fn contains_hash_avx512_runs(&self, x: u64, z: u64) -> bool {
+        let probe = self.hash_probe(x, z);
         // SAFETY: the caller checked that the CPU runs the avx512 kernel.
         test_runs(self.bits.line(probe.block), probe.remixed(), self.spec.hashes, |line, z, k| unsafe { block_avx512::test(line, z, k) })
     }
 
-    /// The AVX2 test of one probe.
+    /// [`contains_hash`](Self::contains_hash) in the blocked layout with the AVX2 test.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi2")]
-    unsafe fn contains_probe_avx2(&self, probe: BlockProbe) -> bool {
+    unsafe fn contains_hash_avx2(&self, x: u64, z: u64) -> bool {
+        let probe = self.hash_probe(x, z);
         // SAFETY: the caller checked that the CPU has AVX2.
         test_runs(self.bits.line(probe.block), probe.remixed(), self.spec.hashes, |line, z, k| unsafe { block_avx2::test(line, z, k) })
+    }
+
+    /// The blocked probe of the key hash whose words are `x` and `z`.
+    #[inline(always)]
+    fn hash_probe(&self, x: u64, z: u64) -> BlockProbe {
+        BlockProbe::of_hash(x, z, self.spec.bits / BLOCK_BITS)
     }
 
     /// `kernel` if this CPU runs it for this filter's k, else the portable one.
@@ -255,35 +320,12 @@ impl BloomFilter {
         if kernel.runs() { kernel } else { BlockKernel::Portable }
     }
 
-    #[inline(never)]
+    /// [`contains`](Self::contains) in the standard layout.
     fn contains_standard(&self, key: &[u8]) -> bool {
         self.spec.positions(key).all(|pos| self.bits.get(pos))
     }
 
-    /// The blocked query of one key: calls the code of this scheme and `kernel`, which must
-    /// run on this CPU.
-    #[inline(always)]
-    fn contains_blocked(&self, kernel: BlockKernel, key: &[u8]) -> bool {
-        match self.spec.scheme {
-            Scheme::NativeLookup3 => self.contains_blocked_by::<Lookup3Pair>(kernel, key),
-            _ => self.contains_blocked_by::<Lookup2Pair>(kernel, key),
-        }
-    }
-
-    #[inline(always)]
-    fn contains_blocked_by<H: PairHash>(&self, kernel: BlockKernel, key: &[u8]) -> bool {
-        match kernel {
-            // SAFETY (both): the caller checked that the CPU runs the kernel.
-            #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx512 => unsafe { self.contains_avx512::<H>(key) },
-            #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx2 => unsafe { self.contains_avx2::<H>(key) },
-            _ => self.contains_portable::<H>(key),
-        }
-    }
-
     /// One blocked query with the portable test.
-    #[inline(never)]
     fn contains_portable<H: PairHash>(&self, key: &[u8]) -> bool {
         self.contains_probe(&self.spec.block_probe_by::<H>(key))
     }
@@ -1306,6 +1348,7 @@ mod tests {
                     let single: Vec<bool> = refs.iter().map(|key| f.contains_with(kernel, key)).collect();
                     assert_eq!(single, portable, "{scheme} k {k}: contains_with {kernel:?}");
                     let with_kernel = f.clone().with_kernel(kernel);
+                    assert!(with_kernel.query.is(&QueryCode::new(&spec, kernel)), "{scheme} k {k}: the query code of {kernel:?}");
                     let hashed: Vec<bool> = refs.iter().map(|key| with_kernel.contains_hash(spec.key_hash(key).unwrap())).collect();
                     assert_eq!(hashed, portable, "{scheme} k {k}: contains_hash with {kernel:?}");
                 }

@@ -332,7 +332,7 @@ impl KeyHash {
     /// Where the key lives in a blocked filter of `blocks` blocks.
     #[inline(always)]
     pub(crate) fn block_probe(&self, blocks: u64) -> BlockProbe {
-        BlockProbe { block: mulshift(self.x, blocks) as usize, z: self.z }
+        BlockProbe::of_hash(self.x, self.z, blocks)
     }
 }
 
@@ -349,6 +349,12 @@ impl BlockProbe {
     pub fn new(a: u32, b: u32, blocks: u64) -> Self {
         let x = ((a as u64) << 32) | b as u64;
         BlockProbe { block: mulshift(x, blocks) as usize, z: remix(x) }
+    }
+
+    /// The probe of a [`KeyHash`] whose words are `x` and `z` = remix(x).
+    #[inline(always)]
+    pub(crate) fn of_hash(x: u64, z: u64, blocks: u64) -> Self {
+        BlockProbe { block: mulshift(x, blocks) as usize, z }
     }
 
     /// The remixed hash the in-block positions are taken from, 9 bits each.
