@@ -118,7 +118,7 @@ mod tests {
     use crate::hashing::Pairs;
 
     /// Against the scalar hash, each key's first two hashes (the second seeded with the first):
-    /// every length 0..=40 (both sides of the lanes' 24, every number of trailing bytes) in
+    /// every length 0..=80 (both sides of the lanes' 24, every number of trailing bytes) in
     /// every lane, groups of every size up to 64, keys that end at an unreadable page, and
     /// trailing bytes of 0x80 and over, which Hadoop sign-extends.
     #[test]

@@ -1,8 +1,8 @@
 //! lookup3 `hashlittle2` with one 32-bit vector lane per key: the recipe shared by the AVX-512
 //! ([`super::lookup3_x16`]) and AVX2 ([`super::lookup3_x8`]) hashes, written once over the lane
 //! operations ([`LaneOps`]) that each implements. The AVX2 hash reads and transposes the keys'
-//! bytes into words (the AVX-512 one joins two of its halves); the rounds, the choice between
-//! one and two blocks, the empty key and the keys too long for the lanes are here.
+//! bytes into words (the AVX-512 one joins two of its halves); the rounds, the choice of the
+//! blocks each key mixes in, the empty key and the keys too long for the lanes are here.
 
 use super::{Pairs, GROUP};
 
@@ -11,11 +11,21 @@ use super::{Pairs, GROUP};
 pub(crate) const MAX_LANE_LEN: usize = 24;
 
 /// The longest key the lookup3 lanes hash (the native pairs', AVX-512's and AVX2's, and
-/// Hadoop's Jenkins hashes): two mixed blocks and a tail of up to 8 bytes, the 32 bytes of a
-/// key's row ([`super::lookup3_x8`]'s transpose). Keys of 25-32 bytes, the
-/// probe's payloads among them, were hashed in the lanes and then again one by one: a build
-/// keyed on those 29-byte keys spent a fifth of its time there.
-pub(crate) const MAX_WIDE_LANE_LEN: usize = 32;
+/// Hadoop's Jenkins hashes): five mixed blocks and a tail of up to 4 bytes, two rows of 32
+/// bytes of a key ([`super::lookup3_x8`]'s transpose, the second read only for a vector of keys
+/// with one over 32 bytes). Longer keys are hashed in the lanes and then again one by one: at 32
+/// bytes, a build keyed on 36-byte UUIDs spent a third of its time hashing them so, against a
+/// tenth for their 32 hex digits alone. 64 takes UUIDs, SHA-1 and SHA-256 digests in hex, and
+/// most e-mail addresses and composite keys.
+pub(crate) const MAX_WIDE_LANE_LEN: usize = 64;
+
+/// The transposed words of a vector of keys, word w of key i in lane i of vector w, zero past
+/// each key's end: bytes 0..32, and where any key of the vector is over 32 bytes, 32..64.
+#[derive(Clone, Copy)]
+pub(crate) struct KeyWords<'a, V> {
+    pub first: &'a [V; 8],
+    pub rest: Option<&'a [V; 8]>,
+}
 
 /// Lane-wise u32 arithmetic on a group of vectors: what lookup3's rounds need. The methods are
 /// inlined into functions compiled for the instructions they use.
@@ -34,6 +44,8 @@ pub(crate) trait LaneOps: Copy {
     fn where_over(len: Self, n: u32, yes: Self, no: Self) -> Self;
     /// `yes` in the lanes whose `len` is 0, `no` in the others.
     fn where_zero(len: Self, yes: Self, no: Self) -> Self;
+    /// Whether any lane of `len` is over `n`.
+    fn any_over(len: Self, n: u32) -> bool;
 }
 
 /// lookup3's `mix`, in every lane.
@@ -60,57 +72,68 @@ fn finish<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
 }
 
 /// `hashlittle2(key, pc, 0)` of `V::KEYS` keys, lane by lane: (c, b), `pc` a seed per lane.
-/// `words` are the keys' first 24 bytes (or 32) as six (eight) zero-padded little-endian words,
-/// word w of key i in lane i of `words[w]`; `len` their lengths in lanes (each exact up to 24
-/// bytes, or 32 with eight words: a longer key gets a wrong answer here, which the caller
-/// replaces by the scalar hash's); `over` whether any key is over 12 bytes, and over 24 (only
-/// with eight words).
+/// `len` are the keys' lengths in lanes, each exact up to [`MAX_WIDE_LANE_LEN`] bytes (a longer
+/// key gets a wrong answer here, which the caller replaces by the scalar hash's), and `words`
+/// their bytes.
 #[inline(always)]
-pub(crate) fn hash_lanes<V: LaneOps>(len: V, words: &[V], over: (bool, bool), pc: V) -> (V, V) {
+pub(crate) fn hash_lanes<V: LaneOps>(len: V, words: KeyWords<V>, pc: V) -> (V, V) {
     let init = len.add(V::splat(0xdead_beef_u32).add(pc));
-    // The first 12 bytes; then, for keys of 13..=24 bytes, mix and add the next 12 (words 3..5
-    // are zero for shorter keys, but the mix is not, so it is kept only where the key is long);
-    // for keys of 25..=32 bytes, mix again and add the last 8. A group with no key over 12
-    // bytes (ids, codes) skips the mixes: one predictable branch.
-    let (mut a, mut b, mut c) = (init.add(words[0]), init.add(words[1]), init.add(words[2]));
-    if over.0 {
-        let (mut ma, mut mb, mut mc) = (a, b, c);
-        mix(&mut ma, &mut mb, &mut mc);
-        let (mut ta, mut tb, mut tc) = (ma.add(words[3]), mb.add(words[4]), mc.add(words[5]));
-        if over.1 {
-            let (mut na, mut nb, mut nc) = (ta, tb, tc);
-            mix(&mut na, &mut nb, &mut nc);
-            ta = V::where_over(len, 24, na.add(words[6]), ta);
-            tb = V::where_over(len, 24, nb.add(words[7]), tb);
-            tc = V::where_over(len, 24, nc, tc);
+    let w = words.first;
+    // The first 12 bytes; then each further block of 12 is mixed in where the key is longer
+    // than the bytes before it (the words past a key's end are zero, but the mix is not). A
+    // vector with no key that long skips the block and those after it: one predictable branch
+    // a block, and ids and codes of up to 12 bytes take no mix at all.
+    let (mut a, mut b, mut c) = (init.add(w[0]), init.add(w[1]), init.add(w[2]));
+    if V::any_over(len, 12) {
+        mix_in(len, 12, (&mut a, &mut b, &mut c), [w[3], w[4], w[5]]);
+        if V::any_over(len, 24) {
+            mix_in(len, 24, (&mut a, &mut b, &mut c), [w[6], w[7], words.rest.map_or(V::splat(0), |r| r[0])]);
+            if let Some(r) = words.rest {
+                // Words 9..18 of the keys (16 and 17 past the 64 bytes, zero).
+                let word = |i: usize| r.get(i - 8).copied().unwrap_or(V::splat(0));
+                for n in [36, 48, 60] {
+                    if !V::any_over(len, n) {
+                        break;
+                    }
+                    let first = n as usize / 4;
+                    mix_in(len, n, (&mut a, &mut b, &mut c), [word(first), word(first + 1), word(first + 2)]);
+                }
+            }
         }
-        a = V::where_over(len, 12, ta, a);
-        b = V::where_over(len, 12, tb, b);
-        c = V::where_over(len, 12, tc, c);
     }
     finish(&mut a, &mut b, &mut c);
     // An empty key is not finished: its hashes are the initial values.
     (V::where_zero(len, init, c), V::where_zero(len, init, b))
 }
 
+/// One of lookup3's blocks, in the lanes whose key is over `n` bytes: the state mixed, then the
+/// next block's `words` added.
+#[inline(always)]
+fn mix_in<V: LaneOps>(len: V, n: u32, (a, b, c): (&mut V, &mut V, &mut V), words: [V; 3]) {
+    let (mut ma, mut mb, mut mc) = (*a, *b, *c);
+    mix(&mut ma, &mut mb, &mut mc);
+    *a = V::where_over(len, n, ma.add(words[0]), *a);
+    *b = V::where_over(len, n, mb.add(words[1]), *b);
+    *c = V::where_over(len, n, mc.add(words[2]), *c);
+}
+
 /// [`hash_lanes`] with one seed for every lane, into `out.c[at..]` and `out.b[at..]`.
 #[inline(always)]
-pub(crate) fn hash_lanes_into<V: LaneOps>(len: V, words: &[V], over: (bool, bool), pc: u32, out: &mut Pairs, at: usize) {
-    let (c, b) = hash_lanes(len, words, over, V::splat(pc));
+pub(crate) fn hash_lanes_into<V: LaneOps>(len: V, words: KeyWords<V>, pc: u32, out: &mut Pairs, at: usize) {
+    let (c, b) = hash_lanes(len, words, V::splat(pc));
     c.store(&mut out.c[at..at + V::KEYS]);
     b.store(&mut out.b[at..at + V::KEYS]);
 }
 
-/// Hadoop's Jenkins hashes of `V::KEYS` keys (see [`hash_lanes`] for `len`, `words` and
-/// `over`): row j of `rows` gets each key's hash j, `hashlittle(key, hash j − 1)`, the
+/// Hadoop's Jenkins hashes of `V::KEYS` keys (see [`hash_lanes`] for `len` and `words`): row j of `rows` gets each key's hash j, `hashlittle(key, hash j − 1)`, the
 /// first seeded with 0, key i's in column `at + i`. Each hash is seeded with the one before, a
 /// different seed in every lane, which is as cheap in lanes as one seed; the key's words are
 /// read and transposed once for all of them.
 #[inline(always)]
-pub(crate) fn hadoop_lanes<V: LaneOps>(len: V, words: &[V], over: (bool, bool), rows: &mut [[u32; GROUP]], at: usize) {
+pub(crate) fn hadoop_lanes<V: LaneOps>(len: V, words: KeyWords<V>, rows: &mut [[u32; GROUP]], at: usize) {
     let mut h = V::splat(0);
     for row in rows {
-        h = hash_lanes(len, words, over, h).0;
+        h = hash_lanes(len, words, h).0;
         h.store(&mut row[at..at + V::KEYS]);
     }
 }

@@ -3,17 +3,17 @@
 //! hashed this way before its probes are computed; on keys of a few bytes the hash is most of a
 //! batched query's instructions, and here it takes a few per key instead of about 60.
 //!
-//! Keys of up to 32 bytes (lookup3's at most two mixed blocks and one finished tail, which
-//! covers ids, dates, names, short strings and the like) are hashed in the lanes; a longer
-//! key's lane is computed and then replaced by the scalar hash. Answers are bit for bit those of
+//! Keys of up to 64 bytes (lookup3's at most five mixed blocks and one finished tail, which
+//! covers ids, dates, names, UUIDs, digests in hex and the like) are hashed in the lanes; a
+//! longer key's lane is computed and then replaced by the scalar hash. Answers are bit for bit those of
 //! [`super::lookup3::hashlittle2`] (see the test below).
 //!
 //! The keys' bytes are read and transposed by the AVX2 hash's code ([`super::lookup3_x8`]), 8
 //! keys at a time, and two such halves joined into each 512-bit vector: what AVX-512 adds is
 //! the rounds' one-instruction rotates and compares into mask registers, on 16 lanes at once.
 
-use super::lookup3_lanes::{hash_lanes_into, rehash_long_keys, LaneOps, MAX_WIDE_LANE_LEN};
-use super::lookup3_x8::{eight_keys, transposed_words};
+use super::lookup3_lanes::{hash_lanes_into, rehash_long_keys, KeyWords, LaneOps, MAX_WIDE_LANE_LEN};
+use super::lookup3_x8::{eight_keys, eight_tails, transposed_words};
 pub use super::Pairs;
 use std::arch::x86_64::*;
 
@@ -46,34 +46,35 @@ pub fn available() -> bool {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     debug_assert!(keys.len() <= MAX_KEYS);
-    // Words 0..6 and the lengths (capped at 32) of the first 8 of `keys`, empty keys past its
-    // end. A closure, which has this function's features and inlines: as a function of its
-    // own it was called, its results passed through memory, and batched queries took 0.95x
-    // the avx2 kernel's time instead of 0.86-0.88x.
+    // Words 0..8 and the lengths (over 64 as 65) of the first 8 of `keys`, empty keys past its
+    // end, and their words 8..16. Closures, which have this function's features and inline: as
+    // a function of its own it was called, its results passed through memory, and batched
+    // queries took 0.95x the avx2 kernel's time instead of 0.86-0.88x.
     let eight_words = |keys: &[&[u8]]| {
         let mut spare = [&[][..]; 8];
         transposed_words::<8>(eight_keys(keys, &mut spare))
     };
+    let eight_rest = |keys: &[&[u8]]| {
+        let mut spare = [&[][..]; 8];
+        transposed_words::<8>(&eight_tails(eight_keys(keys, &mut spare))).0
+    };
+    let join = |low: __m256i, high: __m256i| _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high);
     let mut long = false;
     for (v, keys) in keys.chunks(LANES).enumerate() {
         let (low, low_len) = eight_words(keys);
         let (high, high_len) = eight_words(keys.get(8..).unwrap_or(&[]));
-        let join = |low: __m256i, high: __m256i| _mm512_inserti64x4::<1>(_mm512_castsi256_si512(low), high);
         let len = join(low_len, high_len);
-        let words: [__m512i; 8] = std::array::from_fn(|w| join(low[w], high[w]));
-        hash_lanes_into::<__m512i>(len, &words, (any_over(len, 12), any_over(len, 24)), pc, out, v * LANES);
-        long |= any_over(len, MAX_WIDE_LANE_LEN as u32);
+        let first: [__m512i; 8] = std::array::from_fn(|w| join(low[w], high[w]));
+        let rest = <__m512i as LaneOps>::any_over(len, 32).then(|| {
+            let (low, high) = (eight_rest(keys), eight_rest(keys.get(8..).unwrap_or(&[])));
+            std::array::from_fn(|w| join(low[w], high[w]))
+        });
+        hash_lanes_into::<__m512i>(len, KeyWords { first: &first, rest: rest.as_ref() }, pc, out, v * LANES);
+        long |= <__m512i as LaneOps>::any_over(len, MAX_WIDE_LANE_LEN as u32);
     }
     if long {
         rehash_long_keys(keys, pc, out, MAX_WIDE_LANE_LEN);
     }
-}
-
-/// Whether any lane of `len` is over `x`.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn any_over(len: __m512i, x: u32) -> bool {
-    _mm512_cmpgt_epu32_mask(len, _mm512_set1_epi32(x as i32)) != 0
 }
 
 impl LaneOps for __m512i {
@@ -121,6 +122,11 @@ impl LaneOps for __m512i {
     fn where_zero(len: Self, yes: Self, no: Self) -> Self {
         unsafe { _mm512_mask_mov_epi32(no, _mm512_cmpeq_epu32_mask(len, _mm512_setzero_si512()), yes) }
     }
+
+    #[inline(always)]
+    fn any_over(len: Self, n: u32) -> bool {
+        unsafe { _mm512_cmpgt_epu32_mask(len, _mm512_set1_epi32(n as i32)) != 0 }
+    }
 }
 
 #[cfg(test)]
@@ -128,7 +134,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::hashing::lookup3::hashlittle2;
 
-    /// Against the scalar hash: every length 0..=40 (both sides of the lanes' 24) in every lane,
+    /// Against the scalar hash: every length 0..=80 (both sides of the lanes' 64) in every lane,
     /// at every offset in the buffer, groups of every size 0..=16, keys ending at the buffer's
     /// end, and three seeds.
     #[test]
@@ -152,8 +158,9 @@ pub(crate) mod tests {
     }
 
     /// Checks a wide hash against the scalar one for groups of the sizes in `groups`, three
-    /// seeds and 41 starts: in a group of a start, key i is (start + 3i) % 41 bytes long (every
-    /// length 0..=40 in every lane, both sides of the lanes' 24) at offset 5i + start % 13.
+    /// seeds and 81 starts: in a group of a start, key i is (start + 3i) % 81 bytes long (every
+    /// length 0..=80 in every lane, both sides of the lanes' 24 and 64; vectors of keys all over
+    /// 32 bytes and vectors of keys on both sides of it) at offset 5i + start % 13.
     /// Returns the keys checked.
     pub(crate) fn against_the_scalar(groups: impl Iterator<Item = usize> + Clone, wide: impl Fn(&[&[u8]], u32, &mut Pairs)) -> usize {
         against(groups, wide, |key, seed| hashlittle2(key, seed, 0))
@@ -164,11 +171,11 @@ pub(crate) mod tests {
         let bytes = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D).bytes(800);
         let mut checked = 0;
         for seed in [0, 7, 0x9e37_79b9] {
-            for start in 0..41 {
+            for start in 0..81 {
                 for group in groups.clone() {
                     let keys: Vec<&[u8]> = (0..group)
                         .map(|i| {
-                            let len = (start + 3 * i) % 41;
+                            let len = (start + 3 * i) % 81;
                             let at = 5 * i + start % 13;
                             &bytes[at..at + len]
                         })
@@ -206,7 +213,7 @@ pub(crate) mod tests {
     }
 
     /// Keys that end at the last byte before an unreadable page, which a read past the key
-    /// would fault on: every length 0..=30, from groups of 1 to 31 keys.
+    /// would fault on: every length 0..=70, from groups of 1 to 64 keys.
     #[test]
     fn reads_nothing_past_a_key_at_the_end_of_a_page() {
         if !available() {
@@ -218,7 +225,8 @@ pub(crate) mod tests {
     }
 
     /// Checks a wide hash (`hash`, seed 3) on keys that end at the last byte before an
-    /// unreadable page: every length 0..=30, from groups of 1, 16 and 31 keys.
+    /// unreadable page: every length 0..=70 (the bytes past a key's first 32 read apart, near
+    /// the page's end too), from groups of 1, 16 and 64 keys.
     pub(crate) fn at_the_end_of_a_page(hash: impl Fn(&[&[u8]], &mut Pairs)) {
         at_a_pages_end(hash, |key| hashlittle2(key, 3, 0))
     }
@@ -236,8 +244,8 @@ pub(crate) mod tests {
             for (i, byte) in page.iter_mut().enumerate() {
                 *byte = (i as u8).wrapping_mul(151).wrapping_add(7);
             }
-            let keys: Vec<&[u8]> = (0..=30).map(|len| &page[PAGE - len..]).collect();
-            for group in [1, 16, keys.len()] {
+            let keys: Vec<&[u8]> = (0..=70).map(|len| &page[PAGE - len..]).collect();
+            for group in [1, 16, MAX_KEYS] {
                 for start in 0..=keys.len() - group {
                     let group = &keys[start..start + group];
                     let mut out = Pairs::default();

@@ -4,18 +4,22 @@
 //! read as 32 bytes where it is and the bytes past its end cleared, and a key near the end of
 //! its page is copied into a padded buffer (a byte-masked AVX-512 load of each key, tried
 //! first, made the AVX-512 hash slower than the scalar one on a Zen 4).
-//! Keys of up to 32 bytes are hashed in the lanes, longer ones one by one; answers are bit for bit those of [`super::lookup3::hashlittle2`] (see the test below).
+//! Keys of up to 64 bytes are hashed in the lanes (a second row of 32 bytes read for a vector
+//! with a key over 32), longer ones one by one; answers are bit for bit those of [`super::lookup3::hashlittle2`] (see the test below).
 //! With eight words for each of the two vectors, the words take all 16 of AVX2's registers, yet
 //! batched queries of keys of 8-20 bytes took the same time as with six (5.0-5.1 against
 //! 5.0-5.2 ns, two interleaved runs of the filter benchmark).
 
-use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_keys, LaneOps, MAX_WIDE_LANE_LEN};
+use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_keys, KeyWords, LaneOps, MAX_WIDE_LANE_LEN};
 use super::lookup3_x16::MAX_KEYS;
 use super::{Pairs, GROUP};
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
 const LANES: usize = 8;
+
+/// The lengths [`transposed_words`] gives in place of those over [`MAX_WIDE_LANE_LEN`].
+const LEN_CAP: usize = MAX_WIDE_LANE_LEN + 1;
 
 /// Vectors hashed side by side: independent chains of dependent operations. Batched queries in
 /// the filter benchmark (n = 10^6) took 7.3 ns with one, 6.3 with two, and 20 with four, whose
@@ -77,7 +81,7 @@ impl LaneOps for Lanes {
         })
     }
 
-    // Lengths compare as signed 32-bit lanes: [`transposed_words`] caps them at 33.
+    // Lengths compare as signed 32-bit lanes: [`transposed_words`] caps them at 65.
     #[inline(always)]
     fn where_over(len: Self, n: u32, yes: Self, no: Self) -> Self {
         std::array::from_fn(|v| unsafe { _mm256_blendv_epi8(no[v], yes[v], _mm256_cmpgt_epi32(len[v], _mm256_set1_epi32(n as i32))) })
@@ -86,6 +90,11 @@ impl LaneOps for Lanes {
     #[inline(always)]
     fn where_zero(len: Self, yes: Self, no: Self) -> Self {
         std::array::from_fn(|v| unsafe { _mm256_blendv_epi8(no[v], yes[v], _mm256_cmpeq_epi32(len[v], _mm256_setzero_si256())) })
+    }
+
+    #[inline(always)]
+    fn any_over(len: Self, n: u32) -> bool {
+        any_over(len, n as i32)
     }
 }
 
@@ -98,7 +107,7 @@ impl LaneOps for Lanes {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
-    if in_rounds(keys, |len, words, over, at| hash_lanes_into::<Lanes>(len, words, over, pc, out, at)) {
+    if in_rounds(keys, |len, words, at| hash_lanes_into::<Lanes>(len, words, pc, out, at)) {
         rehash_long_keys(keys, pc, out, MAX_WIDE_LANE_LEN);
     }
 }
@@ -113,33 +122,38 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
-    if in_rounds(keys, |len, words, over, at| hadoop_lanes::<Lanes>(len, words, over, rows, at)) {
+    if in_rounds(keys, |len, words, at| hadoop_lanes::<Lanes>(len, words, rows, at)) {
         rehash_long_hadoop_keys(keys, rows, super::lookup3::hash, MAX_WIDE_LANE_LEN);
     }
 }
 
-/// Calls `hash` with the lengths and 8 transposed words of each round of [`ROUND`] keys (empty
-/// keys past the last), whether any of them is over 12 bytes and over 24, and the round's first
-/// key's index; returns whether any key is over [`MAX_WIDE_LANE_LEN`] bytes, for the caller to
-/// hash again.
+/// Calls `hash` with the lengths and the transposed words of each round of [`ROUND`] keys
+/// (empty keys past the last) and the round's first key's index; returns whether any key is
+/// over [`MAX_WIDE_LANE_LEN`] bytes, for the caller to hash again.
 ///
 /// # Safety
 /// The CPU must have AVX2. (Always inlined into its callers, which are compiled for it.)
 #[inline(always)]
-unsafe fn in_rounds(keys: &[&[u8]], mut hash: impl FnMut(Lanes, &[Lanes; 8], (bool, bool), usize)) -> bool {
+unsafe fn in_rounds(keys: &[&[u8]], mut hash: impl FnMut(Lanes, KeyWords<Lanes>, usize)) -> bool {
     debug_assert!(keys.len() <= MAX_KEYS);
     let mut long = false;
     for (round, keys) in keys.chunks(ROUND).enumerate() {
         // Written out for the two vectors: through `array::from_fn`, whose own code is not
         // compiled for AVX2, the loads were once called instead of inlined.
         const _: () = assert!(VECTORS == 2);
-        let mut spare = [&[][..]; LANES];
-        // SAFETY (both): the caller's promise that the CPU has AVX2.
-        let (first, first_len) = unsafe { transposed_words::<8>(eight_keys(keys, &mut spare)) };
-        let (second, second_len) = unsafe { transposed_words::<8>(eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut spare)) };
+        let (mut spare, mut second_spare) = ([&[][..]; LANES], [&[][..]; LANES]);
+        let (first_keys, second_keys) = (eight_keys(keys, &mut spare), eight_keys(keys.get(LANES..).unwrap_or(&[]), &mut second_spare));
+        // SAFETY (both, and the two below): the caller's promise that the CPU has AVX2.
+        let (first, first_len) = unsafe { transposed_words::<8>(first_keys) };
+        let (second, second_len) = unsafe { transposed_words::<8>(second_keys) };
         let len = [first_len, second_len];
         let words = std::array::from_fn(|w| [first[w], second[w]]);
-        hash(len, &words, (any_over(len, 12), any_over(len, 24)), round * ROUND);
+        let rest = any_over(len, 32).then(|| {
+            // SAFETY: as above.
+            let (first, second) = unsafe { (transposed_words::<8>(&eight_tails(first_keys)).0, transposed_words::<8>(&eight_tails(second_keys)).0) };
+            std::array::from_fn(|w| [first[w], second[w]])
+        });
+        hash(len, KeyWords { first: &words, rest: rest.as_ref() }, round * ROUND);
         long |= any_over(len, MAX_WIDE_LANE_LEN as i32);
     }
     long
@@ -159,7 +173,14 @@ pub(super) fn eight_keys<'a, 'k>(keys: &'a [&'k [u8]], spare: &'a mut [&'k [u8];
     }
 }
 
-/// Whether any lane of `len` (lengths of at most 33) is over `x`.
+/// The bytes of 8 keys past their first 32 (empty for a key of 32 bytes or fewer): what a second
+/// [`transposed_words`] reads as their words 8..16.
+#[inline(always)]
+pub(super) fn eight_tails<'k>(keys: &[&'k [u8]; LANES]) -> [&'k [u8]; LANES] {
+    std::array::from_fn(|i| keys[i].get(32..).unwrap_or(&[]))
+}
+
+/// Whether any lane of `len` (lengths of at most 65) is over `x`.
 #[inline(always)]
 fn any_over(len: Lanes, x: i32) -> bool {
     // SAFETY: only called from functions compiled for AVX2.
@@ -167,8 +188,8 @@ fn any_over(len: Lanes, x: i32) -> bool {
 }
 
 /// Words 0..W (W = 6 or 8) of each of the 8 keys, zero past its end, as W vectors with key i
-/// in lane i, and the keys' lengths in lanes, those over 32 as 33 (such a key is hashed again
-/// one by one; 33, so that the AVX-512 hash, whose lanes take keys of 32 bytes, can tell).
+/// in lane i, and the keys' lengths in lanes, those over [`MAX_WIDE_LANE_LEN`] as one more
+/// (such a key is hashed again one by one; one more, so that the lanes can tell).
 ///
 /// Each key's first 32 bytes are read as one vector ([`rows_in_place`], or where that may not
 /// be read, [`rows_one_by_one`]), the 8 × 8 words are transposed, and the bytes past each key's
@@ -197,7 +218,7 @@ fn slices_are_pointer_then_length() -> bool {
 }
 
 /// Each key's first 32 bytes read where it is, as a row, unmasked, and the keys' lengths
-/// (over 32 as 33): the usual case, with its tests done 4 keys to an instruction. None where a key
+/// (over 64 as 65): the usual case, with its tests done 4 keys to an instruction. None where a key
 /// is empty (its pointer may be dangling) or starts in the last 32 bytes of its page (the next
 /// page may be unmapped): one vector in thirty of the filter benchmark's keys.
 ///
@@ -228,10 +249,10 @@ fn rows_in_place(keys: &[&[u8]; LANES]) -> Option<([__m256i; LANES], __m256i)> {
     if _mm256_testz_si256(refused, refused) == 0 {
         return None;
     }
-    // Lengths over 32 as 33 (signed compares: no slice is longer than isize::MAX), then the low
+    // Lengths over 64 as 65 (signed compares: no slice is longer than isize::MAX), then the low
     // halves of the 64-bit lanes, in key order.
     let capped = lengths.map(|n| {
-        let cap = _mm256_set1_epi64x(33);
+        let cap = _mm256_set1_epi64x(LEN_CAP as i64);
         _mm256_blendv_epi8(n, cap, _mm256_cmpgt_epi64(n, cap))
     });
     let low_halves = _mm256_castps_si256(_mm256_shuffle_ps::<0b10_00_10_00>(_mm256_castsi256_ps(capped[0]), _mm256_castsi256_ps(capped[1])));
@@ -256,7 +277,7 @@ fn rows_one_by_one(keys: &[&[u8]; LANES]) -> ([__m256i; LANES], __m256i) {
     let mut rows = [_mm256_setzero_si256(); LANES];
     for i in 0..LANES {
         let n = keys[i].len().min(32);
-        lens[i] = keys[i].len().min(33) as u32;
+        lens[i] = keys[i].len().min(LEN_CAP) as u32;
         rows[i] = match read_within_page(keys[i], n) {
             Some(row) => row,
             None => load_padded(keys[i], n),
@@ -350,7 +371,7 @@ fn transpose<const W: usize>(r: [__m256i; LANES]) -> [__m256i; W] {
     })
 }
 
-/// `words` with the bytes at and past each lane's length `len` (at most 33) cleared: byte b of
+/// `words` with the bytes at and past each lane's length `len` (at most 65) cleared: byte b of
 /// word w is kept where 4w + b < len, each lane's length copied to its four bytes and compared
 /// with those indexes, two instructions a word for 8 keys. (Shifting a lane of ones by the bytes
 /// to clear took six: the compiler guards a variable shift of 32 or more.)
@@ -370,7 +391,7 @@ fn keep_key_bytes<const W: usize>(words: [__m256i; W], len: __m256i) -> [__m256i
 mod tests {
     use super::*;
 
-    /// Against the scalar hash: every length 0..=40 in every lane, groups of every size up to
+    /// Against the scalar hash: every length 0..=80 in every lane, groups of every size up to
     /// 64, keys ending at an unreadable page, and three seeds.
     #[test]
     fn equals_the_scalar_hash_for_every_length_lane_and_group_size() {
