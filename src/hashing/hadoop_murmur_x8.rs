@@ -5,13 +5,14 @@
 //! The keys' bytes are read and transposed by the avx2 lookup3's code ([`super::lookup3_x8`]).
 //! Round r of every lane runs at once: lanes whose key has more than r whole words mix word r,
 //! the lane whose words end at r mixes its trailing bytes (Hadoop's reversed, sign-extended
-//! tail, computed for every lane beforehand), and the others keep their hash. Keys of up to 24
-//! bytes are hashed in the lanes, longer ones one by one; answers are bit for bit the scalar
-//! hash's (see the tests below).
+//! tail, computed for every lane beforehand), and the others keep their hash. Keys of up to 64
+//! bytes are hashed in the lanes (a round per word: a vector of short keys stops at its
+//! longest), longer ones one by one; answers are bit for bit the scalar hash's (see the tests
+//! below). At 24 bytes, a build keyed on the probe's 29-byte payloads hashed them all one by one.
 
 use super::hadoop_murmur::hash;
 use super::lookup3_lanes::{rehash_long_hadoop_keys, MAX_LANE_LEN};
-use super::lookup3_x8::{eight_keys, transposed_words};
+use super::lookup3_x8::{eight_keys, with_words_to_64};
 use super::GROUP;
 use std::arch::x86_64::*;
 
@@ -34,14 +35,16 @@ pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
     let mut long = false;
     for (v, eight) in keys.chunks(LANES).enumerate() {
         let mut spare = [&[][..]; LANES];
-        let (words, len) = transposed_words::<6>(eight_keys(eight, &mut spare));
-        let key = LaneKeys::new(&words, len);
-        let mut h = _mm256_setzero_si256();
-        for row in rows.iter_mut() {
-            h = key.hash(h);
-            // SAFETY: a row holds GROUP values and v < GROUP / LANES.
-            unsafe { _mm256_storeu_si256(row.as_mut_ptr().add(v * LANES) as *mut __m256i, h) };
-        }
+        let len = with_words_to_64(eight_keys(eight, &mut spare), |words, len| {
+            let key = LaneKeys::new(words, len);
+            let mut h = _mm256_setzero_si256();
+            for row in rows.iter_mut() {
+                h = key.hash(h);
+                // SAFETY: a row holds GROUP values and v < GROUP / LANES.
+                unsafe { _mm256_storeu_si256(row.as_mut_ptr().add(v * LANES) as *mut __m256i, h) };
+            }
+            len
+        });
         long |= _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN as i32))) != 0;
     }
     if long {
@@ -52,7 +55,7 @@ pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
 /// 8 keys in lanes, with what every hash of them needs: their words, lengths, whole words, and
 /// their trailing bytes' value.
 struct LaneKeys<'w> {
-    words: &'w [__m256i; 6],
+    words: &'w [__m256i],
     len: __m256i,
     whole: __m256i,
     /// Lanes with trailing bytes.
@@ -63,15 +66,16 @@ struct LaneKeys<'w> {
 }
 
 impl<'w> LaneKeys<'w> {
-    /// `words`: the keys' first 24 bytes as zero-padded little-endian words, transposed (word w
-    /// of key i in lane i of `words[w]`); `len` their lengths.
+    /// `words`: the keys' first 24, 32 or 64 bytes as zero-padded little-endian words, transposed
+    /// (word w of key i in lane i of `words[w]`; the keys have no bytes past them); `len` their
+    /// lengths.
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn new(words: &'w [__m256i; 6], len: __m256i) -> Self {
+    fn new(words: &'w [__m256i], len: __m256i) -> Self {
         let whole = _mm256_srli_epi32::<2>(len);
         let n = _mm256_and_si256(len, _mm256_set1_epi32(3));
         // The word holding each lane's trailing bytes, the one after its whole words.
-        let partial = (0..6).fold(_mm256_setzero_si256(), |partial, w| _mm256_blendv_epi8(partial, words[w], _mm256_cmpeq_epi32(whole, _mm256_set1_epi32(w as i32))));
+        let partial = (0..words.len()).fold(_mm256_setzero_si256(), |partial, w| _mm256_blendv_epi8(partial, words[w], _mm256_cmpeq_epi32(whole, _mm256_set1_epi32(w as i32))));
         let t = |i: i32| -> __m256i {
             // Byte i of the partial word at the top, then back arithmetically: sign-extended.
             let byte = _mm256_srai_epi32::<24>(_mm256_sllv_epi32(partial, _mm256_set1_epi32(24 - 8 * i)));
@@ -90,7 +94,7 @@ impl<'w> LaneKeys<'w> {
     fn hash(&self, seed: __m256i) -> __m256i {
         let m = _mm256_set1_epi32(M);
         let mut h = _mm256_xor_si256(seed, self.len);
-        for r in 0..=6 {
+        for r in 0..=self.words.len() as i32 {
             let round = _mm256_set1_epi32(r);
             let in_words = _mm256_cmpgt_epi32(self.whole, round);
             let at_tail = _mm256_and_si256(_mm256_cmpeq_epi32(self.whole, round), self.has_tail);
@@ -98,7 +102,7 @@ impl<'w> LaneKeys<'w> {
                 break;
             }
             // A whole word: k *= m; k ^= k >> 24; k *= m; h *= m; h ^= k.
-            let word = if r < 6 { self.words[r as usize] } else { _mm256_setzero_si256() };
+            let word = self.words.get(r as usize).copied().unwrap_or(_mm256_setzero_si256());
             let k = _mm256_mullo_epi32(word, m);
             let k = _mm256_mullo_epi32(_mm256_xor_si256(k, _mm256_srli_epi32::<24>(k)), m);
             let mixed = _mm256_xor_si256(_mm256_mullo_epi32(h, m), k);
@@ -118,7 +122,7 @@ mod tests {
     use crate::hashing::Pairs;
 
     /// Against the scalar hash, each key's first two hashes (the second seeded with the first):
-    /// every length 0..=80 (both sides of the lanes' 24, every number of trailing bytes) in
+    /// every length 0..=80 (both sides of the lanes' 32 and 64, every number of trailing bytes) in
     /// every lane, groups of every size up to 64, keys that end at an unreadable page, and
     /// trailing bytes of 0x80 and over, which Hadoop sign-extends.
     #[test]

@@ -6,18 +6,14 @@
 
 use super::{Pairs, GROUP};
 
-/// The longest key the Murmur hashes' lanes take (Hadoop's and Spark's); longer ones are hashed
-/// one by one.
-pub(crate) const MAX_LANE_LEN: usize = 24;
-
-/// The longest key the lookup3 lanes hash (the native pairs', AVX-512's and AVX2's, and
-/// Hadoop's Jenkins hashes): five mixed blocks and a tail of up to 4 bytes, two rows of 32
-/// bytes of a key ([`super::lookup3_x8`]'s transpose, the second read only for a vector of keys
-/// with one over 32 bytes). Longer keys are hashed in the lanes and then again one by one: at 32
+/// The longest key the lanes hash (lookup3's: the native pairs', AVX-512's and AVX2's, and
+/// Hadoop's Jenkins hashes; and the Murmur hashes of Hadoop and Spark): for lookup3, five mixed
+/// blocks and a tail of up to 4 bytes; two rows of 32 bytes of a key ([`super::lookup3_x8`]'s
+/// transpose, the second read only for a vector of keys with one over 32 bytes). Longer keys are hashed in the lanes and then again one by one: at 32
 /// bytes, a build keyed on 36-byte UUIDs spent a third of its time hashing them so, against a
 /// tenth for their 32 hex digits alone. 64 takes UUIDs, SHA-1 and SHA-256 digests in hex, and
 /// most e-mail addresses and composite keys.
-pub(crate) const MAX_WIDE_LANE_LEN: usize = 64;
+pub(crate) const MAX_LANE_LEN: usize = 64;
 
 /// The transposed words of a vector of keys, word w of key i in lane i of vector w, zero past
 /// each key's end: bytes 0..32, and where any key of the vector is over 32 bytes, 32..64.
@@ -72,7 +68,7 @@ fn finish<V: LaneOps>(a: &mut V, b: &mut V, c: &mut V) {
 }
 
 /// `hashlittle2(key, pc, 0)` of `V::KEYS` keys, lane by lane: (c, b), `pc` a seed per lane.
-/// `len` are the keys' lengths in lanes, each exact up to [`MAX_WIDE_LANE_LEN`] bytes (a longer
+/// `len` are the keys' lengths in lanes, each exact up to [`MAX_LANE_LEN`] bytes (a longer
 /// key gets a wrong answer here, which the caller replaces by the scalar hash's), and `words`
 /// their bytes.
 #[inline(always)]

@@ -12,7 +12,7 @@
 //! keys at a time, and two such halves joined into each 512-bit vector: what AVX-512 adds is
 //! the rounds' one-instruction rotates and compares into mask registers, on 16 lanes at once.
 
-use super::lookup3_lanes::{hash_lanes_into, rehash_long_keys, KeyWords, LaneOps, MAX_WIDE_LANE_LEN};
+use super::lookup3_lanes::{hash_lanes_into, rehash_long_keys, KeyWords, LaneOps, MAX_LANE_LEN};
 use super::lookup3_x8::{eight_keys, eight_tails, transposed_words};
 pub use super::Pairs;
 use std::arch::x86_64::*;
@@ -70,10 +70,10 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
             std::array::from_fn(|w| join(low[w], high[w]))
         });
         hash_lanes_into::<__m512i>(len, KeyWords { first: &first, rest: rest.as_ref() }, pc, out, v * LANES);
-        long |= <__m512i as LaneOps>::any_over(len, MAX_WIDE_LANE_LEN as u32);
+        long |= <__m512i as LaneOps>::any_over(len, MAX_LANE_LEN as u32);
     }
     if long {
-        rehash_long_keys(keys, pc, out, MAX_WIDE_LANE_LEN);
+        rehash_long_keys(keys, pc, out, MAX_LANE_LEN);
     }
 }
 

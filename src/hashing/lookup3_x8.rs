@@ -10,7 +10,7 @@
 //! batched queries of keys of 8-20 bytes took the same time as with six (5.0-5.1 against
 //! 5.0-5.2 ns, two interleaved runs of the filter benchmark).
 
-use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_keys, KeyWords, LaneOps, MAX_WIDE_LANE_LEN};
+use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_keys, KeyWords, LaneOps, MAX_LANE_LEN};
 use super::lookup3_x16::MAX_KEYS;
 use super::{Pairs, GROUP};
 use std::arch::x86_64::*;
@@ -18,8 +18,8 @@ use std::arch::x86_64::*;
 /// Keys per vector: one 32-bit lane each.
 const LANES: usize = 8;
 
-/// The lengths [`transposed_words`] gives in place of those over [`MAX_WIDE_LANE_LEN`].
-const LEN_CAP: usize = MAX_WIDE_LANE_LEN + 1;
+/// The lengths [`transposed_words`] gives in place of those over [`MAX_LANE_LEN`].
+const LEN_CAP: usize = MAX_LANE_LEN + 1;
 
 /// Vectors hashed side by side: independent chains of dependent operations. Batched queries in
 /// the filter benchmark (n = 10^6) took 7.3 ns with one, 6.3 with two, and 20 with four, whose
@@ -108,7 +108,7 @@ impl LaneOps for Lanes {
 #[target_feature(enable = "avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     if in_rounds(keys, |len, words, at| hash_lanes_into::<Lanes>(len, words, pc, out, at)) {
-        rehash_long_keys(keys, pc, out, MAX_WIDE_LANE_LEN);
+        rehash_long_keys(keys, pc, out, MAX_LANE_LEN);
     }
 }
 
@@ -123,13 +123,13 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
 #[target_feature(enable = "avx2")]
 pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
     if in_rounds(keys, |len, words, at| hadoop_lanes::<Lanes>(len, words, rows, at)) {
-        rehash_long_hadoop_keys(keys, rows, super::lookup3::hash, MAX_WIDE_LANE_LEN);
+        rehash_long_hadoop_keys(keys, rows, super::lookup3::hash, MAX_LANE_LEN);
     }
 }
 
 /// Calls `hash` with the lengths and the transposed words of each round of [`ROUND`] keys
 /// (empty keys past the last) and the round's first key's index; returns whether any key is
-/// over [`MAX_WIDE_LANE_LEN`] bytes, for the caller to hash again.
+/// over [`MAX_LANE_LEN`] bytes, for the caller to hash again.
 ///
 /// # Safety
 /// The CPU must have AVX2. (Always inlined into its callers, which are compiled for it.)
@@ -154,7 +154,7 @@ unsafe fn in_rounds(keys: &[&[u8]], mut hash: impl FnMut(Lanes, KeyWords<Lanes>,
             std::array::from_fn(|w| [first[w], second[w]])
         });
         hash(len, KeyWords { first: &words, rest: rest.as_ref() }, round * ROUND);
-        long |= any_over(len, MAX_WIDE_LANE_LEN as i32);
+        long |= any_over(len, MAX_LANE_LEN as i32);
     }
     long
 }
@@ -180,6 +180,30 @@ pub(super) fn eight_tails<'k>(keys: &[&'k [u8]; LANES]) -> [&'k [u8]; LANES] {
     std::array::from_fn(|i| keys[i].get(32..).unwrap_or(&[]))
 }
 
+/// Calls `hash` with the words of the 8 keys, as [`transposed_words`] gives them, and their
+/// lengths: 6 words where no key is over 24 bytes, 8 where none is over 32, else 16 (bytes
+/// 32..64 read as a second row). For the Murmur lanes, which take the words a round each, the
+/// fewer the words the fewer the rounds: with 8 words or more for every vector, a build keyed on
+/// 8-digit ids took 4-5% longer.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn with_words_to_64<R>(keys: &[&[u8]; LANES], mut hash: impl FnMut(&[__m256i], __m256i) -> R) -> R {
+    let (rows, len) = match rows_in_place(keys) {
+        Some(found) => found,
+        None => rows_one_by_one(keys),
+    };
+    let over = |n: i32| _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(n))) != 0;
+    if !over(24) {
+        hash(&keep_key_bytes(transpose::<6>(rows), len), len)
+    } else if !over(32) {
+        hash(&keep_key_bytes(transpose::<8>(rows), len), len)
+    } else {
+        let (first, rest) = (keep_key_bytes(transpose::<8>(rows), len), transposed_words::<8>(&eight_tails(keys)).0);
+        let words: [__m256i; 16] = std::array::from_fn(|w| if w < 8 { first[w] } else { rest[w - 8] });
+        hash(&words, len)
+    }
+}
+
 /// Whether any lane of `len` (lengths of at most 65) is over `x`.
 #[inline(always)]
 fn any_over(len: Lanes, x: i32) -> bool {
@@ -188,7 +212,7 @@ fn any_over(len: Lanes, x: i32) -> bool {
 }
 
 /// Words 0..W (W = 6 or 8) of each of the 8 keys, zero past its end, as W vectors with key i
-/// in lane i, and the keys' lengths in lanes, those over [`MAX_WIDE_LANE_LEN`] as one more
+/// in lane i, and the keys' lengths in lanes, those over [`MAX_LANE_LEN`] as one more
 /// (such a key is hashed again one by one; one more, so that the lanes can tell).
 ///
 /// Each key's first 32 bytes are read as one vector ([`rows_in_place`], or where that may not

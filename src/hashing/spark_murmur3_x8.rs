@@ -8,19 +8,18 @@
 //! ([`super::lookup3_x8`]), and round r of every lane runs at once: lanes whose key has more
 //! than r whole words take word r, lanes in their trailing bytes take their next byte
 //! (sign-extended, as Spark's `hashUnsafeBytes` does), and lanes whose key is done keep their
-//! hash. Keys of up to 24 bytes are hashed in the lanes, longer ones one by one; answers are
-//! bit for bit the scalar hash's (see the tests below).
+//! hash. Keys of up to 64 bytes are hashed in the lanes (a vector of short keys stops at its
+//! longest), longer ones one by one; answers are bit for bit the scalar hash's (see the tests
+//! below).
 
-use super::lookup3_x8::{eight_keys, transposed_words};
+use super::lookup3_lanes::MAX_LANE_LEN;
+use super::lookup3_x8::{eight_keys, with_words_to_64};
 use super::spark_murmur3::hash_bytes;
 use super::{BlockKernel, Pairs, Positions, Scheme, GROUP};
 use std::arch::x86_64::*;
 
 /// Keys per vector: one 32-bit lane each.
 const LANES: usize = 8;
-
-/// The longest key the lanes hash: the six words [`transposed_words`] gives.
-const MAX_LANE_LEN: i32 = 24;
 
 /// A Spark filter's hash pairs of a group of keys, computed in lanes, and each key's positions
 /// from its pair: what the filter's batched inserts and chained queries take.
@@ -69,37 +68,39 @@ pub unsafe fn pairs_wide(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
     let mut long = false;
     for (v, eight) in keys.chunks(LANES).enumerate() {
         let mut spare = [&[][..]; LANES];
-        let (words, len) = transposed_words::<6>(eight_keys(eight, &mut spare));
-        let h1 = hash_lanes(&words, len, _mm256_set1_epi32(seed as i32));
-        let h2 = hash_lanes(&words, len, h1);
+        let (h1, h2, len) = with_words_to_64(eight_keys(eight, &mut spare), |words, len| {
+            let h1 = hash_lanes(words, len, _mm256_set1_epi32(seed as i32));
+            (h1, hash_lanes(words, len, h1), len)
+        });
         // SAFETY (both): `out`'s arrays hold GROUP values and v < GROUP / LANES.
         unsafe {
             _mm256_storeu_si256(out.c.as_mut_ptr().add(v * LANES) as *mut __m256i, h1);
             _mm256_storeu_si256(out.b.as_mut_ptr().add(v * LANES) as *mut __m256i, h2);
         }
-        long |= _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN))) != 0;
+        long |= _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN as i32))) != 0;
     }
     if long {
-        for (i, key) in keys.iter().enumerate().filter(|(_, key)| key.len() > MAX_LANE_LEN as usize) {
+        for (i, key) in keys.iter().enumerate().filter(|(_, key)| key.len() > MAX_LANE_LEN) {
             out.c[i] = hash_bytes(key, seed);
             out.b[i] = hash_bytes(key, out.c[i]);
         }
     }
 }
 
-/// Spark's Murmur3 of 8 keys, each lane with its own `seed`: `words` the keys' first 24 bytes as
-/// zero-padded little-endian words transposed (word w of key i in lane i of `words[w]`), `len`
-/// their lengths (a key over 24 bytes gets a wrong answer, which the caller replaces).
+/// Spark's Murmur3 of 8 keys, each lane with its own `seed`: `words` the keys' first 64 bytes as
+/// zero-padded little-endian words transposed (word w of key i in lane i of `words[w]`; 6, 8 or
+/// 16 words, past which the keys have no bytes), `len` their lengths (a key over 64 bytes gets a
+/// wrong answer, which the caller replaces).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn hash_lanes(words: &[__m256i; 6], len: __m256i, seed: __m256i) -> __m256i {
+fn hash_lanes(words: &[__m256i], len: __m256i, seed: __m256i) -> __m256i {
     // Each lane's whole words, and its rounds: one per whole word, then one per trailing byte.
     let whole = _mm256_srli_epi32::<2>(len);
     let rounds = _mm256_add_epi32(whole, _mm256_and_si256(len, _mm256_set1_epi32(3)));
     // The word holding each lane's trailing bytes, the one after its whole words.
-    let partial = (0..6).fold(_mm256_setzero_si256(), |partial, w| _mm256_blendv_epi8(partial, words[w], _mm256_cmpeq_epi32(whole, _mm256_set1_epi32(w as i32))));
+    let partial = (0..words.len()).fold(_mm256_setzero_si256(), |partial, w| _mm256_blendv_epi8(partial, words[w], _mm256_cmpeq_epi32(whole, _mm256_set1_epi32(w as i32))));
     let mut h = seed;
-    for r in 0..(6 + 3) {
+    for r in 0..(words.len() as i32 + 3) {
         let round = _mm256_set1_epi32(r);
         let active = _mm256_cmpgt_epi32(rounds, round);
         if _mm256_testz_si256(active, active) != 0 {
@@ -110,7 +111,7 @@ fn hash_lanes(words: &[__m256i; 6], len: __m256i, seed: __m256i) -> __m256i {
         // here, and word r below.)
         let up = _mm256_sub_epi32(_mm256_set1_epi32(24), _mm256_slli_epi32::<3>(_mm256_sub_epi32(round, whole)));
         let byte = _mm256_srai_epi32::<24>(_mm256_sllv_epi32(partial, up));
-        let word = if r < 6 { words[r as usize] } else { _mm256_setzero_si256() };
+        let word = words.get(r as usize).copied().unwrap_or(_mm256_setzero_si256());
         let k1 = _mm256_blendv_epi8(byte, word, _mm256_cmpgt_epi32(whole, round));
         h = _mm256_blendv_epi8(h, mix_h1(h, mix_k1(k1)), active);
     }
@@ -155,7 +156,7 @@ fn fmix(h1: __m256i, len: __m256i) -> __m256i {
 mod tests {
     use super::*;
 
-    /// Against the scalar hashes: every length 0..=40 (both sides of the lanes' 24, every number
+    /// Against the scalar hashes: every length 0..=80 (both sides of the lanes' 32 and 64, every number
     /// of trailing bytes) in every lane, groups of every size up to 64, three seeds, keys that
     /// end at an unreadable page, and trailing bytes of 0x80 and over, which Spark sign-extends.
     #[test]
