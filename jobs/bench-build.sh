@@ -5,6 +5,8 @@
 # and the host's own two-core scaling of reading the file (`read_halves`, bench-common.sh).
 #
 #   jobs/bench-build.sh [PROBE_ROWS]      (default 20000000: the 1.5 GB file)
+#   LONG_KEYS=1 jobs/bench-build.sh        (builds keyed on longer keys too, each format's: not
+#                                           targets)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rows=${1:-20000000}
@@ -44,3 +46,31 @@ target "-w 2 at least 1.7x faster than -w 1: $(printf %.2f "$(echo "$w1_s / $w2_
 target "2 processes x 1 within 15% of 1 process x 2: $(printf %.2f "$(echo "$p2_s / $w2_s" | bc -l)")x the time" "$p2_s <= 1.15 * $w2_s"
 printf '\nhost reference for target 3 (not a target): reading the probe from the page cache, two readers of\nits halves %.2fx faster than one reader of all of it (dd, %.3f against %.3f s)\n' \
   "$(echo "$read1_s / $read2_s" | bc -l)" "$read2_s" "$read1_s"
+
+# Longer keys (not targets): the 30-byte payloads and the composite key payload,customer_id (its
+# fields length-prefixed: about 40 bytes), in each format's hash, -w 1 and -w 2.
+if [ "${LONG_KEYS:-0}" = 1 ]; then
+  formats=("native" "hadoop" "hadoop --hash murmur" "spark")
+  keys=("payload" "payload,customer_id")
+  for _ in $(seq "$runs"); do
+    for k in "${!keys[@]}"; do
+      for f in "${!formats[@]}"; do
+        for w in 1 2; do
+          # shellcheck disable=SC2086 # the format's words are its flags
+          seconds "$bin" build "$probe" -k "${keys[$k]}" --format ${formats[$f]} --expected-items 20000000 -o "$out/long.bloom" -w "$w" --no-progress >> "$out/long-$k-$f-$w"
+        done
+      done
+    done
+  done
+  printf '
+longer keys (not targets), median of %d runs
+
+| key | format | -w 1 s | -w 2 s |
+|---|---|---:|---:|
+' "$runs"
+  for k in "${!keys[@]}"; do
+    for f in "${!formats[@]}"; do
+      printf '| %s | %s | %.3f | %.3f |\n' "${keys[$k]}" "${formats[$f]}" "$(median < "$out/long-$k-$f-1")" "$(median < "$out/long-$k-$f-2")"
+    done
+  done
+fi

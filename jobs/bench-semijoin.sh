@@ -7,7 +7,7 @@
 #   ANTI=1 jobs/bench-semijoin.sh          (the anti-join too, beside DuckDB's and Polars')
 #   SHUFFLE=1 jobs/bench-semijoin.sh       (the exact join's shuffle strategy too)
 #   BIG_BUILD=1 jobs/bench-semijoin.sh     (a build side as large as the probe too: not a target)
-#   LONG_KEYS=1 jobs/bench-semijoin.sh     (joins keyed on the 29-byte payloads too: not targets)
+#   LONG_KEYS=1 jobs/bench-semijoin.sh     (joins keyed on the 30-byte payloads too: not targets)
 #   REPEATED_KEYS=1 jobs/bench-semijoin.sh (a join whose build keys repeat too: not a target)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

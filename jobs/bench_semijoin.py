@@ -17,7 +17,7 @@ probe is timed too (not a target): the 2M-row probe against the probe's own 20M 
 keys (12.6M distinct ids in random order), bloomflow --exact (as `auto` chooses: the probe-side
 strategy, the build side being 10 times the probe's bytes; then shuffle) beside
 DuckDB's and Polars' semi-joins, every output compared. With LONG_KEYS=1, two joins keyed on the
-29-byte `payload` column are timed too (not targets), every output compared: the probe's own 20M
+30-byte `payload` column are timed too (not targets), every output compared: the probe's own 20M
 payloads (all distinct) as the build side of the 2M-row probe (`auto` holds the probe's keys:
 the probe-side strategy), and the 2M-row probe's payloads as the build side of the whole probe
 (broadcast). With REPEATED_KEYS=1, a join whose build keys repeat is timed too (not a

@@ -8,7 +8,7 @@
 //! tail, computed for every lane beforehand), and the others keep their hash. Keys of up to 64
 //! bytes are hashed in the lanes (a round per word: a vector of short keys stops at its
 //! longest), longer ones one by one; answers are bit for bit the scalar hash's (see the tests
-//! below). At 24 bytes, a build keyed on the probe's 29-byte payloads hashed them all one by one.
+//! below). At 24 bytes, a build keyed on the probe's 30-byte payloads hashed them all one by one.
 
 use super::hadoop_murmur::hash;
 use super::lookup3_lanes::{rehash_long_hadoop_keys, MAX_LANE_LEN};

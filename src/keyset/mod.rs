@@ -217,7 +217,7 @@ impl KeySet {
     /// The set of the keys `arena` holds, as text and, where it holds numbers as bits (see
     /// [`KeyArena::holding_numbers_as_bits`]), as bits. Where at least half its keys are long,
     /// the set keeps the arena's text and holds its long keys there (see
-    /// [`PartitionBuilder::hold_in_place`]): with the 20M-row probe's payloads (29 bytes) as the
+    /// [`PartitionBuilder::hold_in_place`]): with the 20M-row probe's payloads (30 bytes) as the
     /// shuffle join's build keys, copies took 580 MB beside the text's.
     ///
     /// Where the arena estimates its distinct keys (see [`KeyArena::estimating_distinct`]), the
@@ -319,7 +319,7 @@ impl KeySet {
     /// [`positions_batch`](Self::positions_batch), asking the sketches of the long keys first,
     /// where the partitions keep them (see [`PartitionBuilder::sketching`]). Cheaper where most
     /// keys are absent, dearer where most are held: the probe-side join keyed on the 20M-row
-    /// probe's payloads (29 bytes), against its first 2M rows, where 9 build keys in 10 are
+    /// probe's payloads (30 bytes), against its first 2M rows, where 9 build keys in 10 are
     /// absent, 0.98–1.10 s → 0.84–0.92; against 10 copies of those rows, where all are held,
     /// 0.90–0.97 s → 1.06–1.13.
     pub fn positions_batch_sketched(&self, keys: &[&[u8]], places: &mut Vec<Option<usize>>) {

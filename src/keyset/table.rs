@@ -8,7 +8,7 @@ use super::*;
 /// low 40 bits the offset of the key, length-prefixed, where the table holds it (see
 /// [`Others::place`]). The length is read with the key, which is compared anyway: 16-byte
 /// slots that kept it (and a 32-bit tag) took 24 bytes a key at 2/3 load where these take 12,
-/// beside the 30 of a 29-byte key's text.
+/// beside the 31 of a 30-byte key's text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(transparent)]
 struct Slot(u64);
