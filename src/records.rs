@@ -321,12 +321,80 @@ pub fn composite_key(
     out: &mut Vec<u8>,
 ) -> Result<bool, (usize, KeyError)> {
     out.clear();
+    if !quoted || memchr::memchr(b'"', line).is_none() {
+        if let Some(present) = unquoted_composite_key(line, delimiter, indexes, null, out) {
+            return present;
+        }
+    }
     let mut present = true;
     for &index in indexes {
         // Every field is read, past a NULL too: a record without one is malformed all the same.
         push_field(out, key_or_null(line, delimiter, index, quoted, null, scratch).map_err(|e| (index, e))?, &mut present);
     }
     Ok(present)
+}
+
+/// The most fields [`unquoted_composite_key`] walks a line for: a key of a later field takes
+/// [`composite_key`]'s field-by-field reading. (The walk's array of field starts is set to zero
+/// for every record: at 64 fields, that was a call to `memset` a record, and the walk gained
+/// nothing.)
+const MOST_WALKED: usize = 16;
+
+/// [`composite_key`] of a line without quotes, its fields found in one walk of the line up to the
+/// last one asked for; None where that is past [`MOST_WALKED`]. Asking for each field in turn
+/// walked the line again for every field: a `-w 1` build of the probe keyed on
+/// `payload,customer_id` took 1.44–1.57 s so, 1.34–1.36 s in one walk (0.63 s keyed on `payload` alone,
+/// which takes the scan's fast path).
+fn unquoted_composite_key(line: &[u8], delimiter: u8, indexes: &[usize], null: Option<&[u8]>, out: &mut Vec<u8>) -> Option<Result<bool, (usize, KeyError)>> {
+    let last = *indexes.iter().max()?;
+    if last >= MOST_WALKED {
+        return None;
+    }
+    let mut starts = [0; MOST_WALKED + 1];
+    let fields = field_starts(line, delimiter, last + 1, &mut starts);
+    let mut present = true;
+    for &index in indexes {
+        if index >= fields {
+            return Some(Err((index, KeyError::MissingField { fields })));
+        }
+        let end = if index + 1 < fields { starts[index + 1] - 1 } else { line.len() };
+        push_field(out, null_unless_quoted(&line[starts[index]..end], false, null), &mut present);
+    }
+    Some(Ok(present))
+}
+
+/// Where fields 0..=`most` of an unquoted `line` start, into `starts` (which must hold
+/// `most + 1`), 32 bytes of the line at a time; returns how many of them the line has (all
+/// `most + 1`, or fewer: then the line's fields).
+#[inline]
+fn field_starts(line: &[u8], delimiter: u8, most: usize, starts: &mut [usize]) -> usize {
+    let mut fields = 1;
+    // Records the delimiters of `mask` (bits from `base`); whether all fields wanted are found.
+    let mut record = |mut mask: u32, base: usize, fields: &mut usize| {
+        while mask != 0 && *fields <= most {
+            starts[*fields] = base + mask.trailing_zeros() as usize + 1;
+            *fields += 1;
+            mask &= mask - 1;
+        }
+        *fields > most
+    };
+    let mut window = 0;
+    while window + 32 <= line.len() {
+        if record(crate::bytemask::mask32(line[window..window + 32].try_into().expect("32 bytes"), delimiter), window, &mut fields) {
+            return fields;
+        }
+        window += 32;
+    }
+    if window < line.len() {
+        if line.len() >= 32 {
+            // The line's last 32 bytes, those looked at already masked off.
+            let base = line.len() - 32;
+            record(crate::bytemask::mask32(line[base..].try_into().expect("32 bytes"), delimiter) & (u32::MAX << (window - base)), base, &mut fields);
+        } else {
+            record(short_line_mask(&line[window..], delimiter), window, &mut fields);
+        }
+    }
+    fields
 }
 
 /// Appends one field of a composite key, length-prefixed, or notes that it is NULL.
@@ -1113,6 +1181,39 @@ mod tests {
         let line = [b"1,".as_slice(), &long].concat();
         assert_eq!(key(&line, &[1]).unwrap()[..2], [0xac, 0x02], "300 as a two-byte varint");
         assert_eq!(key(b"1,ab", &[1, 2]), Err((2, KeyError::MissingField { fields: 2 })));
+    }
+
+    /// The one walk of an unquoted line gives the composite key that reading each field in turn
+    /// gives, errors and NULLs included: random lines of 0-150 bytes (several 32-byte windows)
+    /// of few and many fields, 1-4 indexes in any order up to 20 (past the walk's 16 too), some
+    /// repeated, with and without a NULL text.
+    #[test]
+    fn a_composite_key_walked_once_is_its_fields_read_one_by_one() {
+        let mut rng = crate::xorshift::XorShift::new(0x5DEE_CE66_D1CE_4E5B);
+        let (mut keys, mut nulls, mut missing) = (0, 0, 0);
+        for round in 0..20_000 {
+            let len = (rng.next() % 151) as usize;
+            let alphabet: &[u8] = if round % 2 == 0 { b"ab,n" } else { b"abcdefg,n" };
+            let line: Vec<u8> = (0..len).map(|_| alphabet[(rng.next() % alphabet.len() as u64) as usize]).collect();
+            let indexes: Vec<usize> = (0..1 + rng.next() % 4).map(|_| (rng.next() % 21) as usize).collect();
+            let null = (round % 3 == 0).then_some(&b"n"[..]);
+            let by_field = || -> Result<(bool, Vec<u8>), (usize, KeyError)> {
+                let (mut out, mut present) = (Vec::new(), true);
+                for &index in &indexes {
+                    push_field(&mut out, key_or_null(&line, b',', index, false, null, &mut Vec::new()).map_err(|e| (index, e))?, &mut present);
+                }
+                Ok((present, out))
+            };
+            let mut out = Vec::new();
+            let walked = composite_key(&line, b',', &indexes, false, null, &mut Vec::new(), &mut out).map(|present| (present, out));
+            assert_eq!(walked, by_field(), "{:?} {indexes:?}", String::from_utf8_lossy(&line));
+            match walked {
+                Ok((true, _)) => keys += 1,
+                Ok((false, _)) => nulls += 1,
+                Err(_) => missing += 1,
+            }
+        }
+        assert!(keys > 1000 && nulls > 100 && missing > 1000, "every outcome exercised: {keys}, {nulls}, {missing}");
     }
 
     #[test]
