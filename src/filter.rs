@@ -243,7 +243,7 @@ impl BloomFilter {
     #[inline]
     pub fn contains_hash(&self, hash: KeyHash) -> bool {
         self.check_hash(hash);
-        // SAFETY: `hash_query` was chosen for this filter's layout, k and kernel, which runs on
+        // SAFETY: `query` was chosen for this filter's layout, k and kernel, which runs on
         // this CPU (`runnable`, `BlockKernel::detect`).
         unsafe { (self.query.hash)(self, hash.x, hash.z) }
     }

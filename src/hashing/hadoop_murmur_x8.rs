@@ -122,9 +122,9 @@ mod tests {
     use crate::hashing::Pairs;
 
     /// Against the scalar hash, each key's first two hashes (the second seeded with the first):
-    /// every length 0..=80 (both sides of the lanes' 32 and 64, every number of trailing bytes) in
-    /// every lane, groups of every size up to 64, keys that end at an unreadable page, and
-    /// trailing bytes of 0x80 and over, which Hadoop sign-extends.
+    /// every length 0..=80 (both sides of the lanes' 24, 32 and 64, every number of trailing
+    /// bytes) in every lane, groups of every size up to 64, keys that end at an unreadable page,
+    /// and trailing bytes of 0x80 and over, which Hadoop sign-extends.
     #[test]
     fn equals_the_scalar_hash_for_every_length_lane_and_group_size() {
         // A key's first two hashes as a pair; Hadoop's first is seeded with 0 whatever the seed.

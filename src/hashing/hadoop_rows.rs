@@ -60,8 +60,9 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// For any keys (lengths on both sides of the Murmur lanes' 24 bytes and the Jenkins
-        /// lanes' 64, the empty key among them), any k and m: the rows give each key the positions Hadoop's iterator does.
+        /// For any keys (lengths on both sides of the lanes' 24, 32 and 64 bytes, the empty key
+        /// among them), any k and m: the rows give each key the positions Hadoop's iterator
+        /// does.
         #[test]
         fn rows_give_the_iterators_positions(
             keys in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..80), 1..=GROUP),

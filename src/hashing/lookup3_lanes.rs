@@ -9,10 +9,11 @@ use super::{Pairs, GROUP};
 /// The longest key the lanes hash (lookup3's: the native pairs', AVX-512's and AVX2's, and
 /// Hadoop's Jenkins hashes; and the Murmur hashes of Hadoop and Spark): for lookup3, five mixed
 /// blocks and a tail of up to 4 bytes; two rows of 32 bytes of a key ([`super::lookup3_x8`]'s
-/// transpose, the second read only for a vector of keys with one over 32 bytes). Longer keys are hashed in the lanes and then again one by one: at 32
-/// bytes, a build keyed on 36-byte UUIDs spent a third of its time hashing them so, against a
-/// tenth for their 32 hex digits alone. 64 takes UUIDs, SHA-1 and SHA-256 digests in hex, and
-/// most e-mail addresses and composite keys.
+/// transpose, the second read only for a vector of keys with one over 32 bytes). Longer keys
+/// are hashed in the lanes and then again one by one: with lanes of 32 bytes, a build keyed on
+/// 36-byte UUIDs spent a third of its time in the batched hash, against a tenth keyed on their
+/// 32 hex digits alone. 64 takes UUIDs, SHA-1 and SHA-256 digests in hex, and most e-mail
+/// addresses and composite keys.
 pub(crate) const MAX_LANE_LEN: usize = 64;
 
 /// The transposed words of a vector of keys, word w of key i in lane i of vector w, zero past
@@ -121,8 +122,9 @@ pub(crate) fn hash_lanes_into<V: LaneOps>(len: V, words: KeyWords<V>, pc: u32, o
     b.store(&mut out.b[at..at + V::KEYS]);
 }
 
-/// Hadoop's Jenkins hashes of `V::KEYS` keys (see [`hash_lanes`] for `len` and `words`): row j of `rows` gets each key's hash j, `hashlittle(key, hash j − 1)`, the
-/// first seeded with 0, key i's in column `at + i`. Each hash is seeded with the one before, a
+/// Hadoop's Jenkins hashes of `V::KEYS` keys (see [`hash_lanes`] for `len` and `words`): row j
+/// of `rows` gets each key's hash j, `hashlittle(key, hash j − 1)`, the first seeded with 0,
+/// key i's in column `at + i`. Each hash is seeded with the one before, a
 /// different seed in every lane, which is as cheap in lanes as one seed; the key's words are
 /// read and transposed once for all of them.
 #[inline(always)]

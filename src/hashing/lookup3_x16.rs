@@ -5,8 +5,8 @@
 //!
 //! Keys of up to 64 bytes (lookup3's at most five mixed blocks and one finished tail, which
 //! covers ids, dates, names, UUIDs, digests in hex and the like) are hashed in the lanes; a
-//! longer key's lane is computed and then replaced by the scalar hash. Answers are bit for bit those of
-//! [`super::lookup3::hashlittle2`] (see the test below).
+//! longer key's lane is computed and then replaced by the scalar hash. Answers are bit for bit
+//! those of [`super::lookup3::hashlittle2`] (see the test below).
 //!
 //! The keys' bytes are read and transposed by the AVX2 hash's code ([`super::lookup3_x8`]), 8
 //! keys at a time, and two such halves joined into each 512-bit vector: what AVX-512 adds is

@@ -156,9 +156,10 @@ fn fmix(h1: __m256i, len: __m256i) -> __m256i {
 mod tests {
     use super::*;
 
-    /// Against the scalar hashes: every length 0..=80 (both sides of the lanes' 32 and 64, every number
-    /// of trailing bytes) in every lane, groups of every size up to 64, three seeds, keys that
-    /// end at an unreadable page, and trailing bytes of 0x80 and over, which Spark sign-extends.
+    /// Against the scalar hashes: every length 0..=80 (both sides of the lanes' 24, 32 and 64,
+    /// every number of trailing bytes) in every lane, groups of every size up to 64, three
+    /// seeds, keys that end at an unreadable page, and trailing bytes of 0x80 and over, which
+    /// Spark sign-extends.
     #[test]
     fn equals_the_scalar_hashes_for_every_length_lane_and_group_size() {
         let scalar = |key: &[u8], seed| {
