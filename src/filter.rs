@@ -261,7 +261,7 @@ impl BloomFilter {
 
     /// [`contains_hash`](Self::contains_hash) in the standard layout.
     fn contains_standard_hash(&self, x: u64, _z: u64) -> bool {
-        let (a, b) = ((x >> 32) as u32, x as u32);
+        let (a, b) = KeyHash::pair_of(x);
         NativePositions::from_hashes(a, b, self.spec.bits, self.spec.hashes).all(|pos| self.bits.get(pos))
     }
 

@@ -822,8 +822,7 @@ fn direct_lines_with<'b>(run: Run<'b>, leaves: impl Fn(&[u8]) -> bool, keys: &mu
     for newline in ByteIter::new(&buf[lines.clone()], b'\n') {
         let end = lines.start + newline + 1;
         let record = &buf[start..end];
-        // The line ends in a newline: only a carriage return before it is left to trim.
-        let text = &record[..record.len() - 1 - record.ends_with(b"\r\n") as usize];
+        let text = line_text(record);
         // The rest of the buffer may be read past the line, and ignored.
         match unquoted_field_within(&buf[start..], text.len(), delimiter, index) {
             // Not a blank line (no record), nor a key that the general path must see.
@@ -845,6 +844,12 @@ fn direct_lines_with<'b>(run: Run<'b>, leaves: impl Fn(&[u8]) -> bool, keys: &mu
         records.set_len(records.len() + taken);
     }
     (taken, start)
+}
+
+/// A line that ends in a newline without it: only a carriage return before it is left to trim.
+#[inline(always)]
+fn line_text(record: &[u8]) -> &[u8] {
+    &record[..record.len() - 1 - record.ends_with(b"\r\n") as usize]
 }
 
 /// Lines for [`composite_lines`]: those of `lines` in `buf`, keyed on the fields at `indexes`,
@@ -874,7 +879,7 @@ fn composite_lines(run: CompositeRun, set_aside: &mut SetAside) -> (usize, usize
     for newline in ByteIter::new(&buf[lines.clone()], b'\n') {
         let end = lines.start + newline + 1;
         let record = &buf[start..end];
-        let text = &record[..record.len() - 1 - record.ends_with(b"\r\n") as usize];
+        let text = line_text(record);
         let from = arena.len();
         // (A blank line is one field, and a composite key asks for two or more: it is short of
         // one, and left to the general path, which passes over it.)

@@ -326,7 +326,13 @@ impl KeyHash {
     /// The pair (a, b).
     #[inline(always)]
     pub(crate) fn pair(&self) -> (u32, u32) {
-        ((self.x >> 32) as u32, self.x as u32)
+        Self::pair_of(self.x)
+    }
+
+    /// The pair (a, b) of a key hash's first word, x = a << 32 | b.
+    #[inline(always)]
+    pub(crate) fn pair_of(x: u64) -> (u32, u32) {
+        ((x >> 32) as u32, x as u32)
     }
 
     /// Where the key lives in a blocked filter of `blocks` blocks.
