@@ -4,7 +4,7 @@
 //! buffer per split, no allocation per record.
 
 use crate::error::{Error, Result, UNCOUNTED_LINE};
-use crate::records::{bom_len, composite_key, key_or_null, simply_quoted_field_within, trim_line_end, unquoted_composite_key, unquoted_field_within, Key, KeyError, KeyRules, KeyType, RecordFormat};
+use crate::records::{bom_len, composite_key, key_or_null, simply_quoted_composite_key, simply_quoted_field_within, trim_line_end, unquoted_composite_key, unquoted_field_within, Key, KeyError, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
 use crate::bzip2_blocks::Bzip2SplitReader;
@@ -522,43 +522,34 @@ impl SplitLines<'_> {
             // Set-aside lines hold the rest of the batch: the fast path appends to `keys`.
             if let (KeyType::Bytes, false, Some(index), true) = (opts.key_rules.key_type, self.skip_header, self.fields.single, self.set_aside.items.is_empty()) {
                 let (reject_empty, null) = (opts.key_rules.reject_empty, opts.null_key.as_deref());
-                let run = Run { buf, lines: at..quote, delimiter: opts.format.delimiter, index, max: BATCH_LINES - taken };
-                let (took, next) = direct_lines_leaving::<false>(run, reject_empty, null, keys, records);
-                (taken, at) = (taken + took, next);
-                line += took as u64;
-                stats.records += took as u64;
-                if taken == BATCH_LINES || at == end_of_region {
-                    break;
-                }
-                if quote < end_of_region {
-                    // The lines from the one with the quote on, while each has quotes that
-                    // enclose whole fields. (A quoted key is never NULL, but one that reads as
-                    // the NULL text is left to the general path, which knows how it was written.)
-                    let run = Run { buf, lines: at..end_of_region, delimiter: opts.format.delimiter, index, max: BATCH_LINES - taken };
-                    let (took, next) = direct_lines_leaving::<true>(run, reject_empty, null, keys, records);
-                    (taken, at) = (taken + took, next);
-                    line += took as u64;
-                    stats.records += took as u64;
-                    if at > quote {
-                        quote = region.quote_from(at);
+                let take = |lines, quoted, max| {
+                    let run = Run { buf, lines, delimiter: opts.format.delimiter, index, max };
+                    // (A quoted key is never NULL, but one that reads as the NULL text is left
+                    // to the general path, which knows how it was written.)
+                    match quoted {
+                        false => direct_lines_leaving::<false>(run, reject_empty, null, keys, records),
+                        true => direct_lines_leaving::<true>(run, reject_empty, null, keys, records),
                     }
-                    if taken == BATCH_LINES || at == end_of_region {
-                        break;
-                    }
-                    if took > 0 {
-                        // Perhaps a line without quotes, for the unquoted reading.
-                        continue;
-                    }
+                };
+                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, take) {
+                    FastEnd::Stop => break,
+                    FastEnd::Again => continue,
+                    FastEnd::General => {}
                 }
             }
             if let (KeyType::Bytes, false, None, Some(indexes)) = (opts.key_rules.key_type, self.skip_header, self.fields.single, self.fields.indexes.as_deref()) {
-                let run = CompositeRun { buf, lines: at..quote, delimiter: opts.format.delimiter, indexes, null: opts.null_key.as_deref(), max: BATCH_LINES - taken };
-                let (took, next) = composite_lines(run, &mut self.set_aside);
-                (taken, at) = (taken + took, next);
-                line += took as u64;
-                stats.records += took as u64;
-                if taken == BATCH_LINES || at == end_of_region {
-                    break;
+                let set_aside = &mut self.set_aside;
+                let take = |lines, quoted, max| {
+                    let run = CompositeRun { buf, lines, delimiter: opts.format.delimiter, indexes, null: opts.null_key.as_deref(), max };
+                    match quoted {
+                        false => composite_lines::<false>(run, set_aside),
+                        true => composite_lines::<true>(run, set_aside),
+                    }
+                };
+                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, take) {
+                    FastEnd::Stop => break,
+                    FastEnd::Again => continue,
+                    FastEnd::General => {}
                 }
             }
             let mut end = memchr::memchr(b'\n', &buf[at..end_of_region]).map_or(end_of_region, |i| at + i + 1);
@@ -683,6 +674,57 @@ impl SplitLines<'_> {
 struct LinePlace {
     line: u64,
     offset: u64,
+}
+
+/// Where the fast paths left a batch ([`take_fast_lines`]).
+enum FastEnd {
+    /// The batch is full, or the region read.
+    Stop,
+    /// At a line without quotes, after lines with them: the unquoted reading's.
+    Again,
+    /// At a line that the general path must read.
+    General,
+}
+
+/// The fast paths' turn in [`SplitLines::fill_batch`], from `at`, the next quote at `quote`:
+/// `take(lines, quoted, max)` reads up to `max` of `lines` and returns how many it took and
+/// where the next starts; it reads the lines up to the quote without quotes, then, from the
+/// line with the quote on, the lines with quotes that it can read (`quoted`), whose quoted
+/// fields are whole fields (see [`direct_lines_with`]). Moves `at`, `quote`, the lines taken
+/// and counted and the records past the lines taken.
+#[inline(always)]
+fn take_fast_lines(
+    region: &Region,
+    (at, quote): (&mut usize, &mut usize),
+    taken: &mut usize,
+    line: &mut u64,
+    stats: &mut ScanStats,
+    mut take: impl FnMut(Range<usize>, bool, usize) -> (usize, usize),
+) -> FastEnd {
+    let mut step = |lines: Range<usize>, quoted: bool, at: &mut usize, taken: &mut usize| {
+        let (took, next) = take(lines, quoted, BATCH_LINES - *taken);
+        (*taken, *at) = (*taken + took, next);
+        *line += took as u64;
+        stats.records += took as u64;
+        took
+    };
+    step(*at..*quote, false, at, taken);
+    let stop = |at: usize, taken: usize| taken == BATCH_LINES || at == region.end;
+    if stop(*at, *taken) {
+        return FastEnd::Stop;
+    }
+    if *quote == region.end {
+        return FastEnd::General;
+    }
+    let took = step(*at..region.end, true, at, taken);
+    if *at > *quote {
+        *quote = region.quote_from(*at);
+    }
+    match (stop(*at, *taken), took > 0) {
+        (true, _) => FastEnd::Stop,
+        (false, true) => FastEnd::Again,
+        (false, false) => FastEnd::General,
+    }
 }
 
 /// An empty vector of slices with `v`'s allocation, for another lifetime: a loop whose slices
@@ -905,8 +947,9 @@ struct CompositeRun<'b, 'i> {
 /// ending in the run) and returns the lines taken and where the next begins. Each line through
 /// the general path was found on its own (`memchr`), its key assembled apart and then copied:
 /// a `-w 1` build of the probe keyed on `payload,customer_id` took 1.37–1.40 s so, 1.11–1.16 s
-/// through this path (3 interleaved runs; `-w 2` 0.72–0.77 and 0.59–0.63 s).
-fn composite_lines(run: CompositeRun, set_aside: &mut SetAside) -> (usize, usize) {
+/// through this path (3 interleaved runs; `-w 2` 0.72–0.77 and 0.59–0.63 s). `QUOTED`: lines
+/// with quotes, each whole field, as [`direct_lines`] takes them.
+fn composite_lines<const QUOTED: bool>(run: CompositeRun, set_aside: &mut SetAside) -> (usize, usize) {
     let CompositeRun { buf, lines, delimiter, indexes, null, max } = run;
     let SetAside { items, arena, .. } = set_aside;
     let mut start = lines.start;
@@ -918,7 +961,11 @@ fn composite_lines(run: CompositeRun, set_aside: &mut SetAside) -> (usize, usize
         let from = arena.len();
         // (A blank line is one field, and a composite key asks for two or more: it is short of
         // one, and left to the general path, which passes over it.)
-        match unquoted_composite_key(text, delimiter, indexes, null, arena) {
+        let key = match QUOTED {
+            false => unquoted_composite_key(text, delimiter, indexes, null, arena),
+            true => simply_quoted_composite_key(&buf[start..], text.len(), delimiter, indexes, null, arena),
+        };
+        match key {
             Some(Ok(true)) => items.push((start..end, KeyAt::Arena(from..arena.len()))),
             _ => {
                 arena.truncate(from);
