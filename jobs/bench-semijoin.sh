@@ -9,6 +9,7 @@
 #   BIG_BUILD=1 jobs/bench-semijoin.sh     (a build side as large as the probe too: not a target)
 #   LONG_KEYS=1 jobs/bench-semijoin.sh     (joins keyed on the 30-byte payloads too: not targets)
 #   REPEATED_KEYS=1 jobs/bench-semijoin.sh (a join whose build keys repeat too: not a target)
+#   QUOTED=1 jobs/bench-semijoin.sh        (both files with every field quoted too: not a target)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rows=${1:-20000000}

@@ -23,7 +23,9 @@ the probe-side strategy), and the 2M-row probe's payloads as the build side of t
 (broadcast). With REPEATED_KEYS=1, a join whose build keys repeat is timed too (not a
 target), every output compared: the probe's own 20M `amount` values (about 1M distinct, each
 some 20 times) as the build side of the 2M-row probe, as bloomflow's `auto` chooses (probe-side)
-and with the shuffle strategy.
+and with the shuffle strategy. With QUOTED=1, the join is timed on copies of both files with
+every field in quotes (as R's write.csv, Python's QUOTE_ALL and Spark's quoteAll write them; not
+a target), every output compared, quotes aside, with each other and with the unquoted join's.
 """
 import hashlib
 import os
@@ -125,6 +127,16 @@ if REPEATED_KEYS:
               (REPEATED[1], [py, "-c", duckdb_semi(small_probe, probe, "duckdb-repeated.csv", "amount")]),
               (REPEATED[2], [py, "-c", polars_join(small_probe, probe, "polars-repeated.csv", "semi", "amount")]),
               (REPEATED[3], amounts("repeated-shuffle", "--exact-strategy", "shuffle"))]
+QUOTED = os.environ.get("QUOTED") == "1"
+QUOTED_NAMES = ["bloomflow semijoin -w 2 --exact, every field quoted", "DuckDB, every field quoted",
+                "Polars, every field quoted"]
+quoted_build, quoted_probe = out / "build-quoted.csv", out / "probe-quoted.csv"
+if QUOTED:
+    quoted_cmd = bloomflow_cmd("quoted", "--exact", probe_file=quoted_probe)
+    quoted_cmd[quoted_cmd.index("--build") + 1] = str(quoted_build)
+    TOOLS += [(QUOTED_NAMES[0], quoted_cmd),
+              (QUOTED_NAMES[1], [py, "-c", duckdb_semi(quoted_probe, quoted_build, "duckdb-quoted.csv")]),
+              (QUOTED_NAMES[2], [py, "-c", polars_join(quoted_probe, quoted_build, "polars-quoted.csv", "semi")])]
 ANTI = os.environ.get("ANTI") == "1"
 if ANTI:
     TOOLS += [
@@ -171,17 +183,28 @@ def rows(paths):
 def digest(lines):
     return hashlib.sha256(b"\n".join(lines)).hexdigest()[:16]
 
-def multiset_digest(paths):
+def multiset_digest(paths, unquote=False):
     """Rows (headers dropped) and an order-free digest of CSV files too large to sort in memory:
-    the sum of the rows' hashes."""
+    the sum of the rows' hashes. `unquote`: each row's quotes taken out first (for rows whose
+    fields hold no quote or delimiter, written in quotes by one tool and not by another)."""
     count, total = 0, 0
     for p in paths:
         with open(p, "rb") as f:
             next(f, None)
             for line in f:
                 count += 1
-                total = (total + int.from_bytes(hashlib.blake2b(line.rstrip(b"\r\n"), digest_size=8).digest(), "little")) % (1 << 64)
+                row = line.rstrip(b"\r\n")
+                if unquote:
+                    row = row.replace(b'"', b"")
+                total = (total + int.from_bytes(hashlib.blake2b(row, digest_size=8).digest(), "little")) % (1 << 64)
     return count, total
+
+def write_quoted(src_path, dst_path):
+    """A copy of a CSV file with every field in quotes, as R's write.csv (text columns), Python's
+    csv.QUOTE_ALL and Spark's quoteAll write them (the generated fields hold no quote or comma)."""
+    with open(src_path, "rb") as src, open(dst_path, "wb") as dst:
+        for line in src:
+            dst.write(b'"' + line.rstrip(b"\n").replace(b",", b'","') + b'"\n')
 
 out.mkdir(parents=True, exist_ok=True)
 with open(probe, "rb") as src, open(small_probe, "wb") as dst:
@@ -189,6 +212,10 @@ with open(probe, "rb") as src, open(small_probe, "wb") as dst:
         if i > 2_000_000:
             break
         dst.write(line)
+if QUOTED:
+    write_quoted(build, quoted_build)
+    write_quoted(probe, quoted_probe)
+    subprocess.run(["cat", str(quoted_probe), str(quoted_build)], stdout=subprocess.DEVNULL, check=True)
 subprocess.run(["cat", str(probe), str(build)], stdout=subprocess.DEVNULL, check=True)  # warm cache
 env_cluster = dict(os.environ, BLOOMFLOW=bloomflow)
 # Runs are interleaved (every tool once per round) so that the host's drifting speed falls on all
@@ -289,4 +316,15 @@ if other_keys:
         print(f"\n{label} (not a target): rows " + ", ".join(f"{count:,}" for count, _ in outputs)
               + f"; same rows: {'yes' if this_same else 'NO'}; bloomflow --exact {long_peer / results[names[0]][0]:.2f}x faster "
               f"than the faster peer, peak RSS {results[names[0]][1]:.0f} against {min(results[names[1]][1], results[names[2]][1]):.0f} MiB")
-sys.exit(0 if same and superset and anti_same and big_same and long_same else 1)
+quoted_same = True
+if QUOTED:
+    outputs = [multiset_digest(parts("quoted"), unquote=True), multiset_digest([out / "duckdb-quoted.csv"], unquote=True),
+               multiset_digest([out / "polars-quoted.csv"], unquote=True), multiset_digest(parts("exact"))]
+    quoted_same = len(set(outputs)) == 1
+    quoted_peer = min(results[QUOTED_NAMES[1]][0], results[QUOTED_NAMES[2]][0])
+    quoted_t = results[QUOTED_NAMES[0]][0]
+    print(f"\nevery field quoted (not a target): rows " + ", ".join(f"{count:,}" for count, _ in outputs[:3])
+          + f"; the same rows, quotes aside, as each other and as unquoted: {'yes' if quoted_same else 'NO'}; bloomflow --exact "
+          f"{quoted_peer / quoted_t:.2f}x faster than the faster peer, {quoted_t / exact_t:.2f}x its time unquoted "
+          f"(the file {quoted_probe.stat().st_size / size:.2f}x the bytes)")
+sys.exit(0 if same and superset and anti_same and big_same and long_same and quoted_same else 1)
