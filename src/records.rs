@@ -808,16 +808,17 @@ pub fn unquoted_field_within(room: &[u8], len: usize, delimiter: u8, index: usiz
 }
 
 /// The key field of a line whose quoted fields are each a whole field (`"…"` between
-/// delimiters, with no quote or delimiter inside): such a line's fields are its delimiters'
-/// pieces, a quoted one's content the piece without its quotes, as the RFC 4180 reading
-/// ([`quoted_field`]) finds them. Files written with every field (or every text field) in
-/// quotes, as R's `write.csv`, Python's `QUOTE_ALL` and Spark's `quoteAll` write them, are made
-/// of such lines; read through that reading, field by field, a build took three times as long
-/// as over the same file unquoted. None for a line with a delimiter in quotes, a closing quote
-/// (in pairs from the line's start) followed by anything but a delimiter (an escaped quote,
-/// text after a quoted field), a quote left open, or without the field: the general reading
-/// decides those. `room` and `len` are as for [`unquoted_field_within`]; the whole line is read,
-/// as the general reading reads it whole.
+/// delimiters, with no quote inside; delimiters may be): its fields are the pieces between the
+/// delimiters outside quotes, a quoted one's content the piece without its quotes, as the RFC
+/// 4180 reading ([`quoted_field`]) finds them. Files written with every field (or every text
+/// field) in quotes, as R's `write.csv`, Python's `QUOTE_ALL` and Spark's `quoteAll` write them,
+/// and files that quote only the fields that hold a delimiter (`"Smith, John"`), are made of
+/// such lines; read through that reading, field by field, a build took three times as long as
+/// over the same file unquoted. None for a line with a quote that does not open a field, a
+/// closing quote (in pairs from the line's start) followed by anything but a delimiter (an
+/// escaped quote, text after a quoted field), a quote left open, or without the field: the
+/// general reading decides those. `room` and `len` are as for [`unquoted_field_within`]; the
+/// whole line is read, as the general reading reads it whole.
 #[inline(always)]
 pub(crate) fn simply_quoted_field_within(room: &[u8], len: usize, delimiter: u8, index: usize) -> Option<SimplyQuoted<'_>> {
     let (mut seen, mut start, mut key_end) = (0, 0, None);
@@ -857,20 +858,19 @@ fn unquote_whole(field: &[u8]) -> (&[u8], bool) {
 }
 
 /// Walks the line `room[..len]` 32 bytes at a time (reading the room past it as
-/// [`unquoted_field_within`] does), handing `each` every window's delimiters as a mask and the
-/// window's start, and checks that its quoted fields are whole fields (see
+/// [`unquoted_field_within`] does), handing `each` every window's delimiters outside quotes as
+/// a mask and the window's start, and checks that its quoted fields are whole fields (see
 /// [`simply_quoted_field_within`]). Returns whether the line has a quote, or None where its
 /// quotes are not so.
 #[inline(always)]
 fn walk_simply_quoted(room: &[u8], len: usize, delimiter: u8, mut each: impl FnMut(u32, usize)) -> Option<bool> {
     let line = &room[..len];
-    let mut walk = QuoteWalk { inside: false, closed_last: false, quotes: false };
+    let mut walk = QuoteWalk { inside: false, after_field: true, closed_last: false, quotes: false };
     let mut window = 0;
     while window + 32 <= len {
         let block = line[window..window + 32].try_into().expect("32 bytes");
-        let delimiters = crate::bytemask::mask32(block, delimiter);
-        walk.window(delimiters, crate::bytemask::mask32(block, b'"'), 32)?;
-        each(delimiters, window);
+        let fields = walk.window(crate::bytemask::mask32(block, delimiter), crate::bytemask::mask32(block, b'"'), 32)?;
+        each(fields, window);
         window += 32;
     }
     if window < len {
@@ -884,8 +884,8 @@ fn walk_simply_quoted(room: &[u8], len: usize, delimiter: u8, mut each: impl FnM
             }
             None => (short_line_mask(&line[window..], delimiter), short_line_mask(&line[window..], b'"')),
         };
-        walk.window(delimiters, quotes, n)?;
-        each(delimiters, window);
+        let fields = walk.window(delimiters, quotes, n)?;
+        each(fields, window);
     }
     (!walk.inside).then_some(walk.quotes)
 }
@@ -894,6 +894,9 @@ fn walk_simply_quoted(room: &[u8], len: usize, delimiter: u8, mut each: impl FnM
 struct QuoteWalk {
     /// Whether the windows so far end inside quotes.
     inside: bool,
+    /// Whether the last window ended in a delimiter outside quotes (the line's start counts as
+    /// one): a quote that opens the next window opens a field.
+    after_field: bool,
     /// Whether the last window ended in a closing quote, which a delimiter must follow.
     closed_last: bool,
     /// Whether a window had a quote.
@@ -902,10 +905,11 @@ struct QuoteWalk {
 
 impl QuoteWalk {
     /// Checks a window of `n` bytes whose delimiters and quotes are the bits of `delimiters`
-    /// and `quotes`. Quotes pair up in order: a bit of `inside` is set from an opening quote up
-    /// to (not including) its closing one, the prefix XOR of the quotes.
+    /// and `quotes`, and returns the delimiters that end fields: those outside quotes. Quotes
+    /// pair up in order: a bit of `inside` is set from an opening quote up to (not including)
+    /// its closing one, the prefix XOR of the quotes.
     #[inline(always)]
-    fn window(&mut self, delimiters: u32, quotes: u32, n: usize) -> Option<()> {
+    fn window(&mut self, delimiters: u32, quotes: u32, n: usize) -> Option<u32> {
         let mut inside = quotes;
         for shift in [1, 2, 4, 8, 16] {
             inside ^= inside << shift;
@@ -913,19 +917,22 @@ impl QuoteWalk {
         if self.inside {
             inside = !inside;
         }
-        let closing = quotes & !inside;
+        let (opening, closing) = (quotes & inside, quotes & !inside);
+        let fields = delimiters & !inside;
+        let field_starts = fields << 1 | self.after_field as u32;
         let last = 1u32 << (n - 1);
-        // No delimiter in quotes, and each closing quote followed by a delimiter (the last
-        // byte's by the next window's first, or the line's end). Then each field is outside
-        // quotes where it starts: one that opens with a quote is a quoted field closed where it
-        // ends; another is read as it is, quotes and all, by the general reading too.
-        if delimiters & inside != 0 || closing & !last & !(delimiters >> 1) != 0 || (self.closed_last && delimiters & 1 == 0) {
+        // Each opening quote opens a field, and each closing quote is followed by a delimiter
+        // (the last byte's by the next window's first, or the line's end): a field that opens
+        // with a quote is a quoted field, closed where the field ends, whose content holds no
+        // quote (a doubled one would close it early); any other holds no quote at all.
+        if opening & !field_starts != 0 || closing & !last & !(fields >> 1) != 0 || (self.closed_last && fields & 1 == 0) {
             return None;
         }
         self.inside = inside & last != 0;
+        self.after_field = fields & last != 0;
         self.closed_last = closing & last != 0;
         self.quotes |= quotes != 0;
-        Some(())
+        Some(fields)
     }
 }
 
@@ -1233,8 +1240,8 @@ mod tests {
     /// Random lines of 0–130 bytes of `a`, `;` and quotes (in several mixes), with 0–40 bytes
     /// of quotes and delimiters after them: wherever the fast reading of quoted lines reads a
     /// key, it is the general reading's. And lines of fields each plain or wholly in quotes
-    /// (some with a byte of another kind put in somewhere) are read, every field, where
-    /// nothing was put in.
+    /// (quoted ones holding delimiters too; some lines with a byte of another kind put in
+    /// somewhere) are read, every field, where nothing was put in.
     #[test]
     fn simply_quoted_lines_read_as_the_general_reading_does() {
         let mut rng = crate::xorshift::XorShift::new(29);
@@ -1254,7 +1261,8 @@ mod tests {
                     line.push(b';');
                 }
                 let quoted = !rng.next().is_multiple_of(3);
-                let text: Vec<u8> = (0..rng.next() % 15).map(|_| b'a' + (rng.next() % 3) as u8).collect();
+                // A quoted field may hold delimiters.
+                let text: Vec<u8> = (0..rng.next() % 15).map(|_| if quoted && rng.next().is_multiple_of(4) { b';' } else { b'a' + (rng.next() % 3) as u8 }).collect();
                 if quoted {
                     line.push(b'"');
                 }
@@ -1286,6 +1294,12 @@ mod tests {
             }
             let intact = format!("{field};\"k\";;x");
             assert_eq!(check_simply_quoted(intact.as_bytes(), b"\""), 4, "{intact}");
+            // A delimiter in quotes at each byte of the first windows, and a quote in a field
+            // that does not open with one, after it.
+            let half = "a".repeat(pad / 2);
+            let holding = format!("\"{half};{half}\";\"k\";x");
+            assert_eq!(check_simply_quoted(holding.as_bytes(), b";"), 3, "{holding}");
+            check_simply_quoted(format!("x\"{half};{half}\";k").as_bytes(), b"");
         }
     }
 
@@ -1545,10 +1559,11 @@ mod tests {
 
     /// The one walk of a line whose quoted fields are whole fields gives the composite key
     /// that reading each field in turn gives, NULLs (only unquoted) and missing fields included:
-    /// random lines of 1–12 fields, each plain or in quotes, of 0–14 bytes (with a NULL text,
-    /// `n`, among them), some with a byte put in somewhere, which may make it a line the walk
-    /// leaves; 1–4 indexes, mostly of its fields or the one past them, else up to 20; 0–40 bytes
-    /// of room after the line. The walk reads every line left intact that has a quote.
+    /// random lines of 1–12 fields, each plain or in quotes (holding delimiters too), of 0–14
+    /// bytes (with a NULL text, `n`, among them), some with a byte put in somewhere, which may
+    /// make it a line the walk leaves; 1–4 indexes, mostly of its fields or the one past them,
+    /// else up to 20; 0–40 bytes of room after the line. The walk reads every line left intact
+    /// that has a quote.
     #[test]
     fn a_simply_quoted_composite_key_walked_once_is_its_fields_read_one_by_one() {
         let mut rng = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D);
@@ -1560,13 +1575,16 @@ mod tests {
                 if f > 0 {
                     line.push(b',');
                 }
+                let quoted = rng.next().is_multiple_of(2);
+                // A quoted field may hold delimiters.
+                let byte = |r: u64| if quoted && r.is_multiple_of(5) { b',' } else { b'a' + (r % 3) as u8 };
                 let text: Vec<u8> = match rng.next() % 3 {
                     0 => b"n".to_vec(),
-                    _ => (0..rng.next() % 15).map(|_| b'a' + (rng.next() % 3) as u8).collect(),
+                    _ => (0..rng.next() % 15).map(|_| byte(rng.next())).collect(),
                 };
-                match rng.next().is_multiple_of(2) {
-                    true => line.extend_from_slice(&text),
-                    false => line.extend([&b"\""[..], &text, b"\""].concat()),
+                match quoted {
+                    false => line.extend_from_slice(&text),
+                    true => line.extend([&b"\""[..], &text, b"\""].concat()),
                 }
             }
             let intact = round % 4 != 0;

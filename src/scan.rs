@@ -323,6 +323,7 @@ impl Source {
             from_text_start,
             line: 0,
             set_aside: SetAside::default(),
+            quoted_tries: QuotedTries::default(),
         };
         reader.set_multiline(self.options.format.multiline.then_some(self.options.format.delimiter));
         // A byte order mark is dropped where the input starts, as Hadoop drops it.
@@ -497,6 +498,42 @@ struct SplitLines<'s> {
     from_text_start: bool,
     line: u64,
     set_aside: SetAside,
+    quoted_tries: QuotedTries,
+}
+
+/// When the fast path for lines with quotes is tried ([`take_fast_lines`]): after it takes no
+/// line (the line has an escaped quote, say), it is not tried for the next lines with quotes:
+/// none after one such miss, one after the next, then three, seven, up to 63, until it takes a
+/// line again. Tried on every line, a
+/// build of a file whose every line held an escaped quote took 0.49–0.52 s, against 0.40–0.43 s
+/// through the general path alone.
+#[derive(Default)]
+struct QuotedTries {
+    /// Lines with quotes left to the general path before the next try.
+    skip: u32,
+    /// How many the next miss skips.
+    after_miss: u32,
+}
+
+impl QuotedTries {
+    /// Whether to try this line with quotes (else it is counted off the lines to skip).
+    fn try_now(&mut self) -> bool {
+        if self.skip == 0 {
+            return true;
+        }
+        self.skip -= 1;
+        false
+    }
+
+    /// Notes how many lines a try took.
+    fn took(&mut self, lines: usize) {
+        if lines > 0 {
+            self.after_miss = 0;
+        } else {
+            self.skip = self.after_miss;
+            self.after_miss = (self.after_miss * 2 + 1).min(63);
+        }
+    }
 }
 
 impl SplitLines<'_> {
@@ -531,7 +568,7 @@ impl SplitLines<'_> {
                         true => direct_lines_leaving::<true>(run, reject_empty, null, keys, records),
                     }
                 };
-                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, take) {
+                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, &mut self.quoted_tries, take) {
                     FastEnd::Stop => break,
                     FastEnd::Again => continue,
                     FastEnd::General => {}
@@ -546,7 +583,7 @@ impl SplitLines<'_> {
                         true => typed_lines::<true>(run, opts.key_rules, opts.null_key.as_deref(), set_aside),
                     }
                 };
-                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, take) {
+                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, &mut self.quoted_tries, take) {
                     FastEnd::Stop => break,
                     FastEnd::Again => continue,
                     FastEnd::General => {}
@@ -561,7 +598,7 @@ impl SplitLines<'_> {
                         true => composite_lines::<true>(run, set_aside),
                     }
                 };
-                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, take) {
+                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, &mut self.quoted_tries, take) {
                     FastEnd::Stop => break,
                     FastEnd::Again => continue,
                     FastEnd::General => {}
@@ -705,8 +742,8 @@ enum FastEnd {
 /// `take(lines, quoted, max)` reads up to `max` of `lines` and returns how many it took and
 /// where the next starts; it reads the lines up to the quote without quotes, then, from the
 /// line with the quote on, the lines with quotes that it can read (`quoted`), whose quoted
-/// fields are whole fields (see [`direct_lines_with`]). Moves `at`, `quote`, the lines taken
-/// and counted and the records past the lines taken.
+/// fields are whole fields (see [`direct_lines_with`]), as `tries` has it try them. Moves `at`,
+/// `quote`, the lines taken and counted and the records past the lines taken.
 #[inline(always)]
 fn take_fast_lines(
     region: &Region,
@@ -714,6 +751,7 @@ fn take_fast_lines(
     taken: &mut usize,
     line: &mut u64,
     stats: &mut ScanStats,
+    tries: &mut QuotedTries,
     mut take: impl FnMut(Range<usize>, bool, usize) -> (usize, usize),
 ) -> FastEnd {
     let mut step = |lines: Range<usize>, quoted: bool, at: &mut usize, taken: &mut usize| {
@@ -728,10 +766,11 @@ fn take_fast_lines(
     if stop(*at, *taken) {
         return FastEnd::Stop;
     }
-    if *quote == region.end {
+    if *quote == region.end || !tries.try_now() {
         return FastEnd::General;
     }
     let took = step(*at..region.end, true, at, taken);
+    tries.took(took);
     if *at > *quote {
         *quote = region.quote_from(*at);
     }
@@ -1549,6 +1588,29 @@ mod tests {
             let first: [&[u8]; 2] = if quoted { [b"k21", b"k28"] } else { [b"k14", b"k21"] };
             assert_eq!([portable.0[0], portable.0[1]], first, "quoted {quoted}");
         }
+    }
+
+    /// Misses in a row leave 0, 1, 3, 7, ... 63 lines with quotes to the general path before the
+    /// next try; a try that takes lines starts over.
+    #[test]
+    fn the_quoted_fast_path_is_tried_less_after_each_miss() {
+        let mut tries = QuotedTries::default();
+        // How many lines are left untried after each miss.
+        let mut after_miss = || {
+            assert!(tries.try_now());
+            tries.took(0);
+            let mut skipped = 0;
+            while !tries.try_now() {
+                skipped += 1;
+            }
+            skipped
+        };
+        let skipped: Vec<u32> = (0..9).map(|_| after_miss()).collect();
+        assert_eq!(skipped, [0, 1, 3, 7, 15, 31, 63, 63, 63]);
+        tries.took(5);
+        assert!(tries.try_now());
+        tries.took(0);
+        assert!(tries.try_now(), "a hit starts the misses over");
     }
 
     #[test]
