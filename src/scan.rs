@@ -950,10 +950,7 @@ fn direct_lines_with<'b, const QUOTED: bool>(run: Run<'b>, leaves: impl Fn(&[u8]
         let record = &buf[start..end];
         let text = line_text(record);
         // The rest of the buffer may be read past the line, and ignored.
-        let key = match QUOTED {
-            false => unquoted_field_within(&buf[start..], text.len(), delimiter, index).ok(),
-            true => simply_quoted_field_within(&buf[start..], text.len(), delimiter, index).and_then(|read| read.quotes.then_some(read.key)),
-        };
+        let key = line_key::<QUOTED>(&buf[start..], text.len(), delimiter, index);
         match key {
             // Not a blank line (no record), nor a key that the general path must see.
             Some(key) if !(text.is_empty() || leaves(key)) => {
@@ -974,6 +971,18 @@ fn direct_lines_with<'b, const QUOTED: bool>(run: Run<'b>, leaves: impl Fn(&[u8]
         records.set_len(records.len() + taken);
     }
     (taken, start)
+}
+
+/// Field `index` of the line `room[..len]` (the room after it may be read and ignored), for the
+/// fast paths of one-field keys: read as an unquoted line, or with `QUOTED` as a line with
+/// quotes whose quoted fields are whole fields (None for a line without quotes, which the
+/// unquoted reading takes). None where the reading leaves the line to the general path.
+#[inline(always)]
+fn line_key<const QUOTED: bool>(room: &[u8], len: usize, delimiter: u8, index: usize) -> Option<&[u8]> {
+    match QUOTED {
+        false => unquoted_field_within(room, len, delimiter, index).ok(),
+        true => simply_quoted_field_within(room, len, delimiter, index).and_then(|read| read.quotes.then_some(read.key)),
+    }
 }
 
 /// A line that ends in a newline without it: only a carriage return before it is left to trim.
@@ -1051,10 +1060,7 @@ fn typed_lines<const QUOTED: bool>(run: Run, rules: KeyRules, null: Option<&[u8]
     for newline in ByteIter::new(&buf[lines.clone()], b'\n') {
         let end = lines.start + newline + 1;
         let text = line_text(&buf[start..end]);
-        let key = match QUOTED {
-            false => unquoted_field_within(&buf[start..], text.len(), delimiter, index).ok(),
-            true => simply_quoted_field_within(&buf[start..], text.len(), delimiter, index).and_then(|read| read.quotes.then_some(read.key)),
-        };
+        let key = line_key::<QUOTED>(&buf[start..], text.len(), delimiter, index);
         // (A quoted key reading as the NULL text is not NULL: the general path tells them apart.)
         let Some(key) = key.filter(|&key| !text.is_empty() && null != Some(key)) else { break };
         let Ok(key) = rules.encode(key, encoded) else { break };
