@@ -393,7 +393,12 @@ pub(crate) fn simply_quoted_composite_key(room: &[u8], len: usize, delimiter: u8
         let quotes = walk_simply_quoted(room, len, delimiter, |mask, base| {
             record_field_starts(mask, base, last + 1, starts, &mut fields);
         })?;
-        quotes.then(|| push_walked_fields(&room[..len], &starts[..fields], indexes, null, unquote_whole, out))
+        let (line, starts) = (&room[..len], &starts[..fields]);
+        let escaped_key = || indexes.iter().any(|&index| index < fields && holds_quote(unquote_whole(walked_field(line, starts, index)).0));
+        if !quotes.any || (quotes.escaped && escaped_key()) {
+            return None;
+        }
+        Some(push_walked_fields(line, starts, indexes, null, unquote_whole, out))
     })
 }
 
@@ -408,11 +413,18 @@ fn push_walked_fields<'a>(line: &'a [u8], starts: &[usize], indexes: &[usize], n
         if index >= fields {
             return Err((index, KeyError::MissingField { fields }));
         }
-        let end = if index + 1 < fields { starts[index + 1] - 1 } else { line.len() };
-        let (field, in_quotes) = read(&line[starts[index]..end]);
+        let (field, in_quotes) = read(walked_field(line, starts, index));
         push_field(out, null_unless_quoted(field, in_quotes, null), &mut present);
     }
     Ok(present)
+}
+
+/// Field `index` of `line`, whose fields start at `starts` (as for [`push_walked_fields`]; the
+/// field must be one of them).
+#[inline(always)]
+fn walked_field<'a>(line: &'a [u8], starts: &[usize], index: usize) -> &'a [u8] {
+    let end = if index + 1 < starts.len() { starts[index + 1] - 1 } else { line.len() };
+    &line[starts[index]..end]
 }
 
 /// Records the delimiters of `mask` (bits from `base`) as the starts of the fields after them,
@@ -814,11 +826,14 @@ pub fn unquoted_field_within(room: &[u8], len: usize, delimiter: u8, index: usiz
 /// field) in quotes, as R's `write.csv`, Python's `QUOTE_ALL` and Spark's `quoteAll` write them,
 /// and files that quote only the fields that hold a delimiter (`"Smith, John"`), are made of
 /// such lines; read through that reading, field by field, a build took three times as long as
-/// over the same file unquoted. None for a line with a quote that does not open a field, a
-/// closing quote (in pairs from the line's start) followed by anything but a delimiter (an
-/// escaped quote, text after a quoted field), a quote left open, or without the field: the
-/// general reading decides those. `room` and `len` are as for [`unquoted_field_within`]; the
-/// whole line is read, as the general reading reads it whole.
+/// over the same file unquoted. A quoted field may hold escaped quotes (`""`), as text fields
+/// written by spreadsheets and databases often do, unless it is the key: its quotes are to be
+/// unescaped, which the general reading does. None for such a key, a line with a quote that
+/// does not open a field or an escaped quote, a closing quote (in pairs from the line's
+/// start) followed by anything but a delimiter or an escaped quote's second half (text after a
+/// quoted field), a quote left open, or without the field: the general reading decides those.
+/// `room` and `len` are as for [`unquoted_field_within`]; the whole line is read, as the
+/// general reading reads it whole.
 #[inline(always)]
 pub(crate) fn simply_quoted_field_within(room: &[u8], len: usize, delimiter: u8, index: usize) -> Option<SimplyQuoted<'_>> {
     let (mut seen, mut start, mut key_end) = (0, 0, None);
@@ -833,7 +848,17 @@ pub(crate) fn simply_quoted_field_within(room: &[u8], len: usize, delimiter: u8,
         None => return None,
     };
     let (key, in_quotes) = unquote_whole(&room[start..end]);
-    Some(SimplyQuoted { key, in_quotes, quotes })
+    if quotes.escaped && holds_quote(key) {
+        return None;
+    }
+    Some(SimplyQuoted { key, in_quotes, quotes: quotes.any })
+}
+
+/// Whether a field [`walk_simply_quoted`] passed, without its quotes ([`unquote_whole`]),
+/// holds a quote: then one escaped (`""`), as only quoted fields hold quotes.
+#[inline(always)]
+fn holds_quote(field: &[u8]) -> bool {
+    memchr::memchr(b'"', field).is_some()
 }
 
 /// A line's key field as [`simply_quoted_field_within`] reads it.
@@ -860,12 +885,12 @@ fn unquote_whole(field: &[u8]) -> (&[u8], bool) {
 /// Walks the line `room[..len]` 32 bytes at a time (reading the room past it as
 /// [`unquoted_field_within`] does), handing `each` every window's delimiters outside quotes as
 /// a mask and the window's start, and checks that its quoted fields are whole fields (see
-/// [`simply_quoted_field_within`]). Returns whether the line has a quote, or None where its
-/// quotes are not so.
+/// [`simply_quoted_field_within`]). Returns what it found of the line's quotes, or None where
+/// they are not so.
 #[inline(always)]
-fn walk_simply_quoted(room: &[u8], len: usize, delimiter: u8, mut each: impl FnMut(u32, usize)) -> Option<bool> {
+fn walk_simply_quoted(room: &[u8], len: usize, delimiter: u8, mut each: impl FnMut(u32, usize)) -> Option<LineQuotes> {
     let line = &room[..len];
-    let mut walk = QuoteWalk { inside: false, after_field: true, closed_last: false, quotes: false };
+    let mut walk = QuoteWalk { inside: false, after_field: true, closed_last: false, quotes: LineQuotes { any: false, escaped: false } };
     let mut window = 0;
     while window + 32 <= len {
         let block = line[window..window + 32].try_into().expect("32 bytes");
@@ -890,6 +915,15 @@ fn walk_simply_quoted(room: &[u8], len: usize, delimiter: u8, mut each: impl FnM
     (!walk.inside).then_some(walk.quotes)
 }
 
+/// What [`walk_simply_quoted`] found of a line's quotes.
+#[derive(Clone, Copy)]
+struct LineQuotes {
+    /// Whether the line has a quote.
+    any: bool,
+    /// Whether a quoted field holds an escaped quote (`""`).
+    escaped: bool,
+}
+
 /// What [`walk_simply_quoted`] carries from one window of a line to the next.
 struct QuoteWalk {
     /// Whether the windows so far end inside quotes.
@@ -897,17 +931,19 @@ struct QuoteWalk {
     /// Whether the last window ended in a delimiter outside quotes (the line's start counts as
     /// one): a quote that opens the next window opens a field.
     after_field: bool,
-    /// Whether the last window ended in a closing quote, which a delimiter must follow.
+    /// Whether the last window ended in a closing quote, which a delimiter or a quote (the
+    /// pair an escaped quote) must follow.
     closed_last: bool,
-    /// Whether a window had a quote.
-    quotes: bool,
+    /// What the windows so far held of quotes.
+    quotes: LineQuotes,
 }
 
 impl QuoteWalk {
     /// Checks a window of `n` bytes whose delimiters and quotes are the bits of `delimiters`
     /// and `quotes`, and returns the delimiters that end fields: those outside quotes. Quotes
     /// pair up in order: a bit of `inside` is set from an opening quote up to (not including)
-    /// its closing one, the prefix XOR of the quotes.
+    /// its closing one, the prefix XOR of the quotes. An escaped quote (`""`) in a quoted field
+    /// is so a closing quote and an opening one right after it, which leave the field open.
     #[inline(always)]
     fn window(&mut self, delimiters: u32, quotes: u32, n: usize) -> Option<u32> {
         let mut inside = quotes;
@@ -920,18 +956,21 @@ impl QuoteWalk {
         let (opening, closing) = (quotes & inside, quotes & !inside);
         let fields = delimiters & !inside;
         let field_starts = fields << 1 | self.after_field as u32;
+        let after_closing = closing << 1 | self.closed_last as u32;
         let last = 1u32 << (n - 1);
-        // Each opening quote opens a field, and each closing quote is followed by a delimiter
-        // (the last byte's by the next window's first, or the line's end): a field that opens
-        // with a quote is a quoted field, closed where the field ends, whose content holds no
-        // quote (a doubled one would close it early); any other holds no quote at all.
-        if opening & !field_starts != 0 || closing & !last & !(fields >> 1) != 0 || (self.closed_last && fields & 1 == 0) {
+        // Each opening quote opens a field or follows a closing quote (the two an escaped
+        // quote), and each closing quote is followed by a delimiter or an opening quote (the
+        // last byte's by the next window's first, or the line's end): a field that opens with a
+        // quote is a quoted field, closed where the field ends, whose content holds only escaped
+        // quotes; any other holds no quote at all.
+        if opening & !(field_starts | after_closing) != 0 || closing & !last & !((fields | opening) >> 1) != 0 || (self.closed_last && (fields | opening) & 1 == 0) {
             return None;
         }
         self.inside = inside & last != 0;
         self.after_field = fields & last != 0;
         self.closed_last = closing & last != 0;
-        self.quotes |= quotes != 0;
+        self.quotes.any |= quotes != 0;
+        self.quotes.escaped |= opening & after_closing != 0;
         Some(fields)
     }
 }
@@ -1240,8 +1279,9 @@ mod tests {
     /// Random lines of 0–130 bytes of `a`, `;` and quotes (in several mixes), with 0–40 bytes
     /// of quotes and delimiters after them: wherever the fast reading of quoted lines reads a
     /// key, it is the general reading's. And lines of fields each plain or wholly in quotes
-    /// (quoted ones holding delimiters too; some lines with a byte of another kind put in
-    /// somewhere) are read, every field, where nothing was put in.
+    /// (quoted ones holding delimiters and escaped quotes too; some lines with a byte of another
+    /// kind put in somewhere) are read, every field but those holding an escaped quote, where
+    /// nothing was put in.
     #[test]
     fn simply_quoted_lines_read_as_the_general_reading_does() {
         let mut rng = crate::xorshift::XorShift::new(29);
@@ -1252,17 +1292,28 @@ mod tests {
             let room: Vec<u8> = (0..rng.next() % 41).map(|_| b";\"a"[(rng.next() % 3) as usize]).collect();
             check_simply_quoted(&line, &room);
         }
-        let mut simple_lines = 0;
+        let (mut simple_lines, mut escaped_fields) = (0, 0);
         for round in 0..6000 {
             let fields = 1 + (rng.next() % 12) as usize;
             let mut line = Vec::new();
+            let mut unescaped = fields;
             for f in 0..fields {
                 if f > 0 {
                     line.push(b';');
                 }
                 let quoted = !rng.next().is_multiple_of(3);
-                // A quoted field may hold delimiters.
-                let text: Vec<u8> = (0..rng.next() % 15).map(|_| if quoted && rng.next().is_multiple_of(4) { b';' } else { b'a' + (rng.next() % 3) as u8 }).collect();
+                // A quoted field may hold delimiters and escaped quotes.
+                let mut text = Vec::new();
+                for _ in 0..rng.next() % 15 {
+                    match rng.next() % 16 {
+                        0..=3 if quoted => text.push(b';'),
+                        4 if quoted => text.extend(b"\"\""),
+                        r => text.push(b'a' + (r % 3) as u8),
+                    }
+                }
+                if text.contains(&b'"') {
+                    unescaped -= 1;
+                }
                 if quoted {
                     line.push(b'"');
                 }
@@ -1279,11 +1330,12 @@ mod tests {
             let room: Vec<u8> = (0..rng.next() % 41).map(|_| b";\"a"[(rng.next() % 3) as usize]).collect();
             let read = check_simply_quoted(&line, &room);
             if intact {
-                assert_eq!(read, fields, "{:?}: every field read", String::from_utf8_lossy(&line));
+                assert_eq!(read, unescaped, "{:?}: every field without an escaped quote read", String::from_utf8_lossy(&line));
                 simple_lines += 1;
+                escaped_fields += fields - unescaped;
             }
         }
-        assert!(simple_lines > 3000);
+        assert!(simple_lines > 3000 && escaped_fields > 1000, "{simple_lines} lines, {escaped_fields} fields with an escaped quote");
         // A quote or a delimiter in every place about a quoted field's closing quote, which falls
         // on each byte of the first three windows and their ends.
         for pad in 0..100 {
@@ -1300,6 +1352,15 @@ mod tests {
             let holding = format!("\"{half};{half}\";\"k\";x");
             assert_eq!(check_simply_quoted(holding.as_bytes(), b";"), 3, "{holding}");
             check_simply_quoted(format!("x\"{half};{half}\";k").as_bytes(), b"");
+            // An escaped quote at each byte of the first windows, its halves split between two
+            // windows too, before a key and after one, and a quote in an unquoted field that
+            // follows a closing one.
+            let escaped = format!("\"{half}\"\"{half}\";\"k\";x;\"{half}\"\"\"");
+            assert_eq!(check_simply_quoted(escaped.as_bytes(), b"\";"), 2, "{escaped}");
+            assert_eq!(check_simply_quoted(format!("\"{half}\"\"\";\"k\"").as_bytes(), b""), 1);
+            for left in [format!("\"{half}\"\"\"x;k"), format!("\"{half}\"\"{half};k"), format!("\"{half}\"x\";k")] {
+                assert_eq!(check_simply_quoted(left.as_bytes(), b";"), 0, "{left}");
+            }
         }
     }
 
@@ -1559,29 +1620,37 @@ mod tests {
 
     /// The one walk of a line whose quoted fields are whole fields gives the composite key
     /// that reading each field in turn gives, NULLs (only unquoted) and missing fields included:
-    /// random lines of 1–12 fields, each plain or in quotes (holding delimiters too), of 0–14
-    /// bytes (with a NULL text, `n`, among them), some with a byte put in somewhere, which may
-    /// make it a line the walk leaves; 1–4 indexes, mostly of its fields or the one past them,
-    /// else up to 20; 0–40 bytes of room after the line. The walk reads every line left intact
-    /// that has a quote.
+    /// random lines of 1–12 fields, each plain or in quotes (holding delimiters and escaped
+    /// quotes too), of 0–14 bytes (with a NULL text, `n`, among them), some with a byte put in
+    /// somewhere, which may make it a line the walk leaves; 1–4 indexes, mostly of its fields or
+    /// the one past them, else up to 20; 0–40 bytes of room after the line. The walk reads every
+    /// line left intact that has a quote, unless a field of the key holds an escaped one.
     #[test]
     fn a_simply_quoted_composite_key_walked_once_is_its_fields_read_one_by_one() {
         let mut rng = crate::xorshift::XorShift::new(0x2545_F491_4F6C_DD1D);
-        let (mut keys, mut nulls, mut missing, mut left) = (0, 0, 0, 0);
+        let (mut keys, mut nulls, mut missing, mut left, mut escaped_keys) = (0, 0, 0, 0, 0);
         for round in 0..20_000 {
             let mut line = Vec::new();
             let fields = 1 + rng.next() % 12;
+            let mut escaped = Vec::new();
             for f in 0..fields {
                 if f > 0 {
                     line.push(b',');
                 }
                 let quoted = rng.next().is_multiple_of(2);
-                // A quoted field may hold delimiters.
-                let byte = |r: u64| if quoted && r.is_multiple_of(5) { b',' } else { b'a' + (r % 3) as u8 };
+                // A quoted field may hold delimiters and escaped quotes.
+                let bytes = |r: u64| match r % 20 {
+                    0..=3 if quoted => &b","[..],
+                    4 if quoted => b"\"\"",
+                    r => [b"a", b"b", b"c"][(r % 3) as usize],
+                };
                 let text: Vec<u8> = match rng.next() % 3 {
                     0 => b"n".to_vec(),
-                    _ => (0..rng.next() % 15).map(|_| byte(rng.next())).collect(),
+                    _ => (0..rng.next() % 15).flat_map(|_| bytes(rng.next())).copied().collect(),
                 };
+                if text.contains(&b'"') {
+                    escaped.push(f as usize);
+                }
                 match quoted {
                     false => line.extend_from_slice(&text),
                     true => line.extend([&b"\""[..], &text, b"\""].concat()),
@@ -1599,9 +1668,11 @@ mod tests {
             let indexes: Vec<usize> = (0..1 + rng.next() % 4).map(|_| (rng.next() % most) as usize).collect();
             let null = (round % 3 != 0).then_some(&b"n"[..]);
             let mut out = Vec::new();
+            let escaped_key = indexes.iter().any(|index| escaped.contains(index));
             let Some(walked) = simply_quoted_composite_key(&text, line.len(), b',', &indexes, null, &mut out) else {
-                assert!(!(intact && line.contains(&b'"')), "{:?} {indexes:?}: left to the general reading", String::from_utf8_lossy(&line));
+                assert!(!(intact && line.contains(&b'"') && !escaped_key), "{:?} {indexes:?}: left to the general reading", String::from_utf8_lossy(&line));
                 left += 1;
+                escaped_keys += (intact && escaped_key) as usize;
                 continue;
             };
             let walked = walked.map(|present| (present, out));
@@ -1614,7 +1685,7 @@ mod tests {
                 Err(_) => missing += 1,
             }
         }
-        assert!(keys > 1000 && nulls > 1000 && missing > 1000 && left > 1000, "every outcome exercised: {keys}, {nulls}, {missing}, {left}");
+        assert!(keys > 1000 && nulls > 1000 && missing > 1000 && left > 1000 && escaped_keys > 1000, "every outcome exercised: {keys}, {nulls}, {missing}, {left}, {escaped_keys}");
     }
 
     #[test]
