@@ -398,6 +398,30 @@ impl KeyFields {
         };
         KeyFields { indexes, single, first }
     }
+
+    /// The fast path that reads the lines of a key of these fields and of `key_type`, if one
+    /// does: every key but a composite one of other types than bytes (none before the header
+    /// names the fields).
+    fn fast_path(&self, key_type: KeyType) -> Option<FastPath<'_>> {
+        match (key_type, self.single, self.indexes.as_deref()) {
+            (KeyType::Bytes, Some(index), _) => Some(FastPath::Bytes(index)),
+            (_, Some(index), _) => Some(FastPath::Typed(index)),
+            (KeyType::Bytes, None, Some(indexes)) => Some(FastPath::Composite(indexes)),
+            _ => None,
+        }
+    }
+}
+
+/// The fast paths of [`SplitLines::fill_batch`], by key.
+#[derive(Clone, Copy)]
+enum FastPath<'i> {
+    /// A one-field byte key, the field's index: keys and records are slices of the buffer
+    /// ([`direct_lines`]).
+    Bytes(usize),
+    /// A one-field key of another type, encoded into the arena ([`typed_lines`]).
+    Typed(usize),
+    /// A composite key of byte fields, assembled in the arena ([`composite_lines`]).
+    Composite(&'i [usize]),
 }
 
 /// A feed's [`tick`](SplitFeed::tick), and the bytes to read between two.
@@ -556,46 +580,31 @@ impl SplitLines<'_> {
         let mut header = None;
         let mut taken = 0;
         while taken < BATCH_LINES && at < end_of_region {
-            // Set-aside lines hold the rest of the batch: the fast path appends to `keys`.
-            if let (KeyType::Bytes, false, Some(index), true) = (opts.key_rules.key_type, self.skip_header, self.fields.single, self.set_aside.items.is_empty()) {
-                let (reject_empty, null) = (opts.key_rules.reject_empty, opts.null_key.as_deref());
-                let take = |lines, quoted, max| {
-                    let run = Run { buf, lines, delimiter: opts.format.delimiter, index, max };
-                    // (A quoted key is never NULL, but one that reads as the NULL text is left
-                    // to the general path, which knows how it was written.)
-                    match quoted {
-                        false => direct_lines_leaving::<false>(run, reject_empty, null, keys, records),
-                        true => direct_lines_leaving::<true>(run, reject_empty, null, keys, records),
-                    }
-                };
-                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, &mut self.quoted_tries, take) {
-                    FastEnd::Stop => break,
-                    FastEnd::Again => continue,
-                    FastEnd::General => {}
-                }
-            }
-            if let (true, false, Some(index)) = (opts.key_rules.key_type != KeyType::Bytes, self.skip_header, self.fields.single) {
+            let path = match self.fields.fast_path(opts.key_rules.key_type) {
+                _ if self.skip_header => None,
+                // Set-aside lines hold the rest of the batch: byte keys go straight to `keys`.
+                Some(FastPath::Bytes(_)) if !self.set_aside.items.is_empty() => None,
+                path => path,
+            };
+            if let Some(path) = path {
                 let set_aside = &mut self.set_aside;
-                let take = |lines, quoted, max| {
-                    let run = Run { buf, lines, delimiter: opts.format.delimiter, index, max };
-                    match quoted {
-                        false => typed_lines::<false>(run, opts.key_rules, opts.null_key.as_deref(), set_aside),
-                        true => typed_lines::<true>(run, opts.key_rules, opts.null_key.as_deref(), set_aside),
-                    }
-                };
-                match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, &mut self.quoted_tries, take) {
-                    FastEnd::Stop => break,
-                    FastEnd::Again => continue,
-                    FastEnd::General => {}
-                }
-            }
-            if let (KeyType::Bytes, false, None, Some(indexes)) = (opts.key_rules.key_type, self.skip_header, self.fields.single, self.fields.indexes.as_deref()) {
-                let set_aside = &mut self.set_aside;
-                let take = |lines, quoted, max| {
-                    let run = CompositeRun { buf, lines, delimiter: opts.format.delimiter, indexes, null: opts.null_key.as_deref(), max };
-                    match quoted {
-                        false => composite_lines::<false>(run, set_aside),
-                        true => composite_lines::<true>(run, set_aside),
+                let (delimiter, rules, null) = (opts.format.delimiter, opts.key_rules, opts.null_key.as_deref());
+                let take = |lines: Range<usize>, quoted, max| {
+                    let run = |index| Run { buf, lines: lines.clone(), delimiter, index, max };
+                    match (path, quoted) {
+                        // (A quoted key is never NULL, but one that reads as the NULL text is
+                        // left to the general path, which knows how it was written.)
+                        (FastPath::Bytes(index), false) => direct_lines_leaving::<false>(run(index), rules.reject_empty, null, keys, records),
+                        (FastPath::Bytes(index), true) => direct_lines_leaving::<true>(run(index), rules.reject_empty, null, keys, records),
+                        (FastPath::Typed(index), false) => typed_lines::<false>(run(index), rules, null, set_aside),
+                        (FastPath::Typed(index), true) => typed_lines::<true>(run(index), rules, null, set_aside),
+                        (FastPath::Composite(indexes), quoted) => {
+                            let run = CompositeRun { buf, lines: lines.clone(), delimiter, indexes, null, max };
+                            match quoted {
+                                false => composite_lines::<false>(run, set_aside),
+                                true => composite_lines::<true>(run, set_aside),
+                            }
+                        }
                     }
                 };
                 match take_fast_lines(region, (&mut at, &mut quote), &mut taken, &mut line, stats, &mut self.quoted_tries, take) {
