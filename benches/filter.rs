@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo bench --bench filter` (n = 10^6 and 10^7; BLOOMFLOW_BENCH_N=n1,n2,... to change).
 
-use bloomflow::hashing::{BlockKernel, Scheme};
+use bloomflow::hashing::{BlockKernel, KeyHash, Scheme};
 use bloomflow::{BloomFilter, FilterSpec, Layout};
 use std::hint::black_box;
 use std::ops::Range;
@@ -173,6 +173,28 @@ fn batched_pass<'a>(present: &'a Keys, absent: &'a Keys, filter: &'a BloomFilter
     })
 }
 
+/// A query pass through `contains_hashes` (the batched query from hashes, lines prefetched
+/// ahead), 1024 hashes at a call, the slice's keys hashed before the clock starts as for
+/// [`hashed_pass`].
+fn batched_hashed_pass<'a>(present: &'a Keys, absent: &'a Keys, filter: &'a BloomFilter) -> Pass<'a> {
+    let time = move |keys: &Keys, range: Range<usize>| -> (f64, usize) {
+        let hashes: Vec<KeyHash> = keys.slice(range).map(|k| filter.spec().key_hash(k).expect("a native scheme")).collect();
+        let mut answers = Vec::with_capacity(1024);
+        let mut yes = 0;
+        let start = Instant::now();
+        for chunk in hashes.chunks(1024) {
+            filter.contains_hashes(black_box(chunk), &mut answers);
+            yes += answers.iter().filter(|&&a| a).count();
+        }
+        (start.elapsed().as_nanos() as f64, yes)
+    };
+    Box::new(move |range| {
+        let (hit_ns, hits) = time(present, range.clone());
+        let (miss_ns, false_pos) = time(absent, range);
+        (hit_ns, miss_ns, hits, false_pos)
+    })
+}
+
 /// Runs the query rounds and returns each contender's row.
 fn measure_all(contenders: &[Contender], n: usize) -> Vec<Row> {
     let slices: Vec<Range<usize>> = (0..SLICES).map(|i| i * n / SLICES..(i + 1) * n / SLICES).collect();
@@ -283,6 +305,7 @@ fn run(n: usize) {
             insert_ns: None,
             pass: hashed_pass(present, absent, move |k| spec.key_hash(k).expect("a native scheme"), |h| filter.contains_hash(h)),
         });
+        contenders.push(Contender { name: BLOCKED_HASHES_GIVEN, bits, insert_ns: None, pass: batched_hashed_pass(present, absent, filter) });
         contenders.push(Contender {
             name: "bloomflow blocked, lookup3, batched queries",
             bits,
@@ -354,6 +377,8 @@ const SBBF_XXH64_AT_OUR_RATE: &str = "sbbf-rs-safe 0.3 + xxh64 (Parquet's hash),
 /// The two queries timed from a hash computed before the pass (sbbf's from xxh3's), each
 /// filter's own work alone: sbbf-rs-safe's query takes a hash.
 const BLOCKED_HASH_GIVEN: &str = "bloomflow blocked, lookup3, from the key's hash";
+/// The batched query from hashes computed before the pass (sbbf-rs-safe has none).
+const BLOCKED_HASHES_GIVEN: &str = "bloomflow blocked, lookup3, batched queries from the keys' hashes";
 const SBBF_HASH_GIVEN: &str = "sbbf-rs-safe 0.3, from the key's hash (xxh3), at bloomflow's FPP";
 
 /// The bits of the smallest sbbf-rs-safe filter, in steps of an eighth of a bit a key from 10
@@ -410,7 +435,8 @@ fn print_target(rows: &[Row]) {
     println!("\ntarget (query cost = mean of hit and miss), at the same measured false-positive rate:");
     let (sbbf, sbbf_jenkins) = (find(SBBF_AT_OUR_RATE), find(SBBF_LOOKUP3_AT_OUR_RATE));
     let sbbf_parquet = find(SBBF_XXH64_AT_OUR_RATE);
-    for (ours, peer) in [(batched, sbbf), (single, sbbf), (single, sbbf_parquet), (single, sbbf_jenkins), (BLOCKED_HASH_GIVEN, find(SBBF_HASH_GIVEN))] {
+    let sbbf_hash_given = find(SBBF_HASH_GIVEN);
+    for (ours, peer) in [(batched, sbbf), (single, sbbf), (single, sbbf_parquet), (single, sbbf_jenkins), (BLOCKED_HASH_GIVEN, sbbf_hash_given), (BLOCKED_HASHES_GIVEN, sbbf_hash_given)] {
         line(ours, peer, |us, peer| peer.fpp <= us.fpp);
     }
     println!("\nalso, against sbbf-rs-safe at 10 bits a key (a higher false-positive rate):");
