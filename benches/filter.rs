@@ -125,11 +125,7 @@ struct Contender<'a> {
 /// A query pass of `contains` (monomorphized per filter: the pass is called through a box once
 /// per slice, never per key).
 fn pass<'a>(present: &'a Keys, absent: &'a Keys, contains: impl Fn(&[u8]) -> bool + 'a) -> Pass<'a> {
-    Box::new(move |range| {
-        let (hit_ns, hits) = time_keys(present.slice(range.clone()), &contains);
-        let (miss_ns, false_pos) = time_keys(absent.slice(range), &contains);
-        (hit_ns, miss_ns, hits, false_pos)
-    })
+    hit_and_miss(present, absent, move |keys, range| time_keys(keys.slice(range), &contains))
 }
 
 /// A query pass of a filter's query from a key's hash, as sbbf-rs-safe's `contains_hash` takes
@@ -139,55 +135,46 @@ fn pass<'a>(present: &'a Keys, absent: &'a Keys, contains: impl Fn(&[u8]) -> boo
 /// loads it back: for bloomflow's 24-byte key hash that copy cost 0.6 ns a query in a scratch
 /// loop, for sbbf's 8-byte hash nothing.
 fn hashed_pass<'a, H: Copy + 'a>(present: &'a Keys, absent: &'a Keys, hash: impl Fn(&[u8]) -> H + 'a, contains: impl Fn(H) -> bool + 'a) -> Pass<'a> {
-    let time = move |keys: &Keys, range: Range<usize>| -> (f64, usize) {
+    hit_and_miss(present, absent, move |keys, range| {
         let hashes: Vec<H> = keys.slice(range).map(&hash).collect();
         let start = Instant::now();
         let yes = hashes.iter().filter(|h| contains(*black_box(*h))).count();
         (start.elapsed().as_nanos() as f64, yes)
-    };
-    Box::new(move |range| {
-        let (hit_ns, hits) = time(present, range.clone());
-        let (miss_ns, false_pos) = time(absent, range);
-        (hit_ns, miss_ns, hits, false_pos)
     })
 }
 
 /// A query pass through `contains_batch_with` (probes computed and lines prefetched 64 keys at a
 /// time) with `kernel`.
 fn batched_pass<'a>(present: &'a Keys, absent: &'a Keys, filter: &'a BloomFilter, kernel: BlockKernel) -> Pass<'a> {
-    let time = move |keys: &Keys, range: Range<usize>| -> (f64, usize) {
-        let all: Vec<&[u8]> = keys.slice(range).collect();
-        let mut answers = Vec::with_capacity(1024);
-        let mut yes = 0;
-        let start = Instant::now();
-        for chunk in all.chunks(1024) {
-            filter.contains_batch_with(kernel, black_box(chunk), &mut answers);
-            yes += answers.iter().filter(|&&a| a).count();
-        }
-        (start.elapsed().as_nanos() as f64, yes)
-    };
-    Box::new(move |range| {
-        let (hit_ns, hits) = time(present, range.clone());
-        let (miss_ns, false_pos) = time(absent, range);
-        (hit_ns, miss_ns, hits, false_pos)
-    })
+    chunked_pass(present, absent, |keys, range| keys.slice(range).collect(), move |chunk, answers| filter.contains_batch_with(kernel, chunk, answers))
 }
 
 /// A query pass through `contains_hashes` (the batched query from hashes, lines prefetched
-/// ahead), 1024 hashes at a call, the slice's keys hashed before the clock starts as for
-/// [`hashed_pass`].
+/// ahead), the slice's keys hashed before the clock starts as for [`hashed_pass`].
 fn batched_hashed_pass<'a>(present: &'a Keys, absent: &'a Keys, filter: &'a BloomFilter) -> Pass<'a> {
-    let time = move |keys: &Keys, range: Range<usize>| -> (f64, usize) {
-        let hashes: Vec<KeyHash> = keys.slice(range).map(|k| filter.spec().key_hash(k).expect("a native scheme")).collect();
+    let hash = |key: &[u8]| filter.spec().key_hash(key).expect("a native scheme");
+    chunked_pass(present, absent, move |keys, range| keys.slice(range).map(hash).collect(), |chunk: &[KeyHash], answers| filter.contains_hashes(chunk, answers))
+}
+
+/// A pass of a batched query: the slice's keys made into the query's items by `prepare`
+/// before the clock starts, then asked 1024 to a call of `query`.
+fn chunked_pass<'a, T: 'a>(present: &'a Keys, absent: &'a Keys, prepare: impl Fn(&'a Keys, Range<usize>) -> Vec<T> + 'a, query: impl Fn(&[T], &mut Vec<bool>) + 'a) -> Pass<'a> {
+    hit_and_miss(present, absent, move |keys, range| {
+        let items = prepare(keys, range);
         let mut answers = Vec::with_capacity(1024);
         let mut yes = 0;
         let start = Instant::now();
-        for chunk in hashes.chunks(1024) {
-            filter.contains_hashes(black_box(chunk), &mut answers);
+        for chunk in items.chunks(1024) {
+            query(black_box(chunk), &mut answers);
             yes += answers.iter().filter(|&&a| a).count();
         }
         (start.elapsed().as_nanos() as f64, yes)
-    };
+    })
+}
+
+/// The pass that times a slice of the present keys, then of the absent ones, with `time`
+/// (ns in all, and the answers that were yes).
+fn hit_and_miss<'a>(present: &'a Keys, absent: &'a Keys, time: impl Fn(&'a Keys, Range<usize>) -> (f64, usize) + 'a) -> Pass<'a> {
     Box::new(move |range| {
         let (hit_ns, hits) = time(present, range.clone());
         let (miss_ns, false_pos) = time(absent, range);
