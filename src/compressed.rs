@@ -366,17 +366,41 @@ pub fn text_start(path: &Path, compression: Compression, limit: usize) -> Result
     start.map_err(|e| Error::io(path, e))
 }
 
-/// How many times larger the first `sample` decompressed bytes of compressed file `path` are
-/// than the compressed bytes they came from (the whole file's ratio when it is smaller than the
-/// sample). The compressed bytes are those read less those still in the decoder's buffer.
+/// How many times larger the first `sample` decompressed bytes of compressed file `path` (and
+/// the rest of what the compressed bytes read for them hold) are than those compressed bytes
+/// (the whole file's ratio when it is smaller than the sample). The compressed bytes are those
+/// read less those still in the decoder's buffer.
+///
+/// A bzip2 decoder takes a whole block (up to 900 kB of text, a third of that compressed)
+/// before it returns any of the block's text: stopped at the sample's end, it has read all of
+/// the block it is in and returned only part of it. So the decoder is read on, in small pieces,
+/// until it reads more of the file: the text of every block it read is then counted. Without
+/// that, a 1 MiB sample of a file of 900 kB blocks, which bzip2 made 2.55 times smaller, gave
+/// 1.5, and a filter sized for 1.47M keys that got 2M (a false-positive rate of 2.6% for a
+/// target of 1%). Other codecs return text as they read, and read on at once.
 pub fn expansion(path: &Path, compression: Compression, sample: u64) -> Result<f64> {
     if compression == Compression::None {
         return Ok(1.0);
     }
     let (mut decoder, count) = open_decoder(path, compression)?;
-    let produced = read_up_to(&mut decoder, sample, &mut vec![0u8; 64 << 10]).map_err(|e| Error::io(path, e))?;
-    let consumed = count.load(Ordering::Relaxed).saturating_sub(decoder.unread() as u64);
-    Ok(if consumed == 0 { 1.0 } else { (produced as f64 / consumed as f64).max(1.0) })
+    let consumed = |decoder: &mut Decompressed<CompressedFile>| count.load(Ordering::Relaxed).saturating_sub(decoder.unread() as u64);
+    let mut produced = read_up_to(&mut decoder, sample, &mut vec![0u8; 64 << 10]).map_err(|e| Error::io(path, e))?;
+    let read = consumed(&mut decoder);
+    let mut piece = [0u8; 4096];
+    loop {
+        let n = match decoder.read(&mut piece) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        // The piece that made the decoder read on holds at most this much text of what was
+        // read before it: not counted.
+        if n == 0 || consumed(&mut decoder) != read {
+            break;
+        }
+        produced += n as u64;
+    }
+    Ok(if read == 0 { 1.0 } else { (produced as f64 / read as f64).max(1.0) })
 }
 
 /// Reads and drops up to `limit` bytes of `r`, through `scratch`: how many there were.
@@ -479,5 +503,27 @@ mod tests {
         let exact = text.len() as f64 / zst.len() as f64;
         let sampled = expansion(&path, Compression::Zstd, u64::MAX).unwrap();
         assert!((sampled - exact).abs() / exact < 0.01, "sampled {sampled}, exact {exact}");
+    }
+
+    /// A sample of a bzip2 file that ends inside a block counts the whole block's text: of a
+    /// file of 100 kB blocks, which compress alike, a sample of 130 kB (a block and a third)
+    /// gives the file's ratio, where the sampled text over the compressed bytes read for it
+    /// gave two thirds of it. So do samples that end at every few kB of the first blocks.
+    #[test]
+    fn a_sample_of_bzip2_counts_the_text_of_each_block_it_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut rng = crate::xorshift::XorShift::new(5);
+        let text: Vec<u8> = (0..40_000).flat_map(|i: u32| format!("{i:06},{:05x},{:03}\n", rng.next() % 1_000_000, rng.next() % 1000).into_bytes()).collect();
+        let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::new(1));
+        std::io::Write::write_all(&mut bz, &text).unwrap();
+        let packed = bz.finish().unwrap();
+        let path = dir.path().join("t.csv.bz2");
+        std::fs::write(&path, &packed).unwrap();
+        let exact = text.len() as f64 / packed.len() as f64;
+        assert!(text.len() > 600_000 && exact > 1.5, "{} bytes of text, {exact}", text.len());
+        for sample in (20_000..300_000).step_by(7_000).chain([130_000, u64::MAX]) {
+            let sampled = expansion(&path, Compression::Bzip2, sample).unwrap();
+            assert!((sampled - exact).abs() / exact < 0.05, "sample {sample}: sampled {sampled}, exact {exact}");
+        }
     }
 }

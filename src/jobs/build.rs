@@ -100,16 +100,45 @@ impl SizedSpec {
 
 impl SizedSpec {
     /// Where the filter was sized from the inputs' size: the distinct keys its fill shows it
-    /// holds, n ≈ −(m/k)·ln(1 − fill), and the expected items to size a filter for them: a
-    /// tenth more, in two significant digits (the fill's figure is an estimate).
+    /// holds, and the expected items to size a filter for them (see [`Self::keys_of_fill`]).
     fn distinct_keys(&self, bits_set: u64) -> Option<(u64, u64)> {
+        self.estimated.then(|| self.keys_of_fill(bits_set)).flatten()
+    }
+
+    /// The distinct keys the filter's fill shows it holds, n ≈ −(m/k)·ln(1 − fill), and the
+    /// expected items to size a filter for them: a tenth more, in two significant digits (the
+    /// fill's figure is an estimate). None for a filter empty or full.
+    fn keys_of_fill(&self, bits_set: u64) -> Option<(u64, u64)> {
         let (m, k) = (self.spec.bits as f64, self.spec.hashes as f64);
         let fill = bits_set as f64 / m;
-        if !self.estimated || !(0.0..1.0).contains(&fill) {
+        if !(0.0..1.0).contains(&fill) {
             return None;
         }
         let keys = (-(m / k) * (1.0 - fill).ln()).ceil().max(1.0) as u64;
         Some((keys, round_up_to_two_digits(keys + keys.div_ceil(10))))
+    }
+
+    /// Where the filter was sized for a false-positive rate (estimated keys or
+    /// `--expected-items`) and holds so many more distinct keys that its rate, estimated from
+    /// its fill (`estimated_fpp`), is over `UNDERSIZED` (1.5) times the target: a warning naming
+    /// the `--expected-items` that would meet it. Ten percent more keys than a filter was sized
+    /// for already make its rate about 1.5 times the target (with the usual k of 7, the rate
+    /// grows as the keys to the power k·ln 2). A build of a bzip2 file whose expansion was
+    /// sampled low got a filter for 1.47M keys and 2M of them, a rate of 2.6% for a target of
+    /// 1%, and said nothing.
+    pub fn undersized_warning(&self, bits_set: u64, estimated_fpp: f64) -> Option<String> {
+        if self.target_fpp <= 0.0 || estimated_fpp <= self.target_fpp * UNDERSIZED {
+            return None;
+        }
+        let (keys, suggested) = self.keys_of_fill(bits_set)?;
+        let how = if self.estimated { " estimated from the input's size" } else { "" };
+        Some(format!(
+            "the filter was sized for {} keys{how}, but its fill shows about {keys} distinct keys: its estimated false-positive rate is {}, \
+             above the target {}: --expected-items {suggested} would meet it",
+            self.expected_items,
+            three_digits(estimated_fpp),
+            params::Rate(self.target_fpp)
+        ))
     }
 
     /// The global filter folded (see [`BloomFilter::folded`]) by the largest factor of its
@@ -297,11 +326,21 @@ pub fn size_filter(sizing: &Sizing, source: &Source, scheme: Scheme, layout: Lay
     }
 }
 
+/// A rate of (0, 1] in three significant digits: 0.488, 0.0260, 0.000300.
+fn three_digits(rate: f64) -> String {
+    let digits = (2 - rate.log10().floor() as i32).clamp(0, 20) as usize;
+    format!("{rate:.digits$}")
+}
+
 /// `n` rounded up to its two most significant decimal digits (1,094,624 → 1,100,000).
 fn round_up_to_two_digits(n: u64) -> u64 {
     let unit = 10u64.pow((n.checked_ilog10().unwrap_or(0)).saturating_sub(1));
     n.div_ceil(unit).saturating_mul(unit)
 }
+
+/// How many times its target a filter's estimated false-positive rate may be before the job
+/// warns that it was sized for too few keys ([`SizedSpec::undersized_warning`]).
+const UNDERSIZED: f64 = 1.5;
 
 /// Sample bytes read from the start of each of the first few inputs.
 const SAMPLE_BYTES: u64 = 1 << 20;
@@ -544,8 +583,9 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     for r in &per_worker {
         scan.absorb(&r.scan);
     }
-    // A folded filter fits its keys: no warning that it is too large.
+    // A folded filter fits its keys: no warning that it is too large, or too small.
     let oversized = folded_from.is_none().then(|| sized.oversized_warning(bits_set, config.counting)).flatten();
+    let undersized = folded_from.is_none().then(|| sized.undersized_warning(bits_set, estimated_fpp)).flatten();
     let sizing = match folded_from {
         Some(from) => format!(
             "{}; folded from {from} to {} bits, which its fill showed its distinct keys (about {expected_items} with a tenth more) to need",
@@ -579,7 +619,7 @@ pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
         folded_from_bits: folded_from,
         timeline,
         per_worker,
-        warnings: repeated.into_iter().chain(oversized).collect(),
+        warnings: repeated.into_iter().chain(oversized).chain(undersized).collect(),
     }))
 }
 

@@ -926,6 +926,7 @@ impl Job {
             // (A folded filter fits its keys.)
             if let Some(filter) = filter.filter(|filter| filter.spec().bits == sized.spec.bits) {
                 warnings.extend(sized.oversized_warning(filter.bits_set(), false).map(|w| format!("build side: {w}")));
+                warnings.extend(sized.undersized_warning(filter.bits_set(), filter.estimated_fpp()).map(|w| format!("build side: {w}")));
             }
         }
         warnings.extend(crate::splits::repeated_input(&self.probe.inputs).map(|w| format!("probe side: {w}")));

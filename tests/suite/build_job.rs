@@ -934,6 +934,48 @@ fn a_file_and_its_hard_link_are_one_input_read_twice_with_a_warning() {
     assert!(stats["warnings"][0].as_str().unwrap().starts_with(&warning), "{}", stats["warnings"]);
 }
 
+/// A filter sized for too few keys says so, in the summary and the statistics: 5,000 distinct
+/// keys in a filter sized for 1,000 (or 4,000) at 1%, whose rate is then far (or 2.5 times)
+/// over the target, are warned of with the rate and an `--expected-items` that would meet it;
+/// sized for 5,000, or with `--bits`, nothing is said. A semi-join's build side says so too.
+#[test]
+fn a_filter_sized_for_too_few_keys_says_so() {
+    use crate::util::{ok, path_str, run, tempdir};
+    let dir = tempdir();
+    let rows: String = std::iter::once("id,key\n".to_string()).chain((0..5_000).map(|i| format!("{i},key-{i}\n"))).collect();
+    let input = path_str(dir.path(), "keys.csv");
+    std::fs::write(&input, rows).unwrap();
+    let build = |extra: &[&str]| {
+        let (filter, stats) = (path_str(dir.path(), "f.bloom"), path_str(dir.path(), "f.json"));
+        let o = run(&[&["build", &input, "-k", "key", "-o", &filter, "--no-progress", "--stats-json", &stats][..], extra].concat());
+        ok(&o);
+        let stats: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+        (String::from_utf8_lossy(&o.stderr).into_owned(), stats)
+    };
+    for (expected, rate) in [("1000", 0.3), ("4000", 0.02)] {
+        let (stderr, stats) = build(&["--expected-items", expected]);
+        let fpp = stats["estimated_fpp"].as_f64().unwrap();
+        assert!(fpp > rate, "{expected}: {fpp}");
+        let warning = stats["warnings"][0].as_str().unwrap_or_else(|| panic!("{expected}: no warning in {stats}"));
+        assert!(warning.starts_with(&format!("the filter was sized for {expected} keys, but its fill shows about ")), "{warning}");
+        assert!(warning.contains("above the target 0.01: --expected-items 5"), "{warning}");
+        assert!(stderr.contains(&format!("warning: {warning}")), "{stderr}");
+        // The suggested size meets the target.
+        let suggested = warning.rsplit("--expected-items ").next().unwrap().split(' ').next().unwrap().to_string();
+        let (stderr, stats) = build(&["--expected-items", &suggested]);
+        assert!(stats["estimated_fpp"].as_f64().unwrap() <= 0.01 && !stderr.contains("warning"), "{suggested}: {stats} {stderr}");
+    }
+    for extra in [&["--expected-items", "5000"][..], &["--bits", "20000", "--hashes", "3"]] {
+        let (stderr, stats) = build(extra);
+        assert!(!stderr.contains("warning") && stats["warnings"].as_array().unwrap().is_empty(), "{extra:?}: {stderr}");
+    }
+    let out = path_str(dir.path(), "joined");
+    let o = run(&["semijoin", "--build", &input, "--build-key", "key", "--probe", &input, "--probe-key", "key", "-o", &out, "--expected-items", "1000", "--no-progress"]);
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("warning: build side: the filter was sized for 1000 keys, but its fill shows about "), "{stderr}");
+}
+
 /// A build sized from the input's size over keys that repeat (40,000 rows of 1,000 distinct
 /// keys, sized for the 62,500 estimated) folds its filter to the size its distinct keys need,
 /// by a power of two: byte for byte the same file from 1 worker, 2 and 2 processes, and, but
