@@ -163,9 +163,47 @@ pub fn estimated_items(m: u64, k: u32, set_bits: u64) -> f64 {
     (m as f64 / k as f64) * -(-x).ln_1p()
 }
 
+/// A count of bytes as Hadoop's and Spark's settings take one (`dfs.blocksize=128m`,
+/// `spark.sql.files.maxPartitionBytes=64MB`): a whole number, bare or with the suffix k, m, g
+/// or t, in any case and optionally followed by `b` or `ib`, each 1024 times the one before
+/// (`128m`, `64MiB` and `64MB` are all 2^20 times the number, as in those settings). The error
+/// says what was expected.
+pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
+    let expected = || format!("expected a number of bytes, bare or with a suffix k, m, g or t (1024-based: 67108864, 64m, 64MiB); got {text:?}");
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number.parse().map_err(|_| expected())?;
+    let power = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 1,
+        "m" | "mb" | "mib" => 2,
+        "g" | "gb" | "gib" => 3,
+        "t" | "tb" | "tib" => 4,
+        _ => return Err(expected()),
+    };
+    number.checked_mul(1u64 << (10 * power)).ok_or_else(|| format!("{text:?} is more bytes than this machine counts (2^64)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Byte counts read as Hadoop and Spark read them, binary suffixes in any case; anything
+    /// else is refused with what was expected, and a count past 2^64 as too large.
+    #[test]
+    fn byte_counts_take_binary_suffixes() {
+        for (text, bytes) in [("0", 0), ("67108864", 1 << 26), ("64m", 1 << 26), ("64M", 1 << 26), ("64MB", 1 << 26), ("64MiB", 1 << 26), ("1k", 1024), ("3KiB", 3072), ("1g", 1 << 30), ("2T", 2 << 40), ("5b", 5), ("16777215t", 16_777_215 << 40)] {
+            assert_eq!(parse_bytes(text), Ok(bytes), "{text}");
+        }
+        for text in ["", "m", "-1", "1.5g", "64 m", " 64", "64x", "64mm", "64mi", "0x40"] {
+            let e = parse_bytes(text).unwrap_err();
+            assert!(e.contains("expected a number of bytes") && e.contains(&format!("{text:?}")), "{text}: {e}");
+        }
+        for text in ["16777216t", "18446744073709551616"] {
+            assert!(parse_bytes(text).is_err(), "{text}");
+        }
+        assert!(parse_bytes("16777216t").unwrap_err().contains("more bytes than"));
+    }
 
     /// An empty filter holds no items, not -0 of them; a full one "infinitely many".
     #[test]

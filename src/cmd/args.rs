@@ -81,12 +81,13 @@ pub struct InputArgs {
     #[arg(long)]
     pub strict: bool,
     /// Bytes per split, the unit of work: workers claim a filter input's splits as they go; a
-    /// semi-join's probe splits are dealt to workers round-robin.
-    #[arg(long, default_value_t = DEFAULT_SPLIT_SIZE, value_name = "BYTES")]
+    /// semi-join's probe splits are dealt to workers round-robin. A number, or one with a
+    /// suffix k, m, g or t, 1024-based as in Hadoop's and Spark's settings (`128m`, `64MiB`).
+    #[arg(long, default_value_t = DEFAULT_SPLIT_SIZE, value_name = "BYTES", value_parser = params::parse_bytes)]
     pub split_size: u64,
-    /// Longest record accepted, in bytes.
-    #[arg(long, default_value_t = DEFAULT_MAX_RECORD, value_name = "BYTES")]
-    pub max_record_bytes: usize,
+    /// Longest record accepted, in bytes (with a suffix as --split-size takes it).
+    #[arg(long, default_value_t = DEFAULT_MAX_RECORD as u64, value_name = "BYTES", value_parser = params::parse_bytes)]
+    pub max_record_bytes: u64,
     /// The codec of standard input (`-`), for a stream its first bytes do not tell: Hadoop's
     /// Snappy and LZ4 framing (`hadoop fs -cat part-00000.snappy | bloomflow ...`), or `none`
     /// for text that must not be taken for a codec's. Default: told by its first bytes (gzip,
@@ -148,7 +149,7 @@ impl InputArgs {
             format,
             key,
             split_size: self.split_size,
-            max_record: self.max_record_bytes,
+            max_record: usize::try_from(self.max_record_bytes).context("invalid --max-record-bytes: more than this machine addresses")?,
             strict: self.strict,
             key_rules,
             stdin_compression: self.stdin_compression,

@@ -50,8 +50,9 @@ pub struct Args {
     /// Spark's left_anti). Needs --exact: a false positive of the filter must not drop a record.
     #[arg(long)]
     anti: bool,
-    /// Most build-key bytes the auto strategy broadcasts to every process.
-    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
+    /// Most build-key bytes the auto strategy broadcasts to every process (with a suffix as
+    /// --split-size takes it: `64m`).
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES", value_parser = bloomflow::params::parse_bytes)]
     broadcast_limit: u64,
     /// Replace an existing output directory.
     #[arg(long)]

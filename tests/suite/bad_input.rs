@@ -221,6 +221,9 @@ fn invalid_sizes_and_rates() {
         (vec!["--format", "hadoop", "--bits", "4294967296", "--hashes", "3"], vec!["bits", "2147483647"]),
         (vec!["--split-size", "0"], vec!["--split-size"]),
         (vec!["--max-record-bytes", "0"], vec!["--max-record-bytes"]),
+        (vec!["--split-size", "64q"], vec!["--split-size", "expected a number of bytes, bare or with a suffix k, m, g or t", "\"64q\""]),
+        (vec!["--max-record-bytes", "1.5m"], vec!["--max-record-bytes", "expected a number of bytes", "\"1.5m\""]),
+        (vec!["--split-size", "99999999t"], vec!["--split-size", "more bytes than"]),
         (vec!["-w", "0"], vec!["-w", "at least 1"]),
         (vec!["-w", "100000"], vec!["-w", "100000 is more than the 1024 a process runs"]),
         // Rounded up to whole blocks, this size would wrap round to 0.
@@ -253,6 +256,9 @@ fn a_record_longer_than_the_limit() {
     let long = path_str(dir.path(), "long.csv");
     std::fs::write(&long, format!("id,name\n1,a\n2,{}\n3,c\n", "x".repeat(5000))).unwrap();
     build_fails(dir.path(), &long, "id", &["--max-record-bytes", "1000"], &["long.csv:3", "longer than the limit of 1000 bytes", "--max-record-bytes"]);
+    // A limit with a suffix, 1024-based: 4k is 4096 bytes, 5000 is over it, 5k is not.
+    build_fails(dir.path(), &long, "id", &["--max-record-bytes", "4k"], &["long.csv:3", "longer than the limit of 4096 bytes"]);
+    ok(&run(&["build", &long, "-k", "id", "-o", &path_str(dir.path(), "long.bloom"), "--max-record-bytes", "5KiB", "--no-progress"]));
 }
 
 /// A valid native filter written by the build job, and the bytes of each reference format.
