@@ -829,9 +829,10 @@ pub fn unquoted_field_within(room: &[u8], len: usize, delimiter: u8, index: usiz
 /// over the same file unquoted. A quoted field may hold escaped quotes (`""`), as text fields
 /// written by spreadsheets and databases often do, unless it is the key: its quotes are to be
 /// unescaped, which the general reading does. None for such a key, a line with a quote that
-/// does not open a field or an escaped quote, a closing quote (in pairs from the line's
-/// start) followed by anything but a delimiter or an escaped quote's second half (text after a
-/// quoted field), a quote left open, or without the field: the general reading decides those.
+/// neither opens a field nor is half of an escaped quote, a closing quote (in pairs from the
+/// line's start) followed by anything but a delimiter or an escaped quote's second half (text
+/// after a quoted field), a quote left open, or without the field: the general reading decides
+/// those.
 /// `room` and `len` are as for [`unquoted_field_within`]; the whole line is read, as the
 /// general reading reads it whole.
 #[inline(always)]
@@ -932,7 +933,7 @@ struct QuoteWalk {
     /// one): a quote that opens the next window opens a field.
     after_field: bool,
     /// Whether the last window ended in a closing quote, which a delimiter or a quote (the
-    /// pair an escaped quote) must follow.
+    /// pair is an escaped quote) must follow.
     closed_last: bool,
     /// What the windows so far held of quotes.
     quotes: LineQuotes,
@@ -958,7 +959,7 @@ impl QuoteWalk {
         let field_starts = fields << 1 | self.after_field as u32;
         let after_closing = closing << 1 | self.closed_last as u32;
         let last = 1u32 << (n - 1);
-        // Each opening quote opens a field or follows a closing quote (the two an escaped
+        // Each opening quote opens a field or follows a closing quote (the pair is an escaped
         // quote), and each closing quote is followed by a delimiter or an opening quote (the
         // last byte's by the next window's first, or the line's end): a field that opens with a
         // quote is a quoted field, closed where the field ends, whose content holds only escaped
@@ -1353,8 +1354,9 @@ mod tests {
             assert_eq!(check_simply_quoted(holding.as_bytes(), b";"), 3, "{holding}");
             check_simply_quoted(format!("x\"{half};{half}\";k").as_bytes(), b"");
             // An escaped quote at each byte of the first windows, its halves split between two
-            // windows too, before a key and after one, and a quote in an unquoted field that
-            // follows a closing one.
+            // windows too, before a key and after one; and lines left to the general reading:
+            // text after the closing quote that follows an escaped one, a field left open after
+            // one, text after a closing quote.
             let escaped = format!("\"{half}\"\"{half}\";\"k\";x;\"{half}\"\"\"");
             assert_eq!(check_simply_quoted(escaped.as_bytes(), b"\";"), 2, "{escaped}");
             assert_eq!(check_simply_quoted(format!("\"{half}\"\"\";\"k\"").as_bytes(), b""), 1);

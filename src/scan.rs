@@ -1068,8 +1068,8 @@ fn composite_lines<const QUOTED: bool>(run: CompositeRun, set_aside: &mut SetAsi
 /// Byte keys come here too once a line of their batch is set aside (its key unescaped, say):
 /// each set aside as the range of the buffer it is, where [`direct_lines`] would have put it
 /// before the set-aside line. They went to the general path, for the rest of the batch: a build
-/// of 4M rows whose every hundredth key held an escaped quote took 0.15–0.16 s so at `-w 1`,
-/// against 0.10–0.11 s for the file without them.
+/// of 4M rows whose every hundredth key held an escaped quote took 0.15–0.18 s so at `-w 1`,
+/// 0.13–0.14 s through this path (0.10–0.11 s for the file without those keys).
 fn set_aside_lines<const QUOTED: bool>(run: Run, rules: KeyRules, null: Option<&[u8]>, set_aside: &mut SetAside) -> (usize, usize) {
     let Run { buf, lines, delimiter, index, max } = run;
     let SetAside { items, arena, encoded, .. } = set_aside;

@@ -107,7 +107,7 @@ impl SizedSpec {
 
     /// The distinct keys the filter's fill shows it holds, n ≈ −(m/k)·ln(1 − fill), and the
     /// expected items to size a filter for them: a tenth more, in two significant digits (the
-    /// fill's figure is an estimate). None for a filter empty or full.
+    /// fill's figure is an estimate). None for a full filter.
     fn keys_of_fill(&self, bits_set: u64) -> Option<(u64, u64)> {
         let (m, k) = (self.spec.bits as f64, self.spec.hashes as f64);
         let fill = bits_set as f64 / m;
