@@ -4,7 +4,7 @@
 //! buffer per split, no allocation per record.
 
 use crate::error::{Error, Result, UNCOUNTED_LINE};
-use crate::records::{bom_len, composite_key, key_or_null, simply_quoted_composite_key, simply_quoted_field_within, trim_line_end, unquoted_composite_key, unquoted_field_within, Key, KeyError, KeyRules, KeyType, RecordFormat};
+use crate::records::{bom_len, composite_key, key_or_null, simply_quoted_composite_key, simply_quoted_field_within, trim_line_end, unescape_quotes, unquoted_composite_key, unquoted_field_within, Key, KeyError, KeyRules, KeyType, RecordFormat};
 use std::ops::Range;
 use crate::compressed::{CompressedSplitReader, Compression};
 use crate::bzip2_blocks::Bzip2SplitReader;
@@ -964,8 +964,9 @@ fn direct_lines_with<'b, const QUOTED: bool>(run: Run<'b>, leaves: impl Fn(&[u8]
         // The rest of the buffer may be read past the line, and ignored.
         let key = line_key::<QUOTED>(&buf[start..], text.len(), delimiter, index);
         match key {
-            // Not a blank line (no record), nor a key that the general path must see.
-            Some(key) if !(text.is_empty() || leaves(key)) => {
+            // Not a blank line (no record), nor a key that the general path must see, nor one
+            // to unescape (the general path sets it aside, and `set_aside_lines` then reads on).
+            Some((key, false)) if !(text.is_empty() || leaves(key)) => {
                 key_slots[taken].write(key);
                 record_slots[taken].write(record);
             }
@@ -988,12 +989,14 @@ fn direct_lines_with<'b, const QUOTED: bool>(run: Run<'b>, leaves: impl Fn(&[u8]
 /// Field `index` of the line `room[..len]` (the room after it may be read and ignored), for the
 /// fast paths of one-field keys: read as an unquoted line, or with `QUOTED` as a line with
 /// quotes whose quoted fields are whole fields (None for a line without quotes, which the
-/// unquoted reading takes). None where the reading leaves the line to the general path.
+/// unquoted reading takes). None where the reading leaves the line to the general path. With
+/// the key, whether it holds escaped quotes, to be unescaped (see
+/// [`crate::records::unescape_quotes`]).
 #[inline(always)]
-fn line_key<const QUOTED: bool>(room: &[u8], len: usize, delimiter: u8, index: usize) -> Option<&[u8]> {
+fn line_key<const QUOTED: bool>(room: &[u8], len: usize, delimiter: u8, index: usize) -> Option<(&[u8], bool)> {
     match QUOTED {
-        false => unquoted_field_within(room, len, delimiter, index).ok(),
-        true => simply_quoted_field_within(room, len, delimiter, index).and_then(|read| read.quotes.then_some(read.key)),
+        false => unquoted_field_within(room, len, delimiter, index).ok().map(|key| (key, false)),
+        true => simply_quoted_field_within(room, len, delimiter, index).and_then(|read| read.quotes.then_some((read.key, read.escaped))),
     }
 }
 
@@ -1072,7 +1075,7 @@ fn composite_lines<const QUOTED: bool>(run: CompositeRun, set_aside: &mut SetAsi
 /// 0.13–0.14 s through this path (0.10–0.11 s for the file without those keys).
 fn set_aside_lines<const QUOTED: bool>(run: Run, rules: KeyRules, null: Option<&[u8]>, set_aside: &mut SetAside) -> (usize, usize) {
     let Run { buf, lines, delimiter, index, max } = run;
-    let SetAside { items, arena, encoded, .. } = set_aside;
+    let SetAside { items, arena, encoded, scratch, .. } = set_aside;
     let mut start = lines.start;
     let mut taken = 0;
     for newline in ByteIter::new(&buf[lines.clone()], b'\n') {
@@ -1080,7 +1083,8 @@ fn set_aside_lines<const QUOTED: bool>(run: Run, rules: KeyRules, null: Option<&
         let text = line_text(&buf[start..end]);
         let key = line_key::<QUOTED>(&buf[start..], text.len(), delimiter, index);
         // (A quoted key reading as the NULL text is not NULL: the general path tells them apart.)
-        let Some(key) = key.filter(|&key| !text.is_empty() && null != Some(key)) else { break };
+        let Some((key, escaped)) = key.filter(|&(key, _)| !text.is_empty() && null != Some(key)) else { break };
+        let key = if escaped { unescape_quotes(key, scratch) } else { key };
         let Ok(key) = rules.encode(key, encoded) else { break };
         items.push((start..end, locate_key(buf, key, arena)));
         start = end;
