@@ -388,17 +388,13 @@ pub fn expansion(path: &Path, compression: Compression, sample: u64) -> Result<f
     let read = consumed(&mut decoder);
     let mut piece = [0u8; 4096];
     loop {
-        let n = match decoder.read(&mut piece) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::io(path, e)),
-        };
+        let n = read_up_to(&mut decoder, piece.len() as u64, &mut piece).map_err(|e| Error::io(path, e))?;
         // The piece that made the decoder read on holds at most this much text of what was
         // read before it: not counted.
         if n == 0 || consumed(&mut decoder) != read {
             break;
         }
-        produced += n as u64;
+        produced += n;
     }
     Ok(if read == 0 { 1.0 } else { (produced as f64 / read as f64).max(1.0) })
 }
