@@ -52,14 +52,24 @@ pub struct BloomFilter {
 /// chosen on every query (layout, scheme, kernel, then k) and the 24-byte key hash passed
 /// through memory, `cargo bench --bench filter` timed the query from a hash at 4.9–5.0 ns a key
 /// (n = 10^6), with this 3.8–3.9 (sbbf-rs-safe's: 2.4–2.7; the key's query 13.6–13.8 and
-/// 13.4). Most of the rest is the call: a scratch loop with the same test inlined, which code
-/// compiled for AVX-512 cannot be into its callers, took 1.9–2.0 ns.
+/// 13.4). A scratch loop with the same test inlined, which code compiled for AVX-512 cannot be
+/// into its callers, took 1.9–2.0 ns. The call itself costs little: what counts is the
+/// instructions a query takes, the fewer the more queries in flight (see [`ANY_K`]). Of the
+/// rest, the key hash's third word (the scheme and seed checked) costs about 0.5 ns: a scratch
+/// loop of 16-byte hashes took 2.9 ns against 3.4 with 24, and one that remixed x on each query
+/// instead of passing z, 4.1.
 #[derive(Clone, Copy)]
 struct QueryCode {
-    key: unsafe fn(&BloomFilter, &[u8]) -> bool,
-    /// Takes the key hash's two words, checked against the filter before the call.
-    hash: unsafe fn(&BloomFilter, u64, u64) -> bool,
+    key: KeyQuery,
+    hash: HashQuery,
 }
+
+/// A query of a key.
+type KeyQuery = unsafe fn(&BloomFilter, &[u8]) -> bool;
+
+/// A query of a key hash: it takes the hash's two words, checked against the filter before the
+/// call.
+type HashQuery = unsafe fn(&BloomFilter, u64, u64) -> bool;
 
 impl QueryCode {
     /// The queries of a filter of `spec` run by `kernel`, which must run on this CPU.
@@ -73,17 +83,53 @@ impl QueryCode {
 
     /// The blocked layout's queries, hashed by `H`.
     fn blocked<H: PairHash>(spec: &FilterSpec, kernel: BlockKernel) -> Self {
+        let key: KeyQuery = match kernel {
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx512 => BloomFilter::contains_avx512::<H>,
+            #[cfg(target_arch = "x86_64")]
+            BlockKernel::Avx2 => BloomFilter::contains_avx2::<H>,
+            _ => BloomFilter::contains_portable::<H>,
+        };
+        QueryCode { key, hash: Self::blocked_hash(spec.hashes, kernel) }
+    }
+
+    /// The blocked layout's query from a key hash, compiled for the filter's k where it is one
+    /// of the usual 1..=7 (one remix's positions).
+    fn blocked_hash(k: u32, kernel: BlockKernel) -> HashQuery {
+        match k {
+            1 => Self::blocked_hash_k::<1>(kernel),
+            2 => Self::blocked_hash_k::<2>(kernel),
+            3 => Self::blocked_hash_k::<3>(kernel),
+            4 => Self::blocked_hash_k::<4>(kernel),
+            5 => Self::blocked_hash_k::<5>(kernel),
+            6 => Self::blocked_hash_k::<6>(kernel),
+            7 => Self::blocked_hash_k::<7>(kernel),
+            _ => Self::blocked_hash_k::<ANY_K>(kernel),
+        }
+    }
+
+    /// The blocked layout's query from a key hash for k = `K` ([`ANY_K`]: the filter's).
+    fn blocked_hash_k<const K: u32>(kernel: BlockKernel) -> HashQuery {
         match kernel {
             #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx512 if spec.hashes <= block_avx512::MAX_K => QueryCode { key: BloomFilter::contains_avx512::<H>, hash: BloomFilter::contains_hash_avx512 },
+            BlockKernel::Avx512 if K != ANY_K => BloomFilter::contains_hash_avx512::<K>,
             #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx512 => QueryCode { key: BloomFilter::contains_avx512::<H>, hash: BloomFilter::contains_hash_avx512_runs },
+            BlockKernel::Avx512 => BloomFilter::contains_hash_avx512_runs,
             #[cfg(target_arch = "x86_64")]
-            BlockKernel::Avx2 => QueryCode { key: BloomFilter::contains_avx2::<H>, hash: BloomFilter::contains_hash_avx2 },
-            _ => QueryCode { key: BloomFilter::contains_portable::<H>, hash: BloomFilter::contains_hash_portable },
+            BlockKernel::Avx2 => BloomFilter::contains_hash_avx2::<K>,
+            _ => BloomFilter::contains_hash_portable::<K>,
         }
     }
 }
+
+/// The `K` of a query from a key hash compiled for no one k: it reads the filter's
+/// ([`BloomFilter::k`]), for k above 7.
+///
+/// Compiled for its k, the query from a key hash folds its test's lane mask (four instructions
+/// of about 25) into the code, and fewer instructions a query let the CPU hold more queries,
+/// each waiting on its cache miss, in flight: `cargo bench --bench filter` (n = 10^6,
+/// AVX-512) timed it at 3.5–3.7 ns a key against 3.9–4.1 with k read from the filter.
+const ANY_K: u32 = 0;
 
 #[cfg(test)]
 impl QueryCode {
@@ -266,8 +312,8 @@ impl BloomFilter {
     }
 
     /// [`contains_hash`](Self::contains_hash) in the blocked layout with the portable test.
-    fn contains_hash_portable(&self, x: u64, z: u64) -> bool {
-        self.contains_probe(&self.hash_probe(x, z))
+    fn contains_hash_portable<const K: u32>(&self, x: u64, z: u64) -> bool {
+        self.test_probe(&self.hash_probe(x, z), self.k::<K>())
     }
 
     /// [`contains_hash`](Self::contains_hash) in the blocked layout with the AVX-512 test, k ≤ 7.
@@ -276,10 +322,10 @@ impl BloomFilter {
     /// The CPU must run the avx512 kernel.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,bmi2")]
-    unsafe fn contains_hash_avx512(&self, x: u64, z: u64) -> bool {
+    unsafe fn contains_hash_avx512<const K: u32>(&self, x: u64, z: u64) -> bool {
         let probe = self.hash_probe(x, z);
         // SAFETY: the caller checked that the CPU runs the avx512 kernel.
-        unsafe { block_avx512::test(self.bits.line(probe.block), probe.remixed(), self.spec.hashes) }
+        unsafe { block_avx512::test(self.bits.line(probe.block), probe.remixed(), self.k::<K>()) }
     }
 
     /// [`contains_hash`](Self::contains_hash) in the blocked layout with the AVX-512 test, for k
@@ -303,10 +349,10 @@ impl BloomFilter {
     /// The CPU must have AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,bmi2")]
-    unsafe fn contains_hash_avx2(&self, x: u64, z: u64) -> bool {
+    unsafe fn contains_hash_avx2<const K: u32>(&self, x: u64, z: u64) -> bool {
         let probe = self.hash_probe(x, z);
         // SAFETY: the caller checked that the CPU has AVX2.
-        test_runs(self.bits.line(probe.block), probe.remixed(), self.spec.hashes, |line, z, k| unsafe { block_avx2::test(line, z, k) })
+        test_runs(self.bits.line(probe.block), probe.remixed(), self.k::<K>(), |line, z, k| unsafe { block_avx2::test(line, z, k) })
     }
 
     /// The blocked probe of the key hash whose words are `x` and `z`.
@@ -328,6 +374,13 @@ impl BloomFilter {
     /// One blocked query with the portable test.
     fn contains_portable<H: PairHash>(&self, key: &[u8]) -> bool {
         self.contains_probe(&self.spec.block_probe_by::<H>(key))
+    }
+
+    /// The filter's k in a query compiled for `K`: `K` itself, a constant, or the spec's for
+    /// [`ANY_K`].
+    #[inline(always)]
+    fn k<const K: u32>(&self) -> u32 {
+        if K == ANY_K { self.spec.hashes } else { K }
     }
 
     /// One blocked query with the AVX-512 test, hash included: compiled for AVX-512 as a whole,
@@ -353,11 +406,18 @@ impl BloomFilter {
     /// prefetched) already: the portable reference for the AVX2 test.
     #[inline(always)]
     pub fn contains_probe(&self, probe: &BlockProbe) -> bool {
+        self.test_probe(probe, self.spec.hashes)
+    }
+
+    /// [`contains_probe`](Self::contains_probe) of the first `k` positions, k being the
+    /// filter's, given as a constant where the caller has one.
+    #[inline(always)]
+    fn test_probe(&self, probe: &BlockProbe, k: u32) -> bool {
         // Branch-free: a test that stopped at the first clear bit would branch on loaded data,
         // and each misprediction would make the next key wait for this key's cache miss.
         let line = self.bits.line(probe.block);
         let mut all = 1u64;
-        probe.for_each_bit(self.spec.hashes, |bit| all &= line[(bit >> 6) as usize] >> (bit & 63));
+        probe.for_each_bit(k, |bit| all &= line[(bit >> 6) as usize] >> (bit & 63));
         all & 1 == 1
     }
 
