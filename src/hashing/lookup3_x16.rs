@@ -4,16 +4,17 @@
 //! batched query's instructions, and here it takes a few per key instead of about 60.
 //!
 //! Keys of up to 64 bytes (lookup3's at most five mixed blocks and one finished tail, which
-//! covers ids, dates, names, UUIDs, digests in hex and the like) are hashed in the lanes; a
-//! longer key's lane is computed and then replaced by the scalar hash. Answers are bit for bit
-//! those of [`super::lookup3::hashlittle2`] (see the test below).
+//! covers ids, dates, names, UUIDs, digests in hex and the like) are hashed in the lanes from
+//! two rows of 32 bytes; a vector with a longer key is hashed whole by a loop over as many rows
+//! as it needs (up to `MAX_ANY_LEN`, past which a key is hashed by the scalar hash). Answers
+//! are bit for bit those of [`super::lookup3::hashlittle2`] (see the tests below).
 //!
 //! The keys' bytes are read and transposed by the AVX2 hash's code ([`super::lookup3_x8`]), 8
 //! keys at a time, and two such halves joined into each 512-bit vector: what AVX-512 adds is
 //! the rounds' one-instruction rotates and compares into mask registers, on 16 lanes at once.
 
-use super::lookup3_lanes::{hash_lanes_into, rehash_long_keys, KeyWords, LaneOps, MAX_LANE_LEN};
-use super::lookup3_x8::{eight_keys, eight_tails, transposed_words};
+use super::lookup3_lanes::{hash_lanes_into, rehash_long_vectors, KeyWords, LaneOps, MAX_LANE_LEN};
+use super::lookup3_x8::{eight_keys, eight_tails, row_of_eight, transposed_words};
 pub use super::Pairs;
 use std::arch::x86_64::*;
 
@@ -64,16 +65,27 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
         let (low, low_len) = eight_words(keys);
         let (high, high_len) = eight_words(keys.get(8..).unwrap_or(&[]));
         let len = join(low_len, high_len);
+        if <__m512i as LaneOps>::any_over(len, MAX_LANE_LEN as u32) {
+            // Hashed whole below.
+            long = true;
+            continue;
+        }
         let first: [__m512i; 8] = std::array::from_fn(|w| join(low[w], high[w]));
         let rest = <__m512i as LaneOps>::any_over(len, 32).then(|| {
             let (low, high) = (eight_rest(keys), eight_rest(keys.get(8..).unwrap_or(&[])));
             std::array::from_fn(|w| join(low[w], high[w]))
         });
         hash_lanes_into::<__m512i>(len, KeyWords { first: &first, rest: rest.as_ref() }, pc, out, v * LANES);
-        long |= <__m512i as LaneOps>::any_over(len, MAX_LANE_LEN as u32);
     }
     if long {
-        rehash_long_keys(keys, pc, out, MAX_LANE_LEN);
+        rehash_long_vectors::<__m512i>(keys, pc, out, |keys, r| {
+            let (low, high) = (row_of_eight(keys, r), row_of_eight(keys.get(8..).unwrap_or(&[]), r));
+            let mut row = [_mm512_setzero_si512(); 8];
+            for (w, row) in row.iter_mut().enumerate() {
+                *row = join(low[w], high[w]);
+            }
+            row
+        });
     }
 }
 
@@ -91,6 +103,12 @@ impl LaneOps for __m512i {
     fn store(self, out: &mut [u32]) {
         assert!(out.len() >= LANES);
         unsafe { _mm512_storeu_si512(out.as_mut_ptr() as *mut _, self) };
+    }
+
+    #[inline(always)]
+    fn load(values: &[u32]) -> Self {
+        assert!(values.len() >= LANES);
+        unsafe { _mm512_loadu_si512(values.as_ptr() as *const _) }
     }
 
     #[inline(always)]
@@ -157,6 +175,57 @@ pub(crate) mod tests {
         assert!(checked > 15_000, "{checked} lanes checked");
     }
 
+    /// Against the scalar hash on keys over the lanes' first 64 bytes, hashed again in the
+    /// lanes, and over MAX_ANY_LEN, hashed one by one.
+    #[test]
+    fn equals_the_scalar_hash_on_long_keys() {
+        if !available() {
+            eprintln!("skipped: this CPU has no AVX-512F/BW/VL");
+            return;
+        }
+        // SAFETY: the CPU has what the function needs (checked above).
+        long_keys_against_the_scalar(|keys, seed, out| unsafe { hashlittle2_wide(keys, seed, out) });
+    }
+
+    /// Checks a wide hash against the scalar one on long keys, two seeds: groups of 64 keys all
+    /// of one length (each side of the rows of 32 bytes, of the blocks of 12 and of
+    /// MAX_ANY_LEN), groups of 1 to 64 keys of lengths mixed from 0 to past MAX_ANY_LEN, and
+    /// groups of short keys with one long key in each place.
+    pub(crate) fn long_keys_against_the_scalar(wide: impl Fn(&[&[u8]], u32, &mut Pairs)) {
+        use crate::hashing::lookup3_lanes::MAX_ANY_LEN;
+        let bytes = crate::xorshift::XorShift::new(0x5851_F42D_4C95_7F2D).bytes(MAX_ANY_LEN + 2000);
+        let check = |keys: &[&[u8]], what: &str| {
+            for seed in [0, 0x9e37_79b9] {
+                let mut out = Pairs::default();
+                wide(keys, seed, &mut out);
+                for (i, key) in keys.iter().enumerate() {
+                    assert_eq!((out.c[i], out.b[i]), hashlittle2(key, seed, 0), "{what}: lane {i} of {}, length {}, seed {seed}", keys.len(), key.len());
+                }
+            }
+        };
+        let one_length = [65, 72, 95, 96, 97, 100, 108, 128, 129, 200, 255, 256, 257, MAX_ANY_LEN - 1, MAX_ANY_LEN, MAX_ANY_LEN + 1, MAX_ANY_LEN + 13];
+        for len in one_length {
+            let keys: Vec<&[u8]> = (0..MAX_KEYS).map(|i| &bytes[7 * i..7 * i + len]).collect();
+            check(&keys, "one length");
+        }
+        let mixed = [0, 5, 64, 65, 96, 97, 300, MAX_ANY_LEN + 1, 12, MAX_ANY_LEN, 33, 150, 1, 77];
+        for group in (1..=MAX_KEYS).step_by(7).chain([16, 32, MAX_KEYS]) {
+            for start in 0..mixed.len() {
+                let keys: Vec<&[u8]> = (0..group).map(|i| {
+                    let (len, at) = (mixed[(start + i) % mixed.len()], (11 * i + start) % 900);
+                    &bytes[at..at + len]
+                }).collect();
+                check(&keys, "mixed lengths");
+            }
+        }
+        for group in [1, 16, 17, 40] {
+            for long in 0..group {
+                let keys: Vec<&[u8]> = (0..group).map(|i| if i == long { &bytes[i..i + 333] } else { &bytes[3 * i..3 * i + i % 20] }).collect();
+                check(&keys, "one long key");
+            }
+        }
+    }
+
     /// Checks a wide hash against the scalar one for groups of the sizes in `groups`, three
     /// seeds and 81 starts: in a group of a start, key i is (start + 3i) % 81 bytes long (every
     /// length 0..=80 in every lane, both sides of the lanes' 24 and 64; vectors of keys all over
@@ -213,7 +282,7 @@ pub(crate) mod tests {
     }
 
     /// Keys that end at the last byte before an unreadable page, which a read past the key
-    /// would fault on: every length 0..=70, from groups of 1 to 64 keys.
+    /// would fault on: every length 0..=150, from groups of 1 to 64 keys.
     #[test]
     fn reads_nothing_past_a_key_at_the_end_of_a_page() {
         if !available() {
@@ -225,8 +294,8 @@ pub(crate) mod tests {
     }
 
     /// Checks a wide hash (`hash`, seed 3) on keys that end at the last byte before an
-    /// unreadable page: every length 0..=70 (the bytes past a key's first 32 read apart, near
-    /// the page's end too), from groups of 1, 16 and 64 keys.
+    /// unreadable page: every length 0..=150 (the bytes past a key's first 32 read apart, and
+    /// its later rows of 32 bytes, near the page's end too), from groups of 1, 16 and 64 keys.
     pub(crate) fn at_the_end_of_a_page(hash: impl Fn(&[&[u8]], &mut Pairs)) {
         at_a_pages_end(hash, |key| hashlittle2(key, 3, 0))
     }
@@ -244,7 +313,7 @@ pub(crate) mod tests {
             for (i, byte) in page.iter_mut().enumerate() {
                 *byte = (i as u8).wrapping_mul(151).wrapping_add(7);
             }
-            let keys: Vec<&[u8]> = (0..=70).map(|len| &page[PAGE - len..]).collect();
+            let keys: Vec<&[u8]> = (0..=150).map(|len| &page[PAGE - len..]).collect();
             for group in [1, 16, MAX_KEYS] {
                 for start in 0..=keys.len() - group {
                     let group = &keys[start..start + group];

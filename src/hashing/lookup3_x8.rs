@@ -5,13 +5,15 @@
 //! its page is copied into a padded buffer (a byte-masked AVX-512 load of each key, tried
 //! first, made the AVX-512 hash slower than the scalar one on a Zen 4).
 //! Keys of up to 64 bytes are hashed in the lanes (a second row of 32 bytes read for a vector
-//! with a key over 32), longer ones one by one; answers are bit for bit those of
+//! with a key over 32), a round with a longer key again, whole, as many rows as it needs
+//! (up to `MAX_ANY_LEN`; past it, and for Hadoop's hashes past 64, one by one); answers are bit
+//! for bit those of
 //! [`super::lookup3::hashlittle2`] (see the test below).
 //! With eight words for each of the two vectors, the words take all 16 of AVX2's registers, yet
 //! batched queries of keys of 8-20 bytes took the same time as with six (5.0-5.1 against
 //! 5.0-5.2 ns, two interleaved runs of the filter benchmark).
 
-use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_keys, KeyWords, LaneOps, MAX_LANE_LEN};
+use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_vectors, KeyWords, LaneOps, MAX_LANE_LEN};
 use super::lookup3_x16::MAX_KEYS;
 use super::{Pairs, GROUP};
 use std::arch::x86_64::*;
@@ -55,6 +57,12 @@ impl LaneOps for Lanes {
         for (v, lanes) in self.into_iter().enumerate() {
             unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(v * LANES) as *mut _, lanes) };
         }
+    }
+
+    #[inline(always)]
+    fn load(values: &[u32]) -> Self {
+        assert!(values.len() >= ROUND);
+        std::array::from_fn(|v| unsafe { _mm256_loadu_si256(values.as_ptr().add(v * LANES) as *const _) })
     }
 
     #[inline(always)]
@@ -108,8 +116,15 @@ impl LaneOps for Lanes {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
-    if in_rounds(keys, |len, words, at| hash_lanes_into::<Lanes>(len, words, pc, out, at)) {
-        rehash_long_keys(keys, pc, out, MAX_LANE_LEN);
+    if in_rounds(keys, true, |len, words, at| hash_lanes_into::<Lanes>(len, words, pc, out, at)) {
+        rehash_long_vectors::<Lanes>(keys, pc, out, |keys, r| {
+            let (first, second) = (row_of_eight(keys, r), row_of_eight(keys.get(LANES..).unwrap_or(&[]), r));
+            let mut row = [[_mm256_setzero_si256(); VECTORS]; 8];
+            for (w, row) in row.iter_mut().enumerate() {
+                *row = [first[w], second[w]];
+            }
+            row
+        });
     }
 }
 
@@ -123,19 +138,20 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
-    if in_rounds(keys, |len, words, at| hadoop_lanes::<Lanes>(len, words, rows, at)) {
+    if in_rounds(keys, false, |len, words, at| hadoop_lanes::<Lanes>(len, words, rows, at)) {
         rehash_long_hadoop_keys(keys, rows, super::lookup3::hash, MAX_LANE_LEN);
     }
 }
 
 /// Calls `hash` with the lengths and the transposed words of each round of [`ROUND`] keys
 /// (empty keys past the last) and the round's first key's index; returns whether any key is
-/// over [`MAX_LANE_LEN`] bytes, for the caller to hash again.
+/// over [`MAX_LANE_LEN`] bytes, for the caller to hash again: that key alone, or with
+/// `skip_long` its whole round, which `hash` is then not called for.
 ///
 /// # Safety
 /// The CPU must have AVX2. (Always inlined into its callers, which are compiled for it.)
 #[inline(always)]
-unsafe fn in_rounds(keys: &[&[u8]], mut hash: impl FnMut(Lanes, KeyWords<Lanes>, usize)) -> bool {
+unsafe fn in_rounds(keys: &[&[u8]], skip_long: bool, mut hash: impl FnMut(Lanes, KeyWords<Lanes>, usize)) -> bool {
     debug_assert!(keys.len() <= MAX_KEYS);
     let mut long = false;
     for (round, keys) in keys.chunks(ROUND).enumerate() {
@@ -148,6 +164,10 @@ unsafe fn in_rounds(keys: &[&[u8]], mut hash: impl FnMut(Lanes, KeyWords<Lanes>,
         let (first, first_len) = unsafe { transposed_words::<8>(first_keys) };
         let (second, second_len) = unsafe { transposed_words::<8>(second_keys) };
         let len = [first_len, second_len];
+        if skip_long && any_over(len, MAX_LANE_LEN as i32) {
+            long = true;
+            continue;
+        }
         let words = std::array::from_fn(|w| [first[w], second[w]]);
         let rest = any_over(len, 32).then(|| {
             // SAFETY: as above.
@@ -172,6 +192,33 @@ pub(super) fn eight_keys<'a, 'k>(keys: &'a [&'k [u8]], spare: &'a mut [&'k [u8];
             spare
         }
     }
+}
+
+/// Words 8r..8r + 8 of the first 8 of `keys` (bytes 32r..32r + 32, zero past each key's end;
+/// empty keys past the last), transposed: a row of a vector's keys for
+/// [`rehash_long_vectors`].
+///
+/// Each key's row is read on its own and the lengths of the rows made in registers: handed to
+/// [`transposed_words`] as slices, the slices written one by one were read back as vectors at
+/// once, which the CPU cannot forward from the stores, and the reads waited for them (40% of
+/// this function's time on a build keyed on 100-byte URLs).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) fn row_of_eight(keys: &[&[u8]], r: usize) -> [__m256i; 8] {
+    let mut spare = [&[][..]; LANES];
+    let keys = eight_keys(keys, &mut spare);
+    let mut rows = [_mm256_setzero_si256(); LANES];
+    let mut n = [0i32; LANES];
+    for i in 0..LANES {
+        let rest = keys[i].get(32 * r..).unwrap_or(&[]);
+        n[i] = rest.len().min(32) as i32;
+        rows[i] = match read_within_page(rest, n[i] as usize) {
+            Some(row) => row,
+            None => load_padded(rest, n[i] as usize),
+        };
+    }
+    let len = _mm256_setr_epi32(n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]);
+    keep_key_bytes(transpose::<8>(rows), len)
 }
 
 /// The bytes of 8 keys past their first 32 (empty for a key of 32 bytes or fewer): what a second
@@ -417,7 +464,7 @@ mod tests {
     use super::*;
 
     /// Against the scalar hash: every length 0..=80 in every lane, groups of every size up to
-    /// 64, keys ending at an unreadable page, and three seeds.
+    /// 64, keys ending at an unreadable page, long keys, and three seeds.
     #[test]
     fn equals_the_scalar_hash_for_every_length_lane_and_group_size() {
         if !available() {
@@ -428,5 +475,6 @@ mod tests {
         let checked = crate::hashing::lookup3_x16::tests::against_the_scalar((0..=17).chain([31, 33, 47, MAX_KEYS]), |keys, seed, out| unsafe { hashlittle2_wide(keys, seed, out) });
         assert!(checked > 15_000, "{checked} lanes checked");
         crate::hashing::lookup3_x16::tests::at_the_end_of_a_page(|group, out| unsafe { hashlittle2_wide(group, 3, out) });
+        crate::hashing::lookup3_x16::tests::long_keys_against_the_scalar(|keys, seed, out| unsafe { hashlittle2_wide(keys, seed, out) });
     }
 }
