@@ -60,12 +60,12 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// For any keys (lengths on both sides of the lanes' 24, 32 and 64 bytes, the empty key
-        /// among them), any k and m: the rows give each key the positions Hadoop's iterator
-        /// does.
+        /// For any keys (lengths on both sides of the lanes' 24, 32 and 64 bytes and of rows of
+        /// 32 past them, the empty key among them), any k and m: the rows give each key the
+        /// positions Hadoop's iterator does.
         #[test]
         fn rows_give_the_iterators_positions(
-            keys in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..80), 1..=GROUP),
+            keys in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..=GROUP),
             k in 1u32..12,
             m in 1u64..(1 << 31),
             slot in 0usize..3,

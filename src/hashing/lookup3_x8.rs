@@ -13,7 +13,7 @@
 //! batched queries of keys of 8-20 bytes took the same time as with six (5.0-5.1 against
 //! 5.0-5.2 ns, two interleaved runs of the filter benchmark).
 
-use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_keys, rehash_long_vectors, KeyWords, LaneOps, MAX_LANE_LEN};
+use super::lookup3_lanes::{hadoop_lanes, hash_lanes_into, rehash_long_hadoop_vectors, rehash_long_vectors, KeyWords, LaneOps, MAX_LANE_LEN};
 use super::lookup3_x16::MAX_KEYS;
 use super::{Pairs, GROUP};
 use std::arch::x86_64::*;
@@ -117,15 +117,20 @@ impl LaneOps for Lanes {
 #[target_feature(enable = "avx2")]
 pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
     if in_rounds(keys, true, |len, words, at| hash_lanes_into::<Lanes>(len, words, pc, out, at)) {
-        rehash_long_vectors::<Lanes>(keys, pc, out, |keys, r| {
-            let (first, second) = (row_of_eight(keys, r), row_of_eight(keys.get(LANES..).unwrap_or(&[]), r));
-            let mut row = [[_mm256_setzero_si256(); VECTORS]; 8];
-            for (w, row) in row.iter_mut().enumerate() {
-                *row = [first[w], second[w]];
-            }
-            row
-        });
+        rehash_long_vectors::<Lanes>(keys, pc, out, |keys, r| row_of_round(keys, r));
     }
+}
+
+/// Words 8r..8r + 8 of a round's keys, [`row_of_eight`] of each of its vectors.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn row_of_round(keys: &[&[u8]], r: usize) -> [Lanes; 8] {
+    let (first, second) = (row_of_eight(keys, r), row_of_eight(keys.get(LANES..).unwrap_or(&[]), r));
+    let mut row = [[_mm256_setzero_si256(); VECTORS]; 8];
+    for (w, row) in row.iter_mut().enumerate() {
+        *row = [first[w], second[w]];
+    }
+    row
 }
 
 /// Hadoop's Jenkins hashes of the (at most [`MAX_KEYS`]) keys: `rows[j][i]` is key i's hash j,
@@ -138,8 +143,8 @@ pub unsafe fn hashlittle2_wide(keys: &[&[u8]], pc: u32, out: &mut Pairs) {
 #[inline]
 #[target_feature(enable = "avx2")]
 pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
-    if in_rounds(keys, false, |len, words, at| hadoop_lanes::<Lanes>(len, words, rows, at)) {
-        rehash_long_hadoop_keys(keys, rows, super::lookup3::hash, MAX_LANE_LEN);
+    if in_rounds(keys, true, |len, words, at| hadoop_lanes::<Lanes>(len, words, rows, at)) {
+        rehash_long_hadoop_vectors::<Lanes>(keys, rows, |keys, r| row_of_round(keys, r));
     }
 }
 
@@ -476,5 +481,36 @@ mod tests {
         assert!(checked > 15_000, "{checked} lanes checked");
         crate::hashing::lookup3_x16::tests::at_the_end_of_a_page(|group, out| unsafe { hashlittle2_wide(group, 3, out) });
         crate::hashing::lookup3_x16::tests::long_keys_against_the_scalar(|keys, seed, out| unsafe { hashlittle2_wide(keys, seed, out) });
+    }
+
+    /// Hadoop's k Jenkins hashes against the scalar chain, on keys of lengths mixed from 0 to
+    /// past the lanes' MAX_ANY_LEN, groups of 1 to 64 keys.
+    #[test]
+    fn hadoop_hashes_equal_the_scalar_chain_on_long_keys() {
+        use crate::hashing::lookup3_lanes::MAX_ANY_LEN;
+        if !available() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let bytes = crate::xorshift::XorShift::new(0x1405_7B7E_F767_814F).bytes(MAX_ANY_LEN + 2000);
+        let lengths = [0, 5, 64, 65, 96, 97, 300, MAX_ANY_LEN + 1, 12, MAX_ANY_LEN, 33, 150, 1, 77, 100, 100, 100];
+        for group in [1, 2, 16, 17, 40, MAX_KEYS] {
+            for start in 0..lengths.len() {
+                let keys: Vec<&[u8]> = (0..group).map(|i| {
+                    let (len, at) = (lengths[(start + i) % lengths.len()], (13 * i + start) % 900);
+                    &bytes[at..at + len]
+                }).collect();
+                let mut rows = vec![[0u32; GROUP]; 5];
+                // SAFETY: the CPU has AVX2 (checked above).
+                unsafe { hadoop_hashes_wide(&keys, &mut rows) };
+                for (i, key) in keys.iter().enumerate() {
+                    let mut h = 0;
+                    for (j, row) in rows.iter().enumerate() {
+                        h = crate::hashing::lookup3::hash(key, h);
+                        assert_eq!(row[i], h, "hash {j} of key {i} of {group}, length {}", key.len());
+                    }
+                }
+            }
+        }
     }
 }
