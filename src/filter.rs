@@ -128,7 +128,8 @@ impl QueryCode {
 /// Compiled for its k, the query from a key hash folds its test's lane mask (four instructions
 /// of about 25) into the code, and fewer instructions a query let the CPU hold more queries,
 /// each waiting on its cache miss, in flight: `cargo bench --bench filter` (n = 10^6,
-/// AVX-512) timed it at 3.5–3.7 ns a key against 3.9–4.1 with k read from the filter.
+/// AVX-512) timed it at 3.4–3.7 ns a key in calm runs, against 3.9–4.1 with k read from the
+/// filter (sbbf-rs-safe's 2.5–2.7).
 const ANY_K: u32 = 0;
 
 #[cfg(test)]
