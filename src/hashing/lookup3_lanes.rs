@@ -223,7 +223,7 @@ pub(crate) fn rehash_long_hadoop_vectors<V: LaneOps>(keys: &[&[u8]], rows: &mut 
 /// (such a key's lane hashes an empty key, and is replaced by the key's hash made one by one).
 /// None for a vector without such a key, hashed in the lanes already.
 #[inline(always)]
-fn long_vector(vector: &[&[u8]]) -> Option<(usize, [u32; GROUP])> {
+pub(crate) fn long_vector(vector: &[&[u8]]) -> Option<(usize, [u32; GROUP])> {
     if vector.iter().all(|key| key.len() <= MAX_LANE_LEN) {
         return None;
     }

@@ -192,6 +192,12 @@ pub(crate) mod tests {
     /// MAX_ANY_LEN), groups of 1 to 64 keys of lengths mixed from 0 to past MAX_ANY_LEN, and
     /// groups of short keys with one long key in each place.
     pub(crate) fn long_keys_against_the_scalar(wide: impl Fn(&[&[u8]], u32, &mut Pairs)) {
+        long_keys_against(wide, |key, seed| hashlittle2(key, seed, 0))
+    }
+
+    /// [`long_keys_against_the_scalar`] of any wide hash, against `scalar`'s pair of a key and
+    /// a seed.
+    pub(crate) fn long_keys_against(wide: impl Fn(&[&[u8]], u32, &mut Pairs), scalar: impl Fn(&[u8], u32) -> (u32, u32)) {
         use crate::hashing::lookup3_lanes::MAX_ANY_LEN;
         let bytes = crate::xorshift::XorShift::new(0x5851_F42D_4C95_7F2D).bytes(MAX_ANY_LEN + 2000);
         let check = |keys: &[&[u8]], what: &str| {
@@ -199,7 +205,7 @@ pub(crate) mod tests {
                 let mut out = Pairs::default();
                 wide(keys, seed, &mut out);
                 for (i, key) in keys.iter().enumerate() {
-                    assert_eq!((out.c[i], out.b[i]), hashlittle2(key, seed, 0), "{what}: lane {i} of {}, length {}, seed {seed}", keys.len(), key.len());
+                    assert_eq!((out.c[i], out.b[i]), scalar(key, seed), "{what}: lane {i} of {}, length {}, seed {seed}", keys.len(), key.len());
                 }
             }
         };

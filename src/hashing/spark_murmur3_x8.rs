@@ -9,11 +9,12 @@
 //! than r whole words take word r, lanes in their trailing bytes take their next byte
 //! (sign-extended, as Spark's `hashUnsafeBytes` does), and lanes whose key is done keep their
 //! hash. Keys of up to 64 bytes are hashed in the lanes (a vector of short keys stops at its
-//! longest), longer ones one by one; answers are bit for bit the scalar hash's (see the tests
-//! below).
+//! longest), and a vector with a longer one again, with as many words as it needs (a lone key
+//! far longer than the rest one by one); answers are bit for bit the scalar hash's (see the
+//! tests below).
 
-use super::lookup3_lanes::MAX_LANE_LEN;
-use super::lookup3_x8::{eight_keys, with_words_to_64};
+use super::lookup3_lanes::{long_vector, MAX_LANE_LEN};
+use super::lookup3_x8::{eight_keys, row_of_eight, with_words_to_64};
 use super::spark_murmur3::hash_bytes;
 use super::{BlockKernel, Pairs, Positions, Scheme, GROUP};
 use std::arch::x86_64::*;
@@ -69,6 +70,10 @@ pub unsafe fn pairs_wide(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
     for (v, eight) in keys.chunks(LANES).enumerate() {
         let mut spare = [&[][..]; LANES];
         let (h1, h2, len) = with_words_to_64(eight_keys(eight, &mut spare), |words, len| {
+            if _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN as i32))) != 0 {
+                // Hashed whole by `rehash_long_vectors`.
+                return (len, len, len);
+            }
             let h1 = hash_lanes(words, len, _mm256_set1_epi32(seed as i32));
             (h1, hash_lanes(words, len, h1), len)
         });
@@ -80,25 +85,75 @@ pub unsafe fn pairs_wide(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
         long |= _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN as i32))) != 0;
     }
     if long {
-        for (i, key) in keys.iter().enumerate().filter(|(_, key)| key.len() > MAX_LANE_LEN) {
-            out.c[i] = hash_bytes(key, seed);
-            out.b[i] = hash_bytes(key, out.c[i]);
+        rehash_long_vectors(keys, seed, out);
+    }
+}
+
+/// Replaces the lanes' answers for the keys over [`MAX_LANE_LEN`] bytes: each vector of 8 keys
+/// that holds one is hashed again in the lanes with all the words of its keys up to its
+/// [`long_vector`] reach, read a row of 32 bytes at a time, and its longer keys one by one.
+/// Builds of a Spark filter at `-w 1` (3 interleaved runs, the same bytes): keyed on 100-byte
+/// URLs 0.52–0.60 s with each hashed one by one, 0.38–0.40 so; on keys a quarter each of 5–60,
+/// 5–60, 61–600 and 900–1500 bytes 0.37–0.44 against 0.39–0.41, about 5% slower in the usual
+/// runs (the same with the lanes' reach capped at 256 bytes).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn rehash_long_vectors(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
+    let mut words = Vec::new();
+    for (v, eight) in keys.chunks(LANES).enumerate() {
+        let Some((reach, lengths)) = long_vector(eight) else { continue };
+        // Rows of 8 words each, a loop rather than an iterator (see `row_of_eight`).
+        words.clear();
+        for r in 0..reach.div_ceil(32) {
+            let row = row_of_eight(eight, r);
+            for word in row {
+                words.push(word);
+            }
+        }
+        // SAFETY: `lengths` holds GROUP ≥ 8 values; an unaligned load needs no alignment.
+        let len = unsafe { _mm256_loadu_si256(lengths.as_ptr() as *const __m256i) };
+        let partial = trailing_words(&words, len);
+        let h1 = hash_lanes_with(&words, len, partial, _mm256_set1_epi32(seed as i32));
+        let h2 = hash_lanes_with(&words, len, partial, h1);
+        // SAFETY (both): `out`'s arrays hold GROUP values and v < GROUP / LANES.
+        unsafe {
+            _mm256_storeu_si256(out.c.as_mut_ptr().add(v * LANES) as *mut __m256i, h1);
+            _mm256_storeu_si256(out.b.as_mut_ptr().add(v * LANES) as *mut __m256i, h2);
+        }
+        for (i, key) in eight.iter().enumerate().filter(|(_, key)| key.len() > reach) {
+            out.c[v * LANES + i] = hash_bytes(key, seed);
+            out.b[v * LANES + i] = hash_bytes(key, out.c[v * LANES + i]);
         }
     }
 }
 
-/// Spark's Murmur3 of 8 keys, each lane with its own `seed`: `words` the keys' first 64 bytes as
+/// Spark's Murmur3 of 8 keys, each lane with its own `seed`: `words` the keys' bytes as
 /// zero-padded little-endian words transposed (word w of key i in lane i of `words[w]`; 6, 8 or
-/// 16 words, past which the keys have no bytes), `len` their lengths (a key over 64 bytes gets a
-/// wrong answer, which the caller replaces).
+/// 16 words of their first 64 bytes, or as many as [`rehash_long_vectors`] reads, past which
+/// the keys have no bytes), `len` their lengths (a key with bytes past the words gets a wrong
+/// answer, which the caller replaces).
 #[inline]
 #[target_feature(enable = "avx2")]
 fn hash_lanes(words: &[__m256i], len: __m256i, seed: __m256i) -> __m256i {
+    hash_lanes_with(words, len, trailing_words(words, len), seed)
+}
+
+/// The word holding each lane's trailing bytes, the one after its whole words: a blend of every
+/// word, made once for both of a key's hashes.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn trailing_words(words: &[__m256i], len: __m256i) -> __m256i {
+    let whole = _mm256_srli_epi32::<2>(len);
+    (0..words.len()).fold(_mm256_setzero_si256(), |partial, w| _mm256_blendv_epi8(partial, words[w], _mm256_cmpeq_epi32(whole, _mm256_set1_epi32(w as i32))))
+}
+
+/// [`hash_lanes`] with the lanes' [`trailing_words`] given.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hash_lanes_with(words: &[__m256i], len: __m256i, partial: __m256i, seed: __m256i) -> __m256i {
     // Each lane's whole words, and its rounds: one per whole word, then one per trailing byte.
     let whole = _mm256_srli_epi32::<2>(len);
     let rounds = _mm256_add_epi32(whole, _mm256_and_si256(len, _mm256_set1_epi32(3)));
-    // The word holding each lane's trailing bytes, the one after its whole words.
-    let partial = (0..words.len()).fold(_mm256_setzero_si256(), |partial, w| _mm256_blendv_epi8(partial, words[w], _mm256_cmpeq_epi32(whole, _mm256_set1_epi32(w as i32))));
     let mut h = seed;
     for r in 0..(words.len() as i32 + 3) {
         let round = _mm256_set1_epi32(r);
@@ -168,5 +223,21 @@ mod tests {
         };
         // SAFETY: the CPU has AVX2 (checked above).
         crate::hashing::lookup3_x16::tests::check_wide_pairs(|keys, seed, out| unsafe { pairs_wide(keys, seed, out) }, scalar);
+    }
+
+    /// Against the scalar hashes on keys over the lanes' first 64 bytes, hashed again in the
+    /// lanes, and on keys left to the scalar hash.
+    #[test]
+    fn equals_the_scalar_hashes_on_long_keys() {
+        if !crate::hashing::lookup3_x8::available() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let scalar = |key: &[u8], seed| {
+            let h1 = hash_bytes(key, seed);
+            (h1, hash_bytes(key, h1))
+        };
+        // SAFETY: the CPU has AVX2 (checked above).
+        crate::hashing::lookup3_x16::tests::long_keys_against(|keys, seed, out| unsafe { pairs_wide(keys, seed, out) }, scalar);
     }
 }
