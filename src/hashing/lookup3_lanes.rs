@@ -11,10 +11,11 @@ use super::{Pairs, GROUP};
 /// blocks and a tail of up to 4 bytes; two rows of 32 bytes of a key ([`super::lookup3_x8`]'s
 /// transpose, the second read only for a vector of keys with one over 32 bytes). A vector
 /// with a longer key is hashed again, whole, a row of 32 bytes at a time
-/// ([`rehash_long_vectors`]); Hadoop's and Spark's hashes hash such keys one by one. With lanes
-/// of 32 bytes, a build keyed on 36-byte UUIDs spent a third of its time in the batched hash,
-/// against a tenth keyed on their 32 hex digits alone. 64 takes UUIDs, SHA-1 and SHA-256
-/// digests in hex, and most e-mail addresses and composite keys.
+/// ([`rehash_long_vectors`], and Spark's Murmur3 in its own lanes likewise); Hadoop's Murmur
+/// hashes such keys one by one. With lanes of 32 bytes, a build keyed on 36-byte UUIDs spent a
+/// third of its time in the batched hash, against a tenth keyed on their 32 hex digits alone.
+/// 64 takes UUIDs, SHA-1 and SHA-256 digests in hex, and most e-mail addresses and composite
+/// keys.
 pub(crate) const MAX_LANE_LEN: usize = 64;
 
 /// The longest key [`rehash_long_vectors`] hashes in the lanes; longer ones are hashed one by

@@ -5,9 +5,9 @@
 //! its page is copied into a padded buffer (a byte-masked AVX-512 load of each key, tried
 //! first, made the AVX-512 hash slower than the scalar one on a Zen 4).
 //! Keys of up to 64 bytes are hashed in the lanes (a second row of 32 bytes read for a vector
-//! with a key over 32), a round with a longer key again, whole, as many rows as it needs
-//! (up to `MAX_ANY_LEN`; past it, and for Hadoop's hashes past 64, one by one); answers are bit
-//! for bit those of
+//! with a key over 32), a round with a longer key again, whole, as many rows as it needs (up to
+//! `MAX_ANY_LEN`, for the native pairs and Hadoop's Jenkins hashes alike; past it, one by one);
+//! answers are bit for bit those of
 //! [`super::lookup3::hashlittle2`] (see the test below).
 //! With eight words for each of the two vectors, the words take all 16 of AVX2's registers, yet
 //! batched queries of keys of 8-20 bytes took the same time as with six (5.0-5.1 against
