@@ -217,10 +217,7 @@ pub(super) fn row_of_eight(keys: &[&[u8]], r: usize) -> [__m256i; 8] {
     for i in 0..LANES {
         let rest = keys[i].get(32 * r..).unwrap_or(&[]);
         n[i] = rest.len().min(32) as i32;
-        rows[i] = match read_within_page(rest, n[i] as usize) {
-            Some(row) => row,
-            None => load_padded(rest, n[i] as usize),
-        };
+        rows[i] = read_row(rest);
     }
     let len = _mm256_setr_epi32(n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7]);
     keep_key_bytes(transpose::<8>(rows), len)
@@ -353,15 +350,23 @@ fn rows_one_by_one(keys: &[&[u8]; LANES]) -> ([__m256i; LANES], __m256i) {
     let mut lens = [0u32; LANES];
     let mut rows = [_mm256_setzero_si256(); LANES];
     for i in 0..LANES {
-        let n = keys[i].len().min(32);
         lens[i] = keys[i].len().min(LEN_CAP) as u32;
-        rows[i] = match read_within_page(keys[i], n) {
-            Some(row) => row,
-            None => load_padded(keys[i], n),
-        };
+        rows[i] = read_row(keys[i]);
     }
     // SAFETY: `lens` is 32 bytes; an unaligned load needs no alignment.
     (rows, unsafe { _mm256_loadu_si256(lens.as_ptr() as *const __m256i) })
+}
+
+/// The first 32 bytes of `key` (fewer where it is shorter, then whatever follows them, which
+/// the caller clears): [`read_within_page`], or where that cannot read them, [`load_padded`].
+#[inline]
+#[target_feature(enable = "avx2")]
+fn read_row(key: &[u8]) -> __m256i {
+    let n = key.len().min(32);
+    match read_within_page(key, n) {
+        Some(row) => row,
+        None => load_padded(key, n),
+    }
 }
 
 /// [`read_within_page`] for a key at the end of a page, about one in a hundred: out of line, so that
