@@ -342,16 +342,22 @@ fn round_up_to_two_digits(n: u64) -> u64 {
 /// warns that it was sized for too few keys ([`SizedSpec::undersized_warning`]).
 const UNDERSIZED: f64 = 1.5;
 
-/// Sample bytes read from the start of each of the first few inputs.
+/// Bytes read by each of the sample's windows.
 const SAMPLE_BYTES: u64 = 1 << 20;
+/// Windows of the sample over the plain inputs; and, under `--multiline` (whose records can be
+/// told apart only from a file's start) or compressed, how many of the first files are sampled
+/// from their start.
 const SAMPLE_FILES: usize = 16;
-/// Margin over the sampled mean, since later records may be shorter than the sample's.
+/// Margin over the sampled mean, since other records may be shorter than the sample's.
 const ESTIMATE_MARGIN: f64 = 1.25;
 
 /// An upper estimate of the number of keys: the input bytes over the mean record length of a
-/// sample, plus a margin. A compressed file counts as its size times the expansion of a sample of
-/// the first file of its codec (which is sampled even if it is not among the first few). Every
-/// process computes the same figure from the same files.
+/// sample, plus a margin. The plain files are sampled in windows spread evenly over all their
+/// bytes ([`sample_windows`]), since a corpus whose first files or first megabytes hold records
+/// of another length than the rest (older files, a sorted column) would size the filter for the
+/// wrong number of keys. A compressed file counts as its size times the expansion of a sample
+/// of the first file of its codec (which is sampled even if it is not among the first few).
+/// Every process computes the same figure from the same files.
 fn estimate_items(source: &Source) -> Result<(u64, String)> {
     if source.inputs.contains(&Input::Stdin) {
         return Err(Error::invalid(
@@ -363,33 +369,41 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
         Input::File { compression, .. } => *compression,
         Input::Stdin => Compression::None,
     };
-    // Indexes of the inputs sampled.
-    let mut sample: Vec<usize> = (0..source.inputs.len().min(SAMPLE_FILES)).collect();
+    let has_header = source.options.format.has_header;
+    let multiline = source.options.format.multiline.then_some(source.options.format.delimiter);
+    // The compressed inputs sampled: those among the first few, and the first of each codec.
+    let mut compressed: Vec<usize> = (0..source.inputs.len().min(SAMPLE_FILES)).filter(|&i| compression(&source.inputs[i]) != Compression::None).collect();
     for codec in Compression::CODECS {
-        if !sample.iter().any(|&i| compression(&source.inputs[i]) == codec) {
-            sample.extend(source.inputs.iter().position(|i| compression(i) == codec));
+        if !compressed.iter().any(|&i| compression(&source.inputs[i]) == codec) {
+            compressed.extend(source.inputs.iter().position(|i| compression(i) == codec));
         }
     }
     let (mut records, mut bytes) = (0u64, 0u64);
+    let plain: Vec<(usize, u64)> = source.inputs.iter().enumerate().filter_map(|(i, input)| match input {
+        Input::File { len, compression: Compression::None, .. } => Some((i, *len)),
+        _ => None,
+    }).collect();
+    let windows = match multiline {
+        // Under --multiline a window inside a file could start in a quoted field.
+        Some(_) => plain.iter().take(SAMPLE_FILES).map(|&(i, len)| Split { index: 0, input: i, start: 0, end: SAMPLE_BYTES.min(len) }).collect(),
+        None => sample_windows(&plain, SAMPLE_FILES as u64, SAMPLE_BYTES),
+    };
+    for window in windows {
+        let Input::File { path, .. } = &source.inputs[window.input] else { continue };
+        let ends = source.line_ends(window.input);
+        let mut reader = SplitReader::open_with(path, &window, source.options.max_record, Vec::new(), ends)?;
+        let (r, b) = sample_records(&mut reader, has_header && window.start == 0, multiline)?;
+        records += r;
+        bytes += b;
+    }
     let mut expansions: Vec<(Compression, f64)> = Vec::new();
-    for index in sample {
-        let Input::File { path, len, compression, .. } = &source.inputs[index] else { continue };
-        let ends = source.line_ends(index);
-        let has_header = source.options.format.has_header;
-        let multiline = source.options.format.multiline.then_some(source.options.format.delimiter);
-        let (r, b) = match compression {
-            Compression::None => {
-                let split = Split { index: 0, input: 0, start: 0, end: SAMPLE_BYTES.min(*len) };
-                sample_records(&mut SplitReader::open_with(path, &split, source.options.max_record, Vec::new(), ends)?, has_header, multiline)?
-            }
-            &codec => {
-                if !expansions.iter().any(|(c, _)| *c == codec) {
-                    expansions.push((codec, expansion(path, codec, SAMPLE_BYTES)?));
-                }
-                let reader = CompressedSplitReader::open_compressed(path, codec, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0;
-                sample_records(&mut reader.with_line_ends(ends), has_header, multiline)?
-            }
-        };
+    for index in compressed {
+        let Input::File { path, compression: codec, .. } = &source.inputs[index] else { continue };
+        if !expansions.iter().any(|(c, _)| c == codec) {
+            expansions.push((*codec, expansion(path, *codec, SAMPLE_BYTES)?));
+        }
+        let reader = CompressedSplitReader::open_compressed(path, *codec, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0;
+        let (r, b) = sample_records(&mut reader.with_line_ends(source.line_ends(index)), has_header, multiline)?;
         records += r;
         bytes += b;
     }
@@ -403,6 +417,32 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
         items,
         format!("estimated at most {items} keys from {total:.0} input bytes{notes} at a sampled mean of {mean:.1} bytes per record (+25%)"),
     ))
+}
+
+/// The byte ranges sampled of the plain inputs `files` (each its index and length): `windows`
+/// ranges of `window` bytes, their starts evenly spaced over the files' bytes taken end to end
+/// (the first at the first file's start), each cut at its file's end; or every file whole when
+/// they hold no more than the windows would read. A window read as a split counts the records
+/// that start in it, read whole.
+fn sample_windows(files: &[(usize, u64)], windows: u64, window: u64) -> Vec<Split> {
+    let total: u64 = files.iter().map(|&(_, len)| len).sum();
+    if total <= windows.saturating_mul(window) {
+        return files.iter().filter(|&&(_, len)| len > 0).map(|&(input, len)| Split { index: 0, input, start: 0, end: len }).collect();
+    }
+    let mut spans = Vec::with_capacity(windows as usize);
+    // The files' first bytes in the end-to-end numbering, and the file each window starts in.
+    let (mut file, mut file_start) = (0, 0u64);
+    for w in 0..windows {
+        let at = (total as u128 * w as u128 / windows as u128) as u64;
+        while at >= file_start + files[file].1 {
+            file_start += files[file].1;
+            file += 1;
+        }
+        let (input, len) = files[file];
+        let start = at - file_start;
+        spans.push(Split { index: 0, input, start, end: (start + window).min(len) });
+    }
+    spans
 }
 
 /// Records and their bytes in a sample reader, the header not counted. With `--multiline`
@@ -663,6 +703,21 @@ mod tests {
         assert!((1..=10).all(|d| fold_step(7_900).is_multiple_of(d)), "every number up to 10 divides the step");
     }
     use crate::filter::BloomFilter;
+
+    /// Windows start evenly over the files end to end, each cut at its file's end, the first
+    /// at the first byte; files that hold less than the windows would read are read whole.
+    #[test]
+    fn sample_windows_spread_over_all_the_files() {
+        let spans = |files: &[(usize, u64)], windows, window| -> Vec<(usize, u64, u64)> {
+            sample_windows(files, windows, window).iter().map(|s| (s.input, s.start, s.end)).collect()
+        };
+        assert_eq!(spans(&[(0, 1000)], 4, 10), [(0, 0, 10), (0, 250, 260), (0, 500, 510), (0, 750, 760)]);
+        // Starts at 0, 300, 600, 900 of 1200 bytes, a window cut at the end of its file and
+        // the empty file skipped.
+        assert_eq!(spans(&[(2, 305), (3, 0), (5, 895)], 4, 10), [(2, 0, 10), (2, 300, 305), (5, 295, 305), (5, 595, 605)]);
+        assert_eq!(spans(&[(0, 20), (1, 0), (2, 19)], 4, 10), [(0, 0, 20), (2, 0, 19)]);
+        assert!(spans(&[], 4, 10).is_empty());
+    }
 
     /// A filter sized for keys estimated from the input's size that holds under an eighth as
     /// many distinct keys warns, naming a tenth more than its fill shows (in two digits); one

@@ -621,6 +621,34 @@ fn estimated_sizing_is_an_upper_bound_and_says_so() {
     assert!(info["estimated_fpp"].as_f64().unwrap() < 0.01);
 }
 
+/// The sample of an estimate is spread over all of a large input, not its first megabytes:
+/// a file whose first 2 MB hold records six times the length of the rest's (an older schema,
+/// a sorted column) is still sized for every key. Sampled at its start, it was sized for a
+/// sixth of them.
+#[test]
+fn estimated_sizing_samples_all_of_a_large_input() {
+    let dir = tempdir();
+    let input = path_str(dir.path(), "skewed.csv");
+    let mut text = String::from("id,key\n");
+    let mut keys = 0u64;
+    while text.len() < 2 << 20 {
+        text.push_str(&format!("{keys:0>100},k{keys}\n"));
+        keys += 1;
+    }
+    while text.len() < 24 << 20 {
+        text.push_str(&format!("{keys},k{keys}\n"));
+        keys += 1;
+    }
+    std::fs::write(&input, &text).unwrap();
+    let (out, o) = build(dir.path(), &input, &["-k", "key", "--fpp", "0.01"]);
+    let summary = ok(&o);
+    assert!(summary.contains(&format!("keys inserted      {keys}")), "{summary}");
+    let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &out, "--json"]))).unwrap();
+    let n = info["expected_items"].as_u64().unwrap();
+    assert!((keys..keys * 2).contains(&n), "sized for {n} keys of {keys}: {summary}");
+    assert!(!summary.contains("warning"), "{summary}");
+}
+
 #[test]
 fn an_explicit_size_rounded_up_says_so() {
     let dir = tempdir();
