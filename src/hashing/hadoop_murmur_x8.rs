@@ -7,12 +7,14 @@
 //! the lane whose words end at r mixes its trailing bytes (Hadoop's reversed, sign-extended
 //! tail, computed for every lane beforehand), and the others keep their hash. Keys of up to 64
 //! bytes are hashed in the lanes (a round per word: a vector of short keys stops at its
-//! longest), longer ones one by one; answers are bit for bit the scalar hash's (see the tests
-//! below). At 24 bytes, a build keyed on the probe's 30-byte payloads hashed them all one by one.
+//! longest); a vector with a longer key is hashed again, its keys' words read a row of 32 bytes
+//! at a time as far as the lanes' reach for its keys' lengths goes, and its keys past that one
+//! by one. Answers are bit for bit the scalar hash's (see the tests below). At 24 bytes, a build
+//! keyed on the probe's 30-byte payloads hashed them all one by one.
 
 use super::hadoop_murmur::hash;
-use super::lookup3_lanes::{rehash_long_hadoop_keys, MAX_LANE_LEN};
-use super::lookup3_x8::{eight_keys, with_words_to_64};
+use super::lookup3_lanes::{long_vector, MAX_LANE_LEN};
+use super::lookup3_x8::{eight_keys, row_of_eight, with_words_to_64};
 use super::GROUP;
 use std::arch::x86_64::*;
 
@@ -35,20 +37,48 @@ pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
     let mut long = false;
     for (v, eight) in keys.chunks(LANES).enumerate() {
         let mut spare = [&[][..]; LANES];
-        let len = with_words_to_64(eight_keys(eight, &mut spare), |words, len| {
-            let key = LaneKeys::new(words, len);
-            let mut h = _mm256_setzero_si256();
-            for row in rows.iter_mut() {
-                h = key.hash(h);
-                // SAFETY: a row holds GROUP values and v < GROUP / LANES.
-                unsafe { _mm256_storeu_si256(row.as_mut_ptr().add(v * LANES) as *mut __m256i, h) };
+        long |= with_words_to_64(eight_keys(eight, &mut spare), |words, len| {
+            // A vector with a key over 64 bytes is hashed by `rehash_long_vectors` instead.
+            if _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN as i32))) != 0 {
+                return true;
             }
-            len
+            LaneKeys::new(words, len).hash_into(rows, v * LANES);
+            false
         });
-        long |= _mm256_movemask_epi8(_mm256_cmpgt_epi32(len, _mm256_set1_epi32(MAX_LANE_LEN as i32))) != 0;
     }
     if long {
-        rehash_long_hadoop_keys(keys, rows, hash, MAX_LANE_LEN);
+        rehash_long_vectors(keys, rows);
+    }
+}
+
+/// [`hadoop_hashes_wide`] of each vector with a key over [`MAX_LANE_LEN`] bytes: its keys of
+/// up to the reach `long_vector` picks in the lanes, their words read once for all
+/// the hashes, and its longer keys one by one. A build of a Hadoop Murmur filter keyed on
+/// 100-byte URLs hashed them all one by one, k times each.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn rehash_long_vectors(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
+    let mut words = Vec::new();
+    for (v, vector) in keys.chunks(LANES).enumerate() {
+        let Some((reach, lengths)) = long_vector(vector) else { continue };
+        // Every word of a key of up to `reach` bytes, and the one its trailing bytes are in.
+        words.clear();
+        words.resize(8 * (reach / 32 + 1), _mm256_setzero_si256());
+        for (r, row) in words.chunks_exact_mut(8).enumerate() {
+            row.copy_from_slice(&row_of_eight(vector, r));
+        }
+        // SAFETY: `lengths` holds GROUP ≥ LANES values; an unaligned load needs no alignment.
+        let len = unsafe { _mm256_loadu_si256(lengths.as_ptr() as *const __m256i) };
+        LaneKeys::new(&words, len).hash_into(rows, v * LANES);
+        for (i, key) in vector.iter().enumerate() {
+            if key.len() > reach {
+                let mut h = 0;
+                for row in rows.iter_mut() {
+                    h = hash(key, h);
+                    row[v * LANES + i] = h;
+                }
+            }
+        }
     }
 }
 
@@ -86,6 +116,20 @@ impl<'w> LaneKeys<'w> {
         let tail = _mm256_xor_si256(_mm256_xor_si256(t(0), t(1)), t(2));
         let has_tail = _mm256_cmpgt_epi32(n, _mm256_setzero_si256());
         LaneKeys { words, len, whole, has_tail, tail }
+    }
+
+    /// The keys' hashes, each seeded with the one before (the first with 0), into columns
+    /// `at..at + LANES` of `rows`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn hash_into(&self, rows: &mut [[u32; GROUP]], at: usize) {
+        debug_assert!(at + LANES <= GROUP);
+        let mut h = _mm256_setzero_si256();
+        for row in rows.iter_mut() {
+            h = self.hash(h);
+            // SAFETY: a row holds GROUP values, and at + LANES ≤ GROUP.
+            unsafe { _mm256_storeu_si256(row.as_mut_ptr().add(at) as *mut __m256i, h) };
+        }
     }
 
     /// Each key's `MurmurHash` seeded with its lane of `seed`.
@@ -139,5 +183,37 @@ mod tests {
             (h, hash(key, h))
         };
         crate::hashing::lookup3_x16::tests::check_wide_pairs(first_two, scalar);
+    }
+
+    /// Against the scalar chain on long keys, the first two hashes as a pair: groups of one
+    /// length (each side of the rows of 32 bytes and of MAX_ANY_LEN), of lengths mixed from 0 to
+    /// past MAX_ANY_LEN, and of short keys with one long key in each place.
+    #[test]
+    fn equals_the_scalar_hash_on_long_keys() {
+        if !crate::hashing::lookup3_x8::available() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        let first_two = |keys: &[&[u8]], _, out: &mut Pairs| {
+            let mut rows = [[0u32; GROUP]; 2];
+            // SAFETY: the CPU has AVX2 (checked above).
+            unsafe { hadoop_hashes_wide(keys, &mut rows) };
+            (out.c, out.b) = (rows[0], rows[1]);
+        };
+        crate::hashing::lookup3_x16::tests::long_keys_against(first_two, |key, _| {
+            let h = hash(key, 0);
+            (h, hash(key, h))
+        });
+    }
+
+    /// A Hadoop Murmur filter's k hashes of long keys against the scalar chain.
+    #[test]
+    fn hashes_equal_the_scalar_chain_on_long_keys() {
+        if !crate::hashing::lookup3_x8::available() {
+            eprintln!("skipped: this CPU has no AVX2");
+            return;
+        }
+        // SAFETY: the CPU has AVX2 (checked above).
+        crate::hashing::lookup3_x16::tests::hadoop_chain_on_long_keys(|keys, rows| unsafe { hadoop_hashes_wide(keys, rows) }, hash);
     }
 }

@@ -145,22 +145,6 @@ pub(crate) fn hadoop_lanes<V: LaneOps>(len: V, words: KeyWords<V>, rows: &mut [[
     }
 }
 
-/// Replaces the rows of Hadoop's hashes in lanes (lookup3's [`hadoop_lanes`], or the avx2
-/// Murmur's) for the keys over `max_len` bytes (the lanes' longest) by the scalar `hash`'s,
-/// each seeded with the one before.
-#[inline(always)]
-pub(crate) fn rehash_long_hadoop_keys(keys: &[&[u8]], rows: &mut [[u32; GROUP]], hash: impl Fn(&[u8], u32) -> u32, max_len: usize) {
-    for (i, key) in keys.iter().enumerate() {
-        if key.len() > max_len {
-            let mut h = 0;
-            for row in rows.iter_mut() {
-                h = hash(key, h);
-                row[i] = h;
-            }
-        }
-    }
-}
-
 /// Replaces the lanes' answers for the keys over [`MAX_LANE_LEN`] bytes: each vector of
 /// `V::KEYS` keys that holds one is hashed again in the lanes by [`hash_lanes_any`], its keys
 /// up to [`lane_reach`] bytes, and its longer keys one by one. `row(vector, r)` gives words

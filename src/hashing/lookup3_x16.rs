@@ -232,6 +232,33 @@ pub(crate) mod tests {
         }
     }
 
+    /// Checks a wide Hadoop hash, `wide(keys, rows)` giving each key's k hashes (row j its hash
+    /// j), against the chain of the scalar `hash`, each seeded with the one before (the first
+    /// with 0): five hashes of keys of lengths mixed from 0 to past MAX_ANY_LEN, in groups of 1
+    /// to 64 keys.
+    pub(crate) fn hadoop_chain_on_long_keys(wide: impl Fn(&[&[u8]], &mut [[u32; MAX_KEYS]]), hash: impl Fn(&[u8], u32) -> u32) {
+        use crate::hashing::lookup3_lanes::MAX_ANY_LEN;
+        let bytes = crate::xorshift::XorShift::new(0x1405_7B7E_F767_814F).bytes(MAX_ANY_LEN + 2000);
+        let lengths = [0, 5, 64, 65, 96, 97, 300, MAX_ANY_LEN + 1, 12, MAX_ANY_LEN, 33, 150, 1, 77, 100, 100, 100];
+        for group in [1, 2, 8, 9, 16, 17, 40, MAX_KEYS] {
+            for start in 0..lengths.len() {
+                let keys: Vec<&[u8]> = (0..group).map(|i| {
+                    let (len, at) = (lengths[(start + i) % lengths.len()], (13 * i + start) % 900);
+                    &bytes[at..at + len]
+                }).collect();
+                let mut rows = vec![[0u32; MAX_KEYS]; 5];
+                wide(&keys, &mut rows);
+                for (i, key) in keys.iter().enumerate() {
+                    let mut h = 0;
+                    for (j, row) in rows.iter().enumerate() {
+                        h = hash(key, h);
+                        assert_eq!(row[i], h, "hash {j} of key {i} of {group}, length {}", key.len());
+                    }
+                }
+            }
+        }
+    }
+
     /// Checks a wide hash against the scalar one for groups of the sizes in `groups`, three
     /// seeds and 81 starts: in a group of a start, key i is (start + 3i) % 81 bytes long (every
     /// length 0..=80 in every lane, both sides of the lanes' 24 and 64; vectors of keys all over

@@ -488,34 +488,14 @@ mod tests {
         crate::hashing::lookup3_x16::tests::long_keys_against_the_scalar(|keys, seed, out| unsafe { hashlittle2_wide(keys, seed, out) });
     }
 
-    /// Hadoop's k Jenkins hashes against the scalar chain, on keys of lengths mixed from 0 to
-    /// past the lanes' MAX_ANY_LEN, groups of 1 to 64 keys.
+    /// Hadoop's k Jenkins hashes against the scalar chain, on long keys.
     #[test]
     fn hadoop_hashes_equal_the_scalar_chain_on_long_keys() {
-        use crate::hashing::lookup3_lanes::MAX_ANY_LEN;
         if !available() {
             eprintln!("skipped: this CPU has no AVX2");
             return;
         }
-        let bytes = crate::xorshift::XorShift::new(0x1405_7B7E_F767_814F).bytes(MAX_ANY_LEN + 2000);
-        let lengths = [0, 5, 64, 65, 96, 97, 300, MAX_ANY_LEN + 1, 12, MAX_ANY_LEN, 33, 150, 1, 77, 100, 100, 100];
-        for group in [1, 2, 16, 17, 40, MAX_KEYS] {
-            for start in 0..lengths.len() {
-                let keys: Vec<&[u8]> = (0..group).map(|i| {
-                    let (len, at) = (lengths[(start + i) % lengths.len()], (13 * i + start) % 900);
-                    &bytes[at..at + len]
-                }).collect();
-                let mut rows = vec![[0u32; GROUP]; 5];
-                // SAFETY: the CPU has AVX2 (checked above).
-                unsafe { hadoop_hashes_wide(&keys, &mut rows) };
-                for (i, key) in keys.iter().enumerate() {
-                    let mut h = 0;
-                    for (j, row) in rows.iter().enumerate() {
-                        h = crate::hashing::lookup3::hash(key, h);
-                        assert_eq!(row[i], h, "hash {j} of key {i} of {group}, length {}", key.len());
-                    }
-                }
-            }
-        }
+        // SAFETY: the CPU has AVX2 (checked above).
+        crate::hashing::lookup3_x16::tests::hadoop_chain_on_long_keys(|keys, rows| unsafe { hadoop_hashes_wide(keys, rows) }, crate::hashing::lookup3::hash);
     }
 }
