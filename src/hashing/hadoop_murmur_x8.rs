@@ -13,7 +13,7 @@
 //! keyed on the probe's 30-byte payloads hashed them all one by one.
 
 use super::hadoop_murmur::hash;
-use super::lookup3_lanes::{long_vector, MAX_LANE_LEN};
+use super::lookup3_lanes::{long_vector, HADOOP_LANE_COST, MAX_LANE_LEN};
 use super::lookup3_x8::{eight_keys, row_of_eight, with_words_to_64};
 use super::GROUP;
 use std::arch::x86_64::*;
@@ -60,7 +60,7 @@ pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
 fn rehash_long_vectors(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
     let mut words = Vec::new();
     for (v, vector) in keys.chunks(LANES).enumerate() {
-        let Some((reach, lengths)) = long_vector(vector) else { continue };
+        let Some((reach, lengths)) = long_vector(vector, HADOOP_LANE_COST) else { continue };
         // Every word of a key of up to `reach` bytes, and the one its trailing bytes are in.
         words.clear();
         words.resize(8 * (reach / 32 + 1), _mm256_setzero_si256());

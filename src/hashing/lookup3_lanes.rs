@@ -155,7 +155,7 @@ pub(crate) fn hadoop_lanes<V: LaneOps>(len: V, words: KeyWords<V>, rows: &mut [[
 #[inline(always)]
 pub(crate) fn rehash_long_vectors<V: LaneOps>(keys: &[&[u8]], pc: u32, out: &mut Pairs, mut row: impl FnMut(&[&[u8]], usize) -> [V; 8]) {
     for (v, vector) in keys.chunks(V::KEYS).enumerate() {
-        let Some((reach, lengths)) = long_vector(vector) else { continue };
+        let Some((reach, lengths)) = long_vector(vector, PAIR_LANE_COST) else { continue };
         let (c, b) = hash_lanes_any(V::load(&lengths), |r| row(vector, r), V::splat(pc));
         let at = v * V::KEYS;
         c.store(&mut out.c[at..at + V::KEYS]);
@@ -176,7 +176,7 @@ pub(crate) fn rehash_long_vectors<V: LaneOps>(keys: &[&[u8]], pc: u32, out: &mut
 pub(crate) fn rehash_long_hadoop_vectors<V: LaneOps>(keys: &[&[u8]], rows: &mut [[u32; GROUP]], mut row: impl FnMut(&[&[u8]], usize) -> [V; 8]) {
     let mut words = Vec::new();
     for (v, vector) in keys.chunks(V::KEYS).enumerate() {
-        let Some((reach, lengths)) = long_vector(vector) else { continue };
+        let Some((reach, lengths)) = long_vector(vector, HADOOP_LANE_COST) else { continue };
         let len = V::load(&lengths);
         // Every row a hash of keys of up to `reach` bytes reads (see `hash_lanes_any`), each
         // written in place (pushed, each row of 8 vectors was copied in by `memmove`).
@@ -204,15 +204,15 @@ pub(crate) fn rehash_long_hadoop_vectors<V: LaneOps>(keys: &[&[u8]], rows: &mut 
 }
 
 /// For a vector of keys with one over [`MAX_LANE_LEN`] bytes, the longest key its lanes hash
-/// ([`lane_reach`]) and the lengths its lanes take: the keys' own up to that reach, 0 past it
-/// (such a key's lane hashes an empty key, and is replaced by the key's hash made one by one).
-/// None for a vector without such a key, hashed in the lanes already.
+/// ([`lane_reach`] at `cost`) and the lengths its lanes take: the keys' own up to that reach, 0
+/// past it (such a key's lane hashes an empty key, and is replaced by the key's hash made one
+/// by one). None for a vector without such a key, hashed in the lanes already.
 #[inline(always)]
-pub(crate) fn long_vector(vector: &[&[u8]]) -> Option<(usize, [u32; GROUP])> {
+pub(crate) fn long_vector(vector: &[&[u8]], cost: usize) -> Option<(usize, [u32; GROUP])> {
     if vector.iter().all(|key| key.len() <= MAX_LANE_LEN) {
         return None;
     }
-    let reach = lane_reach(vector);
+    let reach = lane_reach(vector, cost);
     let mut lengths = [0u32; GROUP];
     for (length, key) in lengths.iter_mut().zip(vector) {
         *length = if key.len() <= reach { key.len() as u32 } else { 0 };
@@ -220,20 +220,29 @@ pub(crate) fn long_vector(vector: &[&[u8]]) -> Option<(usize, [u32; GROUP])> {
     Some((reach, lengths))
 }
 
-/// What a vector's lanes cost a byte of their reach, in bytes of a key hashed one by one: the
-/// lanes read every key's row of 32 bytes and mix every key's blocks up to the reach. Builds at
-/// `-w 1` (AVX-512, 5 interleaved runs): of 4M rows keyed on 100-byte URLs, 0.30–0.32 s with
-/// such keys hashed one by one, 0.22–0.25 with any cost here (all go to the lanes); of 1M rows
-/// whose keys are a quarter each of 5–60, 5–60, 61–600 and 900–1500 bytes, 0.24–0.26 s one by
-/// one, 0.25–0.30 with a cost of 3, 0.24–0.25 with 6.
-const LANE_BYTE_COST: usize = 6;
+/// What a vector's lanes cost a byte of their reach, in bytes of a key hashed one by one, for a
+/// pair of hashes (the native lookup3, Spark's Murmur3): the lanes read every key's row of 32
+/// bytes and mix every key's blocks up to the reach. Builds at `-w 1` (AVX-512, 5 interleaved
+/// runs): of 4M rows keyed on 100-byte URLs, 0.30–0.32 s with such keys hashed one by one,
+/// 0.22–0.25 with any cost here (all go to the lanes); of 1M rows whose keys are a quarter each
+/// of 5–60, 5–60, 61–600 and 900–1500 bytes, 0.24–0.26 s one by one, 0.25–0.30 with a cost of 3,
+/// 0.24–0.25 with 6. A Spark filter of those keys: no cost from 2 to 24 stood out of the noise
+/// (0.41–0.54 s, 4 interleaved runs each).
+pub(crate) const PAIR_LANE_COST: usize = 6;
+
+/// [`PAIR_LANE_COST`] for Hadoop's k hashes, each a hash of the whole key: the lanes read the
+/// rows once for all k, and a key hashed one by one is read k times, so the lanes are the
+/// cheaper by more. Hadoop filters (k = 7) of the mixed lengths above, `-w 1`, 4 interleaved
+/// runs: Jenkins 0.89–0.91 s at a cost of 6, 0.68–0.76 at 3, 0.67–0.77 at 2; Murmur 0.96–1.07
+/// at 6, 0.82–0.91 at 3, 0.79–0.84 at 2 (0.80–0.84 at 1).
+pub(crate) const HADOOP_LANE_COST: usize = 2;
 
 /// The longest key (at least [`MAX_LANE_LEN`], at most [`MAX_ANY_LEN`]) that a vector's lanes
 /// hash, its longer keys being hashed one by one: the cheapest of the vector's lengths, each
-/// costing [`LANE_BYTE_COST`] for each of its bytes, plus the longer keys' bytes. Many long keys
-/// go to the lanes; one far longer than the rest goes alone.
+/// costing `cost` ([`PAIR_LANE_COST`], [`HADOOP_LANE_COST`]) for each of its bytes, plus the
+/// longer keys' bytes. Many long keys go to the lanes; one far longer than the rest goes alone.
 #[inline(always)]
-fn lane_reach(vector: &[&[u8]]) -> usize {
+fn lane_reach(vector: &[&[u8]], cost: usize) -> usize {
     let mut long = [0usize; GROUP];
     let mut n = 0;
     for key in vector {
@@ -246,12 +255,12 @@ fn lane_reach(vector: &[&[u8]]) -> usize {
     long.sort_unstable();
     // Reaching each length in turn, the keys past it (the longer ones) hashed one by one.
     let mut longer: usize = long.iter().sum();
-    let (mut best, mut reach) = (LANE_BYTE_COST * MAX_LANE_LEN + longer, MAX_LANE_LEN);
+    let (mut best, mut reach) = (cost * MAX_LANE_LEN + longer, MAX_LANE_LEN);
     for &len in long.iter() {
         longer -= len;
-        let cost = LANE_BYTE_COST * len + longer;
-        if len <= MAX_ANY_LEN && cost < best {
-            (best, reach) = (cost, len);
+        let total = cost * len + longer;
+        if len <= MAX_ANY_LEN && total < best {
+            (best, reach) = (total, len);
         }
     }
     reach
@@ -301,7 +310,8 @@ mod tests {
     #[test]
     fn lane_reach_takes_many_long_keys_and_leaves_a_lone_one() {
         let bytes = vec![b'x'; 2 * MAX_ANY_LEN];
-        let reach = |lengths: &[usize]| lane_reach(&lengths.iter().map(|&n| &bytes[..n]).collect::<Vec<_>>());
+        let reach_at = |lengths: &[usize], cost| lane_reach(&lengths.iter().map(|&n| &bytes[..n]).collect::<Vec<_>>(), cost);
+        let reach = |lengths: &[usize]| reach_at(lengths, PAIR_LANE_COST);
         assert_eq!(reach(&[100; 16]), 100);
         assert_eq!(reach(&[[100; 15].as_slice(), &[1000]].concat()), 100);
         assert_eq!(reach(&[[10; 15].as_slice(), &[300]].concat()), MAX_LANE_LEN);
@@ -309,5 +319,10 @@ mod tests {
         assert_eq!(reach(&[MAX_ANY_LEN + 1; 16]), MAX_LANE_LEN);
         assert_eq!(reach(&[MAX_ANY_LEN; 16]), MAX_ANY_LEN);
         assert_eq!(reach(&[5, 64, 0]), MAX_LANE_LEN);
+        // Two keys of 100 bytes among short ones: hashed one by one for a pair of hashes, in
+        // the lanes for Hadoop's k.
+        let two_long = [[10; 14].as_slice(), &[100, 100]].concat();
+        assert_eq!(reach(&two_long), MAX_LANE_LEN);
+        assert_eq!(reach_at(&two_long, HADOOP_LANE_COST), 100);
     }
 }

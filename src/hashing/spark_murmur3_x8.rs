@@ -13,7 +13,7 @@
 //! far longer than the rest one by one); answers are bit for bit the scalar hash's (see the
 //! tests below).
 
-use super::lookup3_lanes::{long_vector, MAX_LANE_LEN};
+use super::lookup3_lanes::{long_vector, PAIR_LANE_COST, MAX_LANE_LEN};
 use super::lookup3_x8::{eight_keys, row_of_eight, with_words_to_64};
 use super::spark_murmur3::hash_bytes;
 use super::{BlockKernel, Pairs, Positions, Scheme, GROUP};
@@ -101,7 +101,7 @@ pub unsafe fn pairs_wide(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
 fn rehash_long_vectors(keys: &[&[u8]], seed: u32, out: &mut Pairs) {
     let mut words = Vec::new();
     for (v, eight) in keys.chunks(LANES).enumerate() {
-        let Some((reach, lengths)) = long_vector(eight) else { continue };
+        let Some((reach, lengths)) = long_vector(eight, PAIR_LANE_COST) else { continue };
         // Rows of 8 words each, in a loop: an iterator's closure, compiled for AVX2, would be
         // called from the iterator's code, which is not, instead of inlined.
         words.clear();
