@@ -344,9 +344,9 @@ const UNDERSIZED: f64 = 1.5;
 
 /// Bytes read by each of the sample's windows.
 const SAMPLE_BYTES: u64 = 1 << 20;
-/// Windows of the sample over the plain inputs; and, under `--multiline` (whose records can be
-/// told apart only from a file's start) or compressed, how many of the first files are sampled
-/// from their start.
+/// Windows of the sample over the plain inputs; and how many compressed files are sampled from
+/// their start, spread over their list (and, under `--multiline`, whose records can be told
+/// apart only from a file's start, how many of the first plain files).
 const SAMPLE_FILES: usize = 16;
 /// Margin over the sampled mean, since other records may be shorter than the sample's.
 const ESTIMATE_MARGIN: f64 = 1.25;
@@ -355,8 +355,9 @@ const ESTIMATE_MARGIN: f64 = 1.25;
 /// sample, plus a margin. The plain files are sampled in windows spread evenly over all their
 /// bytes ([`sample_windows`]), since a corpus whose first files or first megabytes hold records
 /// of another length than the rest (older files, a sorted column) would size the filter for the
-/// wrong number of keys. A compressed file counts as its size times the expansion of a sample
-/// of the first file of its codec (which is sampled even if it is not among the first few).
+/// wrong number of keys. Compressed files, which can be read only from their start, are sampled
+/// at the start of a few spread over their list ([`spread_evenly`]); each counts as its size
+/// times the expansion of a sample of the first file of its codec (which is sampled too).
 /// Every process computes the same figure from the same files.
 fn estimate_items(source: &Source) -> Result<(u64, String)> {
     if source.inputs.contains(&Input::Stdin) {
@@ -371,8 +372,10 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
     };
     let has_header = source.options.format.has_header;
     let multiline = source.options.format.multiline.then_some(source.options.format.delimiter);
-    // The compressed inputs sampled: those among the first few, and the first of each codec.
-    let mut compressed: Vec<usize> = (0..source.inputs.len().min(SAMPLE_FILES)).filter(|&i| compression(&source.inputs[i]) != Compression::None).collect();
+    // The compressed inputs sampled: a few spread evenly over their list, and the first of
+    // each codec.
+    let all_compressed: Vec<usize> = (0..source.inputs.len()).filter(|&i| compression(&source.inputs[i]) != Compression::None).collect();
+    let mut compressed = spread_evenly(&all_compressed, SAMPLE_FILES);
     for codec in Compression::CODECS {
         if !compressed.iter().any(|&i| compression(&source.inputs[i]) == codec) {
             compressed.extend(source.inputs.iter().position(|i| compression(i) == codec));
@@ -417,6 +420,15 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
         items,
         format!("estimated at most {items} keys from {total:.0} input bytes{notes} at a sampled mean of {mean:.1} bytes per record (+25%)"),
     ))
+}
+
+/// At most `n` of `items`, spread evenly over them (the first among them); all of them if
+/// there are no more than `n`.
+fn spread_evenly(items: &[usize], n: usize) -> Vec<usize> {
+    match items.len() <= n {
+        true => items.to_vec(),
+        false => (0..n).map(|i| items[i * items.len() / n]).collect(),
+    }
 }
 
 /// The byte ranges sampled of the plain inputs `files` (each its index and length): `windows`
@@ -717,6 +729,16 @@ mod tests {
         assert_eq!(spans(&[(2, 305), (3, 0), (5, 895)], 4, 10), [(2, 0, 10), (2, 300, 305), (5, 295, 305), (5, 595, 605)]);
         assert_eq!(spans(&[(0, 20), (1, 0), (2, 19)], 4, 10), [(0, 0, 20), (2, 0, 19)]);
         assert!(spans(&[], 4, 10).is_empty());
+    }
+
+    /// Files sampled whole are spread over the list, the first among them.
+    #[test]
+    fn spread_evenly_takes_the_first_and_spaces_the_rest() {
+        let items: Vec<usize> = (100..110).collect();
+        assert_eq!(spread_evenly(&items, 4), [100, 102, 105, 107]);
+        assert_eq!(spread_evenly(&items, 10), items);
+        assert_eq!(spread_evenly(&items[..3], 16), [100, 101, 102]);
+        assert_eq!(spread_evenly(&items, 1), [100]);
     }
 
     /// A filter sized for keys estimated from the input's size that holds under an eighth as

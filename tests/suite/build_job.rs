@@ -267,7 +267,7 @@ fn multiline_sizing_counts_records_not_lines() {
     std::fs::write(&input, text).unwrap();
     let (_, o) = build(dir.path(), &input, &["-k", "key", "--multiline"]);
     let summary = ok(&o);
-    let estimated: u64 = summary.split("estimated at most ").nth(1).and_then(|rest| rest.split(' ').next()).and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{summary}"));
+    let estimated = estimated_keys(&summary);
     assert!((3000..=3000 * 5 / 4 + 10).contains(&estimated), "{estimated} keys estimated for 3000 records of 4 lines: {summary}");
 }
 

@@ -129,6 +129,16 @@ pub fn names_in(dir: impl AsRef<Path>) -> Vec<String> {
     names
 }
 
+/// The key count a build's summary says it estimated ("estimated at most N keys ...").
+pub fn estimated_keys(summary: &str) -> u64 {
+    summary
+        .split("estimated at most ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no estimate in {summary}"))
+}
+
 /// A path inside `dir` as a string.
 pub fn path_str(dir: &Path, name: &str) -> String {
     dir.join(name).to_string_lossy().into_owned()
