@@ -53,8 +53,9 @@ pub unsafe fn hadoop_hashes_wide(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
 
 /// [`hadoop_hashes_wide`] of each vector with a key over [`MAX_LANE_LEN`] bytes: its keys of
 /// up to the reach `long_vector` picks in the lanes, their words read once for all
-/// the hashes, and its longer keys one by one. A build of a Hadoop Murmur filter keyed on
-/// 100-byte URLs hashed them all one by one, k times each.
+/// the hashes, and its longer keys one by one. A `-w 1` build of a Hadoop Murmur filter of 4M
+/// rows keyed on 100-byte URLs, which hashed them all one by one, k times each, took 1.18–1.35 s;
+/// 0.47–0.48 s so (3 interleaved runs).
 #[inline]
 #[target_feature(enable = "avx2")]
 fn rehash_long_vectors(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {

@@ -227,7 +227,7 @@ pub(crate) fn long_vector(vector: &[&[u8]], cost: usize) -> Option<(usize, [u32;
 /// 0.22–0.25 with any cost here (all go to the lanes); of 1M rows whose keys are a quarter each
 /// of 5–60, 5–60, 61–600 and 900–1500 bytes, 0.24–0.26 s one by one, 0.25–0.30 with a cost of 3,
 /// 0.24–0.25 with 6. A Spark filter of those keys: no cost from 2 to 24 stood out of the noise
-/// (0.41–0.54 s, 4 interleaved runs each).
+/// (0.41–0.54 s, 3 or 4 interleaved runs each).
 pub(crate) const PAIR_LANE_COST: usize = 6;
 
 /// [`PAIR_LANE_COST`] for Hadoop's k hashes, each a hash of the whole key: the lanes read the
