@@ -646,7 +646,9 @@ fn estimated_sizing_samples_all_of_a_large_input() {
     let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &out, "--json"]))).unwrap();
     let n = info["expected_items"].as_u64().unwrap();
     assert!((keys..keys * 2).contains(&n), "sized for {n} keys of {keys}: {summary}");
-    assert!(!summary.contains("warning"), "{summary}");
+    // Warnings go to standard error.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
 }
 
 #[test]
