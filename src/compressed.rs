@@ -366,10 +366,10 @@ pub fn text_start(path: &Path, compression: Compression, limit: usize) -> Result
     start.map_err(|e| Error::io(path, e))
 }
 
-/// How many times larger the first `sample` decompressed bytes of compressed file `path` (and
-/// the rest of what the compressed bytes read for them hold) are than those compressed bytes
-/// (the whole file's ratio when it is smaller than the sample). The compressed bytes are those
-/// read less those still in the decoder's buffer.
+/// The first `sample` decompressed bytes of compressed file `path` (and the rest of what the
+/// compressed bytes read for them hold), against those compressed bytes (the whole file, when
+/// it is smaller than the sample). The compressed bytes are those read less those still in the
+/// decoder's buffer.
 ///
 /// A bzip2 decoder takes a whole block (up to 900 kB of text, a third of that compressed)
 /// before it returns any of the block's text: stopped at the sample's end, it has read all of
@@ -378,9 +378,9 @@ pub fn text_start(path: &Path, compression: Compression, limit: usize) -> Result
 /// that, a 1 MiB sample of a file of 900 kB blocks, which bzip2 made 2.55 times smaller, gave
 /// 1.5, and a filter sized for 1.47M keys that got 2M (a false-positive rate of 2.6% for a
 /// target of 1%). Other codecs return text as they read, and read on at once.
-pub fn expansion(path: &Path, compression: Compression, sample: u64) -> Result<f64> {
+pub fn expansion(path: &Path, compression: Compression, sample: u64) -> Result<Expansion> {
     if compression == Compression::None {
-        return Ok(1.0);
+        return Ok(Expansion::default());
     }
     let (mut decoder, count) = open_decoder(path, compression)?;
     let consumed = |decoder: &mut Decompressed<CompressedFile>| count.load(Ordering::Relaxed).saturating_sub(decoder.unread() as u64);
@@ -396,7 +396,34 @@ pub fn expansion(path: &Path, compression: Compression, sample: u64) -> Result<f
         }
         produced += n;
     }
-    Ok(if read == 0 { 1.0 } else { (produced as f64 / read as f64).max(1.0) })
+    Ok(Expansion { text: produced, compressed: read })
+}
+
+/// Text bytes sampled of compressed files against the compressed bytes read for them: pooled
+/// over several files of a codec ([`pooled_with`](Expansion::pooled_with)), their ratio is the codec's
+/// expansion over the files sampled, each weighing as much as it read.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Expansion {
+    /// Decompressed bytes sampled.
+    pub text: u64,
+    /// Compressed bytes read for them.
+    pub compressed: u64,
+}
+
+impl Expansion {
+    /// How many times larger the text is than its compressed bytes: at least 1 (a file that
+    /// grew when compressed counts as its size), and 1 for nothing sampled.
+    pub fn ratio(&self) -> f64 {
+        match self.compressed {
+            0 => 1.0,
+            c => (self.text as f64 / c as f64).max(1.0),
+        }
+    }
+
+    /// This sample pooled with `other`.
+    pub fn pooled_with(self, other: Expansion) -> Expansion {
+        Expansion { text: self.text + other.text, compressed: self.compressed + other.compressed }
+    }
 }
 
 /// Reads and drops up to `limit` bytes of `r`, through `scratch`: how many there were.
@@ -491,14 +518,26 @@ mod tests {
         let path = dir.path().join("t.csv.gz");
         std::fs::write(&path, &packed).unwrap();
         let exact = text.len() as f64 / packed.len() as f64;
-        let sampled = expansion(&path, Compression::Gzip, u64::MAX).unwrap();
+        let sampled = expansion(&path, Compression::Gzip, u64::MAX).unwrap().ratio();
         assert!((sampled - exact).abs() / exact < 0.01, "sampled {sampled}, exact {exact}");
         let zst = zstd::encode_all(&text[..], 3).unwrap();
         let path = dir.path().join("t.csv.zst");
         std::fs::write(&path, &zst).unwrap();
         let exact = text.len() as f64 / zst.len() as f64;
-        let sampled = expansion(&path, Compression::Zstd, u64::MAX).unwrap();
+        let sampled = expansion(&path, Compression::Zstd, u64::MAX).unwrap().ratio();
         assert!((sampled - exact).abs() / exact < 0.01, "sampled {sampled}, exact {exact}");
+    }
+
+    /// Pooled samples weigh as the bytes they read: a 10× file of 1 kB and a 2× one of 9 kB
+    /// pool to 28 kB of text for 10 kB compressed, not the files' mean ratio of 6.
+    #[test]
+    fn pooled_expansions_weigh_as_the_bytes_they_read() {
+        let small = Expansion { text: 10_000, compressed: 1_000 };
+        let large = Expansion { text: 18_000, compressed: 9_000 };
+        assert_eq!(small.pooled_with(large), Expansion { text: 28_000, compressed: 10_000 });
+        assert_eq!(small.pooled_with(large).ratio(), 2.8);
+        assert_eq!(Expansion::default().ratio(), 1.0, "nothing sampled");
+        assert_eq!(Expansion { text: 90, compressed: 100 }.ratio(), 1.0, "a file that grew counts as its size");
     }
 
     /// A sample of a bzip2 file that ends inside a block counts the whole block's text: of a
@@ -518,7 +557,7 @@ mod tests {
         let exact = text.len() as f64 / packed.len() as f64;
         assert!(text.len() > 600_000 && exact > 1.5, "{} bytes of text, {exact}", text.len());
         for sample in (20_000..300_000).step_by(7_000).chain([130_000, u64::MAX]) {
-            let sampled = expansion(&path, Compression::Bzip2, sample).unwrap();
+            let sampled = expansion(&path, Compression::Bzip2, sample).unwrap().ratio();
             assert!((sampled - exact).abs() / exact < 0.05, "sample {sample}: sampled {sampled}, exact {exact}");
         }
     }

@@ -45,7 +45,7 @@ pub fn record_ends(bytes: &[u8], delimiter: u8) -> impl Iterator<Item = usize> +
 /// Just past the closing quote of the quoted field that `bytes` is inside from `at` (`""` is an
 /// escaped quote). None if it does not close within `bytes`: a quote that is the last byte may
 /// be the first of an escaped pair whose second is not read yet.
-fn quoted_field_end(bytes: &[u8], mut at: usize) -> Option<usize> {
+pub(crate) fn quoted_field_end(bytes: &[u8], mut at: usize) -> Option<usize> {
     loop {
         let quote = at + memchr::memchr(b'"', &bytes[at..])?;
         match bytes.get(quote + 1) {

@@ -373,6 +373,13 @@ pub fn align_to_records(splits: Vec<Split>, inputs: &[Input], line_ends: &[LineE
     Ok(aligned)
 }
 
+/// The first record start past the line that holds byte `at - 1` of the plain file `path` that
+/// is certain under `--multiline`, as [`align_to_records`] moves a split's start to; None if
+/// there is none within [`MULTILINE_PROBE`] bytes. Where a sample of the file may start reading.
+pub fn multiline_record_start(path: &Path, at: u64, ends: LineEnds, delimiter: u8, max_record: usize) -> Result<Option<u64>> {
+    Ok(record_start_near(path, at, ends, delimiter, max_record)?.0)
+}
+
 /// The bytes the probes of an input of `len` bytes may read, past which its later splits are
 /// joined to the ones before: 4 MiB and a sixteenth of the input. Where no probe finds a record
 /// start, each reads [`MULTILINE_PROBE`] bytes and parses them twice: on a 105 MB text whose

@@ -17,8 +17,8 @@ use crate::report::{mb_per_sec, Progress, Timeline, WorkerReport};
 use crate::scan::{ScanOptions, ScanStats, Source};
 use crate::hashing::Scheme;
 use crate::spec::{FilterSpec, Layout};
-use crate::compressed::{expansion, CompressedSplitReader, Compression};
-use crate::splits::{Input, Split, SplitReader};
+use crate::compressed::{expansion, CompressedSplitReader, Compression, Expansion};
+use crate::splits::{self, Input, Split, SplitReader};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -345,8 +345,7 @@ const UNDERSIZED: f64 = 1.5;
 /// Bytes read by each of the sample's windows.
 const SAMPLE_BYTES: u64 = 1 << 20;
 /// Windows of the sample over the plain inputs; and how many compressed files are sampled from
-/// their start, spread over their list (and, under `--multiline`, whose records can be told
-/// apart only from a file's start, how many of the first plain files).
+/// their start, spread over their list.
 const SAMPLE_FILES: usize = 16;
 /// Margin over the sampled mean, since other records may be shorter than the sample's.
 const ESTIMATE_MARGIN: f64 = 1.25;
@@ -356,9 +355,11 @@ const ESTIMATE_MARGIN: f64 = 1.25;
 /// bytes ([`sample_windows`]), since a corpus whose first files or first megabytes hold records
 /// of another length than the rest (older files, a sorted column) would size the filter for the
 /// wrong number of keys. Compressed files, which can be read only from their start, are sampled
-/// at the start of a few spread over their list ([`spread_evenly`]); each counts as its size
-/// times the expansion of a sample of the first file of its codec (which is sampled too).
-/// Every process computes the same figure from the same files.
+/// at the start of a few spread over their list ([`spread_evenly`]), and the first of each codec
+/// among them; each counts as its size times its codec's expansion, pooled over the files of the
+/// codec sampled ([`Expansion`]): measured on the first file alone, a corpus whose first file
+/// compressed worse than the rest would be sized for a fraction of its keys. Every process
+/// computes the same figure from the same files.
 fn estimate_items(source: &Source) -> Result<(u64, String)> {
     if source.inputs.contains(&Input::Stdin) {
         return Err(Error::invalid(
@@ -386,36 +387,39 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
         Input::File { len, compression: Compression::None, .. } => Some((i, *len)),
         _ => None,
     }).collect();
+    let windows = sample_windows(&plain, SAMPLE_FILES as u64, SAMPLE_BYTES);
     let windows = match multiline {
-        // Under --multiline a window inside a file could start in a quoted field.
-        Some(_) => plain.iter().take(SAMPLE_FILES).map(|&(i, len)| Split { index: 0, input: i, start: 0, end: SAMPLE_BYTES.min(len) }).collect(),
-        None => sample_windows(&plain, SAMPLE_FILES as u64, SAMPLE_BYTES),
+        Some(delimiter) => at_record_starts(windows, source, delimiter)?,
+        None => windows.into_iter().map(|window| (window, Reading::Lines)).collect(),
     };
-    for window in windows {
+    for (window, reading) in windows {
         let Input::File { path, .. } = &source.inputs[window.input] else { continue };
         let ends = source.line_ends(window.input);
         let mut reader = SplitReader::open_with(path, &window, source.options.max_record, Vec::new(), ends)?;
-        let (r, b) = sample_records(&mut reader, has_header && window.start == 0, multiline)?;
+        let (r, b) = sample_records(&mut reader, has_header && window.start == 0, reading)?;
         records += r;
         bytes += b;
     }
-    let mut expansions: Vec<(Compression, f64)> = Vec::new();
+    let mut expansions: Vec<(Compression, Expansion, usize)> = Vec::new();
     for index in compressed {
         let Input::File { path, compression: codec, .. } = &source.inputs[index] else { continue };
-        if !expansions.iter().any(|(c, _)| c == codec) {
-            expansions.push((*codec, expansion(path, *codec, SAMPLE_BYTES)?));
+        let sampled = expansion(path, *codec, SAMPLE_BYTES)?;
+        match expansions.iter_mut().find(|(c, ..)| c == codec) {
+            Some((_, pooled, files)) => (*pooled, *files) = (pooled.pooled_with(sampled), *files + 1),
+            None => expansions.push((*codec, sampled, 1)),
         }
         let reader = CompressedSplitReader::open_compressed(path, *codec, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0;
-        let (r, b) = sample_records(&mut reader.with_line_ends(source.line_ends(index)), has_header, multiline)?;
+        let reading = multiline.map_or(Reading::Lines, Reading::Records);
+        let (r, b) = sample_records(&mut reader.with_line_ends(source.line_ends(index)), has_header, reading)?;
         records += r;
         bytes += b;
     }
     let mean = if records == 0 { 1.0 } else { bytes as f64 / records as f64 };
-    let expansion_of = |codec: Compression| expansions.iter().find(|(c, _)| *c == codec).map_or(1.0, |(_, x)| *x);
+    let expansion_of = |codec: Compression| expansions.iter().find(|(c, ..)| *c == codec).map_or(1.0, |(_, x, _)| x.ratio());
     let total: f64 = source.inputs.iter().map(|i| i.size().unwrap_or(0) as f64 * expansion_of(compression(i))).sum();
     let items = ((total / mean * ESTIMATE_MARGIN).ceil() as u64).max(1);
-    let notes: Vec<String> = expansions.iter().map(|(c, x)| format!("{} files at {x:.1}x their size", c.name())).collect();
-    let notes = if notes.is_empty() { String::new() } else { format!(" ({}, as a sample of the first expanded)", notes.join(", ")) };
+    let notes: Vec<String> = expansions.iter().map(|(c, x, files)| format!("{} files at {:.1}x their size, measured on {files} of them", c.name(), x.ratio())).collect();
+    let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) };
     Ok((
         items,
         format!("estimated at most {items} keys from {total:.0} input bytes{notes} at a sampled mean of {mean:.1} bytes per record (+25%)"),
@@ -457,14 +461,50 @@ fn sample_windows(files: &[(usize, u64)], windows: u64, window: u64) -> Vec<Spli
     spans
 }
 
-/// Records and their bytes in a sample reader, the header not counted. With `--multiline`
-/// (`multiline`: the delimiter), records, not lines: a file of notes that hold line breaks
-/// would otherwise be sized for its lines, several times its keys.
-fn sample_records<R: std::io::Read>(reader: &mut SplitReader<R>, has_header: bool, multiline: Option<u8>) -> Result<(u64, u64)> {
+/// Under `--multiline`, where a window inside a file could start in a quoted field, the sample's
+/// windows moved to records' starts as the job's splits are: each to the first certain one past
+/// its start, within reach. A window with none (a text whose quotes read as well from inside a
+/// field as from outside) is read from its first line start both ways ([`Reading::Unknown`]).
+/// Sampled from each file's start only, as it was until the forty-third round, a file whose
+/// first megabytes held longer records than the rest was sized for a fraction of its keys.
+fn at_record_starts(windows: Vec<Split>, source: &Source, delimiter: u8) -> Result<Vec<(Split, Reading)>> {
+    let mut moved = Vec::with_capacity(windows.len());
+    for window in windows {
+        let Input::File { path, len, .. } = &source.inputs[window.input] else { continue };
+        let start = match window.start {
+            0 => Some(0),
+            at => splits::multiline_record_start(path, at, source.line_ends(window.input), delimiter, source.options.max_record)?,
+        };
+        match start {
+            Some(start) if start < *len => moved.push((Split { start, end: (start + SAMPLE_BYTES).min(*len), ..window }, Reading::Records(delimiter))),
+            Some(_) => {}
+            None => moved.push((window, Reading::Unknown(delimiter))),
+        }
+    }
+    Ok(moved)
+}
+
+/// How a sample's records are told apart.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Reading {
+    /// A record a line.
+    Lines,
+    /// Under `--multiline` (its delimiter), from a record's start.
+    Records(u8),
+    /// Under `--multiline`, from a line start that may be inside a quoted field: of the two
+    /// readings, from outside a field and from inside one, the one that finds shorter records,
+    /// so that the estimate stays an upper one whichever is true.
+    Unknown(u8),
+}
+
+/// Records and their bytes in a sample reader, the header not counted. Under `--multiline`,
+/// records, not lines ([`Reading`]): a file of notes that hold line breaks would otherwise be
+/// sized for its lines, several times its keys.
+fn sample_records<R: std::io::Read>(reader: &mut SplitReader<R>, has_header: bool, reading: Reading) -> Result<(u64, u64)> {
     let (mut records, mut bytes, mut first) = (0u64, 0u64, has_header);
     let mut text = Vec::new();
     while let Some((_, rec)) = reader.next_record()? {
-        if multiline.is_some() {
+        if reading != Reading::Lines {
             text.extend_from_slice(rec);
             continue;
         }
@@ -474,16 +514,33 @@ fn sample_records<R: std::io::Read>(reader: &mut SplitReader<R>, has_header: boo
         records += 1;
         bytes += rec.len() as u64;
     }
-    let Some(delimiter) = multiline else { return Ok((records, bytes)) };
-    // A record the sample cuts short counts as one (of its bytes in the sample): the estimate
-    // stays an upper one.
-    let mut starts: Vec<usize> = std::iter::once(0).chain(crate::records::record_ends(&text, delimiter)).collect();
+    Ok(match reading {
+        Reading::Lines => (records, bytes),
+        Reading::Records(delimiter) => records_of(&text, delimiter, has_header),
+        Reading::Unknown(delimiter) => {
+            let outside = records_of(&text, delimiter, false);
+            // Read from inside a field, the text's first record runs on past that field's close.
+            let inside = crate::records::quoted_field_end(&text, 0).map_or((0, 0), |closed| records_of(&text[closed..], delimiter, false));
+            // The reading with more records a byte: a·d > c·b compares a/b with c/d.
+            match inside.0 as u128 * outside.1 as u128 > outside.0 as u128 * inside.1 as u128 {
+                true => inside,
+                false => outside,
+            }
+        }
+    })
+}
+
+/// Records and their bytes in `text`, which starts at a record's start, under `--multiline`
+/// (`delimiter`); the header, if `has_header`, not counted. A record the sample cuts short
+/// counts as one (of its bytes in the sample): the estimate stays an upper one.
+fn records_of(text: &[u8], delimiter: u8, has_header: bool) -> (u64, u64) {
+    let mut starts: Vec<usize> = std::iter::once(0).chain(crate::records::record_ends(text, delimiter)).collect();
     if starts.last() == Some(&text.len()) {
         starts.pop();
     }
     let header = (has_header as usize).min(starts.len());
     let from = starts.get(header).map_or(text.len(), |&start| start);
-    Ok(((starts.len() - header) as u64, (text.len() - from) as u64))
+    ((starts.len() - header) as u64, (text.len() - from) as u64)
 }
 
 /// Checks before any work that the output's directory exists and can be written, so that a job

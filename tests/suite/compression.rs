@@ -354,20 +354,16 @@ fn the_estimate_counts_a_compressed_file_as_its_text() {
     }
 }
 
-/// The compressed files of an estimate are sampled spread over their list, not the first few:
-/// of 32 gzip files whose first 16 hold records five times the length of the rest's, the
-/// first 16 alone sized the filter for 23,285 of its 32,000 keys (now 37,675).
-#[test]
-fn the_estimate_samples_compressed_files_over_their_list() {
+/// The size estimated for 32 gzip files of 1000 records `{key},k{key},{payload}` each, where
+/// `payload(file, key)`: the keys, and the build's summary, checked to be sized for them all.
+fn estimate_of_gzip_parts(payload: impl Fn(u64, u64) -> String) -> (u64, String) {
     let dir = tempdir();
     let mut inputs = Vec::new();
     let mut keys = 0u64;
     for file in 0..32 {
-        let hex: usize = if file < 16 { 80 } else { 8 };
         let mut text = String::from("id,key,payload\n");
         for _ in 0..1000 {
-            let payload: String = (0..hex / 16).map(|j| format!("{:016x}", splitmix64(keys * 8 + j as u64))).chain([format!("{:08x}", splitmix64(!keys) >> 32)]).collect();
-            text.push_str(&format!("{keys},k{keys},{}\n", &payload[..hex]));
+            text.push_str(&format!("{keys},k{keys},{}\n", payload(file, keys)));
             keys += 1;
         }
         inputs.push(write(dir.path(), &format!("part-{file:05}.csv.gz"), &gzip(text.as_bytes())));
@@ -376,6 +372,32 @@ fn the_estimate_samples_compressed_files_over_their_list() {
     let (_, summary) = build(dir.path(), &inputs, "est.bloom", &[]);
     let estimated = estimated_keys(&summary);
     assert!((keys..=keys * 2).contains(&estimated), "estimated {estimated} keys for {keys}: {summary}");
+    (keys, summary)
+}
+
+/// The compressed files of an estimate are sampled spread over their list, not the first few:
+/// of 32 gzip files whose first 16 hold records five times the length of the rest's, the
+/// first 16 alone sized the filter for 23,285 of its 32,000 keys (now 37,675).
+#[test]
+fn the_estimate_samples_compressed_files_over_their_list() {
+    estimate_of_gzip_parts(|file, key| {
+        let hex: usize = if file < 16 { 80 } else { 8 };
+        let payload: String = (0..hex / 16).map(|j| format!("{:016x}", splitmix64(key * 8 + j as u64))).chain([format!("{:08x}", splitmix64(!key) >> 32)]).collect();
+        payload[..hex].to_string()
+    });
+}
+
+/// A codec's expansion is pooled over the files of it sampled, not measured on its first
+/// file: of 32 gzip files whose first holds random payloads (about 2× smaller compressed) and
+/// the rest runs of one letter (over 10×), the first file's ratio sized the filter for 5,091
+/// of the 32,000 keys (now 33,013).
+#[test]
+fn the_estimate_pools_a_codecs_expansion_over_its_files() {
+    let (_, summary) = estimate_of_gzip_parts(|file, key| match file {
+        0 => (0..5).map(|j| format!("{:016x}", splitmix64(key * 8 + j))).collect(),
+        _ => "a".repeat(80),
+    });
+    assert!(summary.contains("measured on 16 of them"), "{summary}");
 }
 
 /// A bzip2 file of 900 kB blocks (`bzip2 -9`, the tool's default) counts as its text too,
