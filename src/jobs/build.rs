@@ -371,59 +371,88 @@ fn estimate_items(source: &Source) -> Result<(u64, String)> {
         Input::File { compression, .. } => *compression,
         Input::Stdin => Compression::None,
     };
-    let has_header = source.options.format.has_header;
-    let multiline = source.options.format.multiline.then_some(source.options.format.delimiter);
-    // The compressed inputs sampled: a few spread evenly over their list, and the first of
-    // each codec.
-    let all_compressed: Vec<usize> = (0..source.inputs.len()).filter(|&i| compression(&source.inputs[i]) != Compression::None).collect();
-    let mut compressed = spread_evenly(&all_compressed, SAMPLE_FILES);
-    for codec in Compression::CODECS {
-        if !compressed.iter().any(|&i| compression(&source.inputs[i]) == codec) {
-            compressed.extend(source.inputs.iter().position(|i| compression(i) == codec));
-        }
-    }
-    let (mut records, mut bytes) = (0u64, 0u64);
-    let plain: Vec<(usize, u64)> = source.inputs.iter().enumerate().filter_map(|(i, input)| match input {
-        Input::File { len, compression: Compression::None, .. } => Some((i, *len)),
-        _ => None,
-    }).collect();
-    let windows = sample_windows(&plain, SAMPLE_FILES as u64, SAMPLE_BYTES);
-    let windows = match multiline {
-        Some(delimiter) => at_record_starts(windows, source, delimiter)?,
-        None => windows.into_iter().map(|window| (window, Reading::Lines)).collect(),
-    };
-    for (window, reading) in windows {
-        let Input::File { path, .. } = &source.inputs[window.input] else { continue };
-        let ends = source.line_ends(window.input);
-        let mut reader = SplitReader::open_with(path, &window, source.options.max_record, Vec::new(), ends)?;
-        let (r, b) = sample_records(&mut reader, has_header && window.start == 0, reading)?;
-        records += r;
-        bytes += b;
-    }
-    let mut expansions: Vec<(Compression, Expansion, usize)> = Vec::new();
-    for index in compressed {
-        let Input::File { path, compression: codec, .. } = &source.inputs[index] else { continue };
-        let sampled = expansion(path, *codec, SAMPLE_BYTES)?;
-        match expansions.iter_mut().find(|(c, ..)| c == codec) {
-            Some((_, pooled, files)) => (*pooled, *files) = (pooled.pooled_with(sampled), *files + 1),
-            None => expansions.push((*codec, sampled, 1)),
-        }
-        let reader = CompressedSplitReader::open_compressed(path, *codec, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0;
-        let reading = multiline.map_or(Reading::Lines, Reading::Records);
-        let (r, b) = sample_records(&mut reader.with_line_ends(source.line_ends(index)), has_header, reading)?;
-        records += r;
-        bytes += b;
-    }
+    let (plain_records, plain_bytes) = sample_plain(source)?;
+    let (records, bytes, expansions) = sample_compressed(source)?;
+    let (records, bytes) = (records + plain_records, bytes + plain_bytes);
     let mean = if records == 0 { 1.0 } else { bytes as f64 / records as f64 };
-    let expansion_of = |codec: Compression| expansions.iter().find(|(c, ..)| *c == codec).map_or(1.0, |(_, x, _)| x.ratio());
+    let expansion_of = |codec: Compression| expansions.iter().find(|x| x.codec == codec).map_or(1.0, |x| x.pooled.ratio());
     let total: f64 = source.inputs.iter().map(|i| i.size().unwrap_or(0) as f64 * expansion_of(compression(i))).sum();
     let items = ((total / mean * ESTIMATE_MARGIN).ceil() as u64).max(1);
-    let notes: Vec<String> = expansions.iter().map(|(c, x, files)| format!("{} files at {:.1}x their size, measured on {files} of them", c.name(), x.ratio())).collect();
+    let notes: Vec<String> = expansions.iter().map(|x| format!("{} files at {:.1}x their size, measured on {} of them", x.codec.name(), x.pooled.ratio(), x.files)).collect();
     let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) };
     Ok((
         items,
         format!("estimated at most {items} keys from {total:.0} input bytes{notes} at a sampled mean of {mean:.1} bytes per record (+25%)"),
     ))
+}
+
+/// Records and their bytes in windows spread over the plain inputs ([`sample_windows`]; under
+/// `--multiline`, moved to records' starts by [`at_record_starts`]).
+fn sample_plain(source: &Source) -> Result<(u64, u64)> {
+    let plain: Vec<(usize, u64)> = source.inputs.iter().enumerate().filter_map(|(i, input)| match input {
+        Input::File { len, compression: Compression::None, .. } => Some((i, *len)),
+        _ => None,
+    }).collect();
+    let windows = sample_windows(&plain, SAMPLE_FILES as u64, SAMPLE_BYTES);
+    let format = &source.options.format;
+    let windows = match format.multiline {
+        true => at_record_starts(windows, source, format.delimiter)?,
+        false => windows.into_iter().map(|window| (window, Reading::Lines)).collect(),
+    };
+    let (mut records, mut bytes) = (0u64, 0u64);
+    for (window, reading) in windows {
+        let Input::File { path, .. } = &source.inputs[window.input] else { continue };
+        let ends = source.line_ends(window.input);
+        let mut reader = SplitReader::open_with(path, &window, source.options.max_record, Vec::new(), ends)?;
+        let (r, b) = sample_records(&mut reader, format.has_header && window.start == 0, reading)?;
+        records += r;
+        bytes += b;
+    }
+    Ok((records, bytes))
+}
+
+/// Records and their bytes at the start of compressed inputs spread over their list
+/// ([`spread_evenly`]) and the first of each codec; and each codec's expansion pooled over the
+/// files of it sampled, with their number.
+fn sample_compressed(source: &Source) -> Result<(u64, u64, Vec<CodecExpansion>)> {
+    let codec_of = |index: usize| match &source.inputs[index] {
+        Input::File { compression, .. } => *compression,
+        Input::Stdin => Compression::None,
+    };
+    let all: Vec<usize> = (0..source.inputs.len()).filter(|&i| codec_of(i) != Compression::None).collect();
+    let mut sampled = spread_evenly(&all, SAMPLE_FILES);
+    for codec in Compression::CODECS {
+        if !sampled.iter().any(|&i| codec_of(i) == codec) {
+            sampled.extend(all.iter().copied().find(|&i| codec_of(i) == codec));
+        }
+    }
+    let format = &source.options.format;
+    let reading = match format.multiline {
+        true => Reading::Records(format.delimiter),
+        false => Reading::Lines,
+    };
+    let (mut records, mut bytes) = (0u64, 0u64);
+    let mut expansions: Vec<CodecExpansion> = Vec::new();
+    for index in sampled {
+        let Input::File { path, compression: codec, .. } = &source.inputs[index] else { continue };
+        let this = expansion(path, *codec, SAMPLE_BYTES)?;
+        match expansions.iter_mut().find(|x| x.codec == *codec) {
+            Some(x) => (x.pooled, x.files) = (x.pooled.pooled_with(this), x.files + 1),
+            None => expansions.push(CodecExpansion { codec: *codec, pooled: this, files: 1 }),
+        }
+        let reader = CompressedSplitReader::open_compressed(path, *codec, SAMPLE_BYTES, source.options.max_record, Vec::new())?.0;
+        let (r, b) = sample_records(&mut reader.with_line_ends(source.line_ends(index)), format.has_header, reading)?;
+        records += r;
+        bytes += b;
+    }
+    Ok((records, bytes, expansions))
+}
+
+/// A codec's expansion, pooled over the `files` of it sampled.
+struct CodecExpansion {
+    codec: Compression,
+    pooled: Expansion,
+    files: usize,
 }
 
 /// At most `n` of `items`, spread evenly over them (the first among them); all of them if
