@@ -505,7 +505,10 @@ fn at_record_starts(windows: Vec<Split>, source: &Source, delimiter: u8) -> Resu
             at => splits::multiline_record_start(path, at, source.line_ends(window.input), delimiter, source.options.max_record)?,
         };
         match start {
-            Some(start) if start < *len => moved.push((Split { start, end: (start + SAMPLE_BYTES).min(*len), ..window }, Reading::Records(delimiter))),
+            Some(start) if start < *len => {
+                let end = (start + (window.end - window.start)).min(*len);
+                moved.push((Split { start, end, ..window }, Reading::Records(delimiter)))
+            }
             Some(_) => {}
             None => moved.push((window, Reading::Unknown(delimiter))),
         }
