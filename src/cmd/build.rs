@@ -1,7 +1,7 @@
 //! `bloomflow build INPUT... --key FIELD -o FILE`: the distributed filter build.
 
 use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
-use bloomflow::jobs::build::{self, BuildConfig, BuildStats};
+use bloomflow::jobs::build::{self, BuildConfig, BuildPlan, BuildStats};
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
 
@@ -30,6 +30,12 @@ pub struct Args {
     /// `query`, `info`, `merge` and `semijoin --filter` read it as a plain filter.
     #[arg(long)]
     counting: bool,
+    /// Print the job's plan and stop, building and writing nothing: its inputs and splits, the
+    /// filter's size (estimated from a sample of the inputs, unless given) and the memory its
+    /// copies take in a process, with the checks a build makes before it starts. Peers are not
+    /// contacted. With `--stats-json`, the plan is written as JSON.
+    #[arg(long)]
+    plan: bool,
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
@@ -55,6 +61,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
     };
+    if args.plan {
+        let plan = build::plan(&config)?;
+        print_plan(&plan);
+        return super::args::write_stats_json(args.stats_json.as_deref(), &plan);
+    }
     let Some(stats) = build::run(config)? else { return Ok(()) };
     print_summary(&stats);
     super::args::write_stats_json(args.stats_json.as_deref(), &stats)
@@ -93,6 +104,29 @@ pub fn print_summary(s: &BuildStats) {
     println!("  estimated fpp      {:.6}", s.estimated_fpp);
     println!("  sizing             {}", s.sizing);
     print_warnings(s.malformed, &s.warnings);
+}
+
+pub fn print_plan(p: &BuildPlan) {
+    println!("bloomflow build: plan only (nothing built or written)");
+    println!("  workers            {} process(es) x {} worker(s)", p.processes, p.workers_per_process);
+    let compressed = match p.compressed_inputs {
+        0 => String::new(),
+        n => format!(", {n} of them compressed (bytes as stored)"),
+    };
+    println!("  inputs             {} file(s), {} bytes ({}){compressed}", p.inputs, p.bytes, human_bytes(p.bytes));
+    println!("  splits             {}, the largest {} bytes ({}), claimed by the workers as they go", p.splits, p.largest_split, human_bytes(p.largest_split));
+    match p.counting {
+        true => println!("  counters (m)       {} of 4 bits ({})", p.bits, human_bytes(p.filter_bytes)),
+        false => println!("  bits (m)           {} ({})", p.bits, human_bytes(p.filter_bytes)),
+    }
+    println!("  hashes (k)         {}", p.hashes);
+    let copies = match p.filter_per {
+        "process" => "one per process, shared by its workers".to_string(),
+        _ => format!("one per worker, {} in a process", p.workers_per_process),
+    };
+    println!("  filter copies      {copies}: {} ({} bytes) a process", human_bytes(p.process_filter_bytes), p.process_filter_bytes);
+    println!("  sizing             {}", p.sizing);
+    print_warnings(0, &p.warnings);
 }
 
 /// A job's warnings, on standard error: its malformed records skipped, and the others.

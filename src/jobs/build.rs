@@ -600,22 +600,117 @@ pub(super) fn filter_plan(source: &Source, sized: &SizedSpec) -> String {
 /// The filter the workers of this process share, where they share one (see [`FilterPer`]),
 /// once the memory the job's copies need is known to be available.
 pub(crate) fn shared_filter(per: FilterPer, counting: bool, sized: &SizedSpec, local_workers: usize) -> Result<Option<SharedFilter>> {
-    let workers = local_workers as u64;
-    // A counting filter holds 4 bits a position.
-    let (bytes, what) = match counting {
-        true => (sized.spec.bits.div_ceil(2), format!("the counting filter ({} bits, a 4-bit counter each", sized.spec.bits)),
-        false => (sized.spec.bits.div_ceil(8), format!("the filter ({} bits", sized.spec.bits)),
-    };
-    if !per.shares(bytes, local_workers, crate::limits::available_memory()) {
-        crate::limits::check_allocation(bytes.saturating_mul(workers), &format!("{what}, one partial per worker, {workers} worker(s))"))?;
+    if !filter_copies(per, counting, sized, local_workers)? {
         return Ok(None);
     }
-    crate::limits::check_allocation(bytes, &format!("{what}, one per process, shared by its {workers} worker(s))"))?;
     let (n, p) = (sized.expected_items, sized.target_fpp);
     Ok(Some(match counting {
         true => SharedFilter::new_counting(CountingBloomFilter::new_shared(sized.spec, local_workers).sized_for(n, p)),
         false => SharedFilter::new(BloomFilter::new_shared(sized.spec, local_workers).sized_for(n, p)),
     }))
+}
+
+/// The bytes of one copy of a filter of `bits` positions: a bit each, or a 4-bit counter each
+/// for a counting filter.
+fn filter_bytes(counting: bool, bits: u64) -> u64 {
+    match counting {
+        true => bits.div_ceil(2),
+        false => bits.div_ceil(8),
+    }
+}
+
+/// Whether the workers of a process of `local_workers` share one filter (see [`FilterPer`]),
+/// with the memory this machine has free; an error if the copies would not fit in it.
+fn filter_copies(per: FilterPer, counting: bool, sized: &SizedSpec, local_workers: usize) -> Result<bool> {
+    let workers = local_workers as u64;
+    let bytes = filter_bytes(counting, sized.spec.bits);
+    let what = match counting {
+        true => format!("the counting filter ({} bits, a 4-bit counter each", sized.spec.bits),
+        false => format!("the filter ({} bits", sized.spec.bits),
+    };
+    let shares = per.shares(bytes, local_workers, crate::limits::available_memory());
+    match shares {
+        false => crate::limits::check_allocation(bytes.saturating_mul(workers), &format!("{what}, one partial per worker, {workers} worker(s))"))?,
+        true => crate::limits::check_allocation(bytes, &format!("{what}, one per process, shared by its {workers} worker(s))"))?,
+    }
+    Ok(shares)
+}
+
+/// What a build would do, worked out without reading its records (but the size estimate's
+/// sample): `build --plan`, for a job over terabytes whose filter's size and memory its user
+/// wants to know before starting it.
+#[derive(Clone, Debug, Serialize)]
+pub struct BuildPlan {
+    pub processes: usize,
+    pub workers_per_process: usize,
+    /// Input files, and how many of them are compressed.
+    pub inputs: usize,
+    pub compressed_inputs: usize,
+    /// The input files' bytes (compressed files' as stored).
+    pub bytes: u64,
+    /// The splits the workers claim, and the largest's bytes.
+    pub splits: usize,
+    pub largest_split: u64,
+    pub counting: bool,
+    pub bits: u64,
+    pub hashes: u32,
+    pub seed: u32,
+    pub expected_items: u64,
+    pub target_fpp: f64,
+    pub sizing: String,
+    /// `worker` or `process`, as the job would choose on this machine (see [`FilterPer`]).
+    pub filter_per: &'static str,
+    /// One copy's bytes, and the bytes of this process's copies.
+    pub filter_bytes: u64,
+    pub process_filter_bytes: u64,
+    /// Things about the job its user should know, such as an input given twice.
+    pub warnings: Vec<String>,
+}
+
+/// The plan of the build `config` asks for ([`BuildPlan`]): what [`run`] decides before its
+/// workers start, with the same checks and errors, and nothing built or written.
+pub fn plan(config: &BuildConfig) -> Result<BuildPlan> {
+    let (source, sized) = prepare(config)?;
+    let shares = filter_copies(config.filter_per, config.counting, &sized, config.cluster.workers)?;
+    let bytes = filter_bytes(config.counting, sized.spec.bits);
+    Ok(BuildPlan {
+        processes: config.cluster.processes,
+        workers_per_process: config.cluster.workers,
+        inputs: source.inputs.len(),
+        compressed_inputs: source.inputs.iter().filter(|i| matches!(i, Input::File { compression, .. } if *compression != Compression::None)).count(),
+        bytes: source.total_bytes(),
+        splits: source.splits.len(),
+        largest_split: source.splits.iter().map(|s| s.end - s.start).max().unwrap_or(0),
+        counting: config.counting,
+        bits: sized.spec.bits,
+        hashes: sized.spec.hashes,
+        seed: sized.spec.seed,
+        expected_items: sized.expected_items,
+        target_fpp: sized.target_fpp,
+        sizing: sized.note.clone(),
+        filter_per: if shares { "process" } else { "worker" },
+        filter_bytes: bytes,
+        process_filter_bytes: if shares { bytes } else { bytes * config.cluster.workers as u64 },
+        warnings: crate::splits::repeated_input(&source.inputs).into_iter().collect(),
+    })
+}
+
+/// The inputs planned into splits and the filter sized, after the checks that fail a job
+/// before any work: the steps [`run`] and [`plan`] share.
+fn prepare(config: &BuildConfig) -> Result<(Source, SizedSpec)> {
+    let inputs = crate::splits::resolve_inputs(&config.inputs)?;
+    if let Some(out) = &config.output {
+        if config.cluster.process == 0 {
+            check_writable(out)?;
+        }
+        crate::output::check_not_an_input(out, &inputs)?;
+    }
+    let source = Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?;
+    let sized = size_filter(&config.sizing, &source, config.scheme, config.layout, config.seed)?;
+    if config.counting {
+        format::counting_supported(sized.spec.scheme)?;
+    }
+    Ok((source, sized))
 }
 
 /// What every process of the job must agree on: the plan of its inputs and its filter.
@@ -627,19 +722,9 @@ fn job_agreement(workers: usize, source: &Source, sized: &SizedSpec) -> Agreemen
 /// Runs the build job on this process. Returns the statistics on process 0, `None` elsewhere.
 pub fn run(config: BuildConfig) -> Result<Option<BuildStats>> {
     let started = Instant::now();
-    let inputs = crate::splits::resolve_inputs(&config.inputs)?;
-    if let Some(out) = &config.output {
-        if config.cluster.process == 0 {
-            check_writable(out)?;
-        }
-        crate::output::check_not_an_input(out, &inputs)?;
-    }
-    let source = Arc::new(Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?);
+    let (source, sized) = prepare(&config)?;
+    let source = Arc::new(source);
     let repeated = crate::splits::repeated_input(&source.inputs);
-    let sized = size_filter(&config.sizing, &source, config.scheme, config.layout, config.seed)?;
-    if config.counting {
-        format::counting_supported(sized.spec.scheme)?;
-    }
     let shared = shared_filter(config.filter_per, config.counting, &sized, config.cluster.workers)?;
     let cluster = &config.cluster;
     let peers = cluster.peers();

@@ -677,6 +677,44 @@ fn estimated_sizing_samples_all_of_a_large_input() {
     }
 }
 
+/// `build --plan` says what the build would make, and builds and writes nothing: its bits and
+/// hashes are those the build gives (before any fold), sized by estimate or by
+/// `--expected-items`; a plan of a cluster job contacts no peer; a filter that would not fit
+/// in memory fails the plan as it would fail the build.
+#[test]
+fn a_plan_says_what_the_build_would_make_and_writes_nothing() {
+    let dir = tempdir();
+    let input = write_csv(dir.path(), "in.csv", 20_000);
+    let out = path_str(dir.path(), "plan.bloom");
+    let plan_json = path_str(dir.path(), "plan.json");
+    let stats_json = path_str(dir.path(), "stats.json");
+    let read_json = |path: &str| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap() };
+    for sizing in [&[][..], &["--expected-items", "50000", "--fpp", "0.001"][..]] {
+        let args = [&["build", &input, "-k", "key", "-o", &out, "-w", "2", "--split-size", "100000"][..], sizing].concat();
+        let summary = ok(&run(&[&args[..], &["--plan", "--stats-json", &plan_json][..]].concat()));
+        assert!(summary.contains("plan only (nothing built or written)"), "{summary}");
+        assert!(!Path::new(&out).exists(), "a plan writes no filter");
+        let plan = read_json(&plan_json);
+        ok(&run(&[&args[..], &["--no-progress", "--stats-json", &stats_json][..]].concat()));
+        let stats = read_json(&stats_json);
+        let built_bits = stats["folded_from_bits"].as_u64().or(stats["bits"].as_u64());
+        assert_eq!(plan["bits"].as_u64(), built_bits, "{sizing:?}: {summary}");
+        assert_eq!(plan["hashes"], stats["hashes"]);
+        assert_eq!(plan["expected_items"], stats["expected_items"]);
+        assert_eq!(plan["splits"].as_u64(), Some(std::fs::metadata(&input).unwrap().len().div_ceil(100_000)));
+        assert!(summary.contains(&format!("bits (m)           {}", built_bits.unwrap())), "{summary}");
+        std::fs::remove_file(&out).unwrap();
+    }
+    // A cluster's process plans alone, at once.
+    let summary = ok(&run(&["build", &input, "-k", "key", "-o", &out, "--plan", "-n", "2", "-p", "1", "-w", "2", "--expected-items", "1000"]));
+    assert!(summary.contains("workers            2 process(es) x 2 worker(s)"), "{summary}");
+    assert!(summary.contains("filter copies      one per worker, 2 in a process"), "{summary}");
+    // Counters for 10^11 keys need 464 GiB.
+    let o = run(&["build", &input, "-k", "key", "-o", &out, "--plan", "--counting", "--expected-items", "100000000000"]);
+    fails_with(&o, &["the counting filter", "GiB of memory is available"]);
+    assert!(!Path::new(&out).exists());
+}
+
 #[test]
 fn an_explicit_size_rounded_up_says_so() {
     let dir = tempdir();
