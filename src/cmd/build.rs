@@ -113,7 +113,8 @@ pub fn print_plan(p: &BuildPlan) {
         0 => String::new(),
         n => format!(", {n} of them compressed (bytes as stored)"),
     };
-    println!("  inputs             {} file(s), {} bytes ({}){compressed}", p.inputs, p.bytes, human_bytes(p.bytes));
+    let stdin = if p.standard_input { ", and standard input (of unknown size)" } else { "" };
+    println!("  inputs             {} file(s), {} bytes ({}){compressed}{stdin}", p.inputs, p.bytes, human_bytes(p.bytes));
     println!("  splits             {}, the largest {} bytes ({}), claimed by the workers as they go", p.splits, p.largest_split, human_bytes(p.largest_split));
     match p.counting {
         true => println!("  counters (m)       {} of 4 bits ({})", p.bits, human_bytes(p.filter_bytes)),

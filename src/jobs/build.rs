@@ -646,9 +646,11 @@ pub struct BuildPlan {
     /// Input files, and how many of them are compressed.
     pub inputs: usize,
     pub compressed_inputs: usize,
+    /// Whether standard input is read too (its size unknown).
+    pub standard_input: bool,
     /// The input files' bytes (compressed files' as stored).
     pub bytes: u64,
-    /// The splits the workers claim, and the largest's bytes.
+    /// The splits the workers claim, and the largest file split's bytes.
     pub splits: usize,
     pub largest_split: u64,
     pub counting: bool,
@@ -676,11 +678,12 @@ pub fn plan(config: &BuildConfig) -> Result<BuildPlan> {
     Ok(BuildPlan {
         processes: config.cluster.processes,
         workers_per_process: config.cluster.workers,
-        inputs: source.inputs.len(),
+        inputs: source.inputs.iter().filter(|i| **i != Input::Stdin).count(),
+        standard_input: source.inputs.contains(&Input::Stdin),
         compressed_inputs: source.inputs.iter().filter(|i| matches!(i, Input::File { compression, .. } if *compression != Compression::None)).count(),
         bytes: source.total_bytes(),
         splits: source.splits.len(),
-        largest_split: source.splits.iter().map(|s| s.end - s.start).max().unwrap_or(0),
+        largest_split: source.splits.iter().filter(|s| !s.is_stdin()).map(|s| s.end - s.start).max().unwrap_or(0),
         counting: config.counting,
         bits: sized.spec.bits,
         hashes: sized.spec.hashes,

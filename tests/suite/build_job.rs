@@ -709,6 +709,11 @@ fn a_plan_says_what_the_build_would_make_and_writes_nothing() {
     let summary = ok(&run(&["build", &input, "-k", "key", "-o", &out, "--plan", "-n", "2", "-p", "1", "-w", "2", "--expected-items", "1000"]));
     assert!(summary.contains("workers            2 process(es) x 2 worker(s)"), "{summary}");
     assert!(summary.contains("filter copies      one per worker, 2 in a process"), "{summary}");
+    // Standard input, whose size is unknown, is said to be read, and is not read.
+    let o = run_with_stdin(&["build", "-", &input, "-k", "key", "-o", &out, "--plan", "--expected-items", "1000"], b"id,key\n1,x\n");
+    let summary = ok(&o);
+    assert!(summary.contains("inputs             1 file(s), ") && summary.contains(", and standard input (of unknown size)"), "{summary}");
+    assert!(summary.contains(&format!("the largest {} bytes", std::fs::metadata(&input).unwrap().len())), "{summary}");
     // Counters for 10^11 keys need 464 GiB.
     let o = run(&["build", &input, "-k", "key", "-o", &out, "--plan", "--counting", "--expected-items", "100000000000"]);
     fails_with(&o, &["the counting filter", "GiB of memory is available"]);
