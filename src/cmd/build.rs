@@ -106,6 +106,7 @@ pub fn print_summary(s: &BuildStats) {
     print_warnings(s.malformed, &s.warnings);
 }
 
+/// The lines of `build --plan`, laid out as the summary's.
 pub fn print_plan(p: &BuildPlan) {
     println!("bloomflow build: plan only (nothing built or written)");
     println!("  workers            {} process(es) x {} worker(s)", p.processes, p.workers_per_process);

@@ -693,7 +693,7 @@ pub fn plan(config: &BuildConfig) -> Result<BuildPlan> {
         sizing: sized.note.clone(),
         filter_per: if shares { "process" } else { "worker" },
         filter_bytes: bytes,
-        process_filter_bytes: if shares { bytes } else { bytes * config.cluster.workers as u64 },
+        process_filter_bytes: if shares { bytes } else { bytes.saturating_mul(config.cluster.workers as u64) },
         warnings: crate::splits::repeated_input(&source.inputs).into_iter().collect(),
     })
 }
