@@ -13,7 +13,7 @@
 //! keyed on the probe's 30-byte payloads hashed them all one by one.
 
 use super::hadoop_murmur::hash;
-use super::lookup3_lanes::{long_vector, HADOOP_LANE_COST, MAX_LANE_LEN};
+use super::lookup3_lanes::{chain_past_reach, long_vector, HADOOP_LANE_COST, MAX_LANE_LEN};
 use super::lookup3_x8::{eight_keys, row_of_eight, with_words_to_64};
 use super::GROUP;
 use std::arch::x86_64::*;
@@ -71,15 +71,7 @@ fn rehash_long_vectors(keys: &[&[u8]], rows: &mut [[u32; GROUP]]) {
         // SAFETY: `lengths` holds GROUP ≥ LANES values; an unaligned load needs no alignment.
         let len = unsafe { _mm256_loadu_si256(lengths.as_ptr() as *const __m256i) };
         LaneKeys::new(&words, len).hash_into(rows, v * LANES);
-        for (i, key) in vector.iter().enumerate() {
-            if key.len() > reach {
-                let mut h = 0;
-                for row in rows.iter_mut() {
-                    h = hash(key, h);
-                    row[v * LANES + i] = h;
-                }
-            }
-        }
+        chain_past_reach(vector, reach, rows, v * LANES, hash);
     }
 }
 

@@ -191,13 +191,21 @@ pub(crate) fn rehash_long_hadoop_vectors<V: LaneOps>(keys: &[&[u8]], rows: &mut 
             h = hash_lanes_by_word(len, |i| words[i / 8][i % 8], h).0;
             h.store(&mut out[at..at + V::KEYS]);
         }
-        for (i, key) in vector.iter().enumerate() {
-            if key.len() > reach {
-                let mut h = 0;
-                for out in rows.iter_mut() {
-                    h = super::lookup3::hash(key, h);
-                    out[at + i] = h;
-                }
+        chain_past_reach(vector, reach, rows, at, super::lookup3::hash);
+    }
+}
+
+/// Hadoop's k hashes of each key of `vector` over `reach` bytes, one by one by the scalar
+/// `hash`, each seeded with the one before (the first with 0), into columns `at + i` of `rows`:
+/// the keys a rehash of long vectors leaves past the lanes' reach.
+#[inline(always)]
+pub(crate) fn chain_past_reach(vector: &[&[u8]], reach: usize, rows: &mut [[u32; GROUP]], at: usize, hash: impl Fn(&[u8], u32) -> u32) {
+    for (i, key) in vector.iter().enumerate() {
+        if key.len() > reach {
+            let mut h = 0;
+            for out in rows.iter_mut() {
+                h = hash(key, h);
+                out[at + i] = h;
             }
         }
     }
