@@ -51,16 +51,30 @@ impl Drop for Replaced {
     }
 }
 
-/// Checks the output directory before a job starts: an existing one is refused unless
-/// `overwrite`, in which case process 0 replaces it (every process checks, so that all of them
-/// refuse at once rather than waiting for a peer that already gave up).
+/// Checks the output directory before a job starts ([`check`]): an existing one is refused
+/// unless `overwrite`, in which case process 0 replaces it (every process checks, so that all
+/// of them refuse at once rather than waiting for a peer that already gave up).
 ///
 /// The old directory is renamed to a hidden sibling, which takes no time, and removed in the
 /// background: removing the parts of the last semi-join (75 MB) took 17 ms before any work
 /// began, 6% of a two-worker run. Its large files are shortened step by step first
 /// (`shrink_files`), since a plain unlink of each made the workers' reads wait for it.
 pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> {
-    let mut replaced = Replaced(None);
+    check(dir, overwrite, process)?;
+    let replaced = match process == 0 && (dir.exists() || dir.is_symlink()) {
+        true => move_aside(dir)?,
+        false => Replaced(None),
+    };
+    // Missing parents are created, as Hadoop does.
+    let parent = parent_of(dir);
+    std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
+    Ok(replaced)
+}
+
+/// [`prepare`]'s checks alone, changing nothing: for a job's plan (`semijoin --plan`), and
+/// before `prepare` replaces anything. Where the parent is missing, the directory it would be
+/// made in must be writable, since `prepare` makes the missing parents.
+pub fn check(dir: &Path, overwrite: bool, process: usize) -> Result<()> {
     if dir.file_name().is_none() {
         // `.`, `..` or `/`: --overwrite would remove a directory the user works in.
         return Err(Error::Job(format!("output directory {} names no directory of its own: give the name of a new one", dir.display())));
@@ -81,25 +95,29 @@ pub fn prepare(dir: &Path, overwrite: bool, process: usize) -> Result<Replaced> 
                 foreign.display()
             )));
         }
-        if process == 0 {
-            if !dir.is_dir() {
-                return Err(Error::io(dir, std::io::Error::other("exists and is not a directory")));
-            }
-            replaced = move_aside(dir)?;
+        if process == 0 && !dir.is_dir() {
+            return Err(Error::io(dir, std::io::Error::other("exists and is not a directory")));
         }
     }
-    // The parent must exist and be writable: checked now rather than after the work is done.
-    let parent = match dir.parent() {
+    // The parent must be writable: checked now rather than after the work is done.
+    let parent = parent_of(dir);
+    let existing = parent.ancestors().find(|a| a.as_os_str().is_empty() || a.exists()).filter(|a| !a.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let meta = std::fs::metadata(existing).map_err(|e| Error::io(existing, e))?;
+    if !meta.is_dir() {
+        return Err(Error::io(dir, std::io::Error::other(format!("{} is not a directory", existing.display()))));
+    }
+    if meta.permissions().readonly() {
+        return Err(Error::io(dir, std::io::Error::other(format!("parent directory {} is read-only", existing.display()))));
+    }
+    Ok(())
+}
+
+/// The directory `dir` is made in: its parent, or the working directory.
+fn parent_of(dir: &Path) -> PathBuf {
+    match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
-    };
-    // Missing parents are created, as Hadoop does.
-    std::fs::create_dir_all(&parent).map_err(|e| Error::io(&parent, e))?;
-    let meta = std::fs::metadata(&parent).map_err(|e| Error::io(&parent, e))?;
-    if meta.permissions().readonly() {
-        return Err(Error::io(dir, std::io::Error::other(format!("parent directory {} is read-only", parent.display()))));
     }
-    Ok(replaced)
 }
 
 /// Whether `dir` is what a killed job leaves: its `_temporary/` and no `_SUCCESS` (a job that

@@ -48,6 +48,15 @@ impl QueryFilter {
         }
     }
 
+    /// The bytes its bits take in memory (of all rows).
+    pub fn bytes(&self) -> u64 {
+        let rows = match self {
+            QueryFilter::One(_) => 1,
+            QueryFilter::Rows(rows) => rows.rows().len() as u64,
+        };
+        self.spec().bits.div_ceil(8).saturating_mul(rows)
+    }
+
     /// The bits set (in all rows).
     pub fn bits_set(&self) -> u64 {
         match self {

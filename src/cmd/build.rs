@@ -1,7 +1,7 @@
 //! `bloomflow build INPUT... --key FIELD -o FILE`: the distributed filter build.
 
 use super::args::{ClusterArgs, InputArgs, SizingArgs, FAST_FILTER};
-use bloomflow::jobs::build::{self, BuildConfig, BuildPlan, BuildStats};
+use bloomflow::jobs::build::{self, BuildConfig, BuildPlan, BuildStats, FilterCopies, InputPlan};
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
 
@@ -110,25 +110,39 @@ pub fn print_summary(s: &BuildStats) {
 pub fn print_plan(p: &BuildPlan) {
     println!("bloomflow build: plan only (nothing built or written)");
     println!("  workers            {} process(es) x {} worker(s)", p.processes, p.workers_per_process);
+    let (inputs, splits) = describe_inputs(&p.input);
+    println!("  inputs             {inputs}");
+    println!("  splits             {splits}");
+    match p.counting {
+        true => println!("  counters (m)       {} of 4 bits ({})", p.bits, human_bytes(p.copies.filter_bytes)),
+        false => println!("  bits (m)           {} ({})", p.bits, human_bytes(p.copies.filter_bytes)),
+    }
+    println!("  hashes (k)         {}", p.hashes);
+    println!("  filter copies      {}", describe_copies(&p.copies, p.workers_per_process));
+    println!("  sizing             {}", p.sizing);
+    print_warnings(0, &p.warnings);
+}
+
+/// A plan's inputs and splits, each in a line's words.
+pub(super) fn describe_inputs(p: &InputPlan) -> (String, String) {
     let compressed = match p.compressed_inputs {
         0 => String::new(),
         n => format!(", {n} of them compressed (bytes as stored)"),
     };
     let stdin = if p.standard_input { ", and standard input (of unknown size)" } else { "" };
-    println!("  inputs             {} file(s), {} bytes ({}){compressed}{stdin}", p.inputs, p.bytes, human_bytes(p.bytes));
-    println!("  splits             {}, the largest {} bytes ({}), claimed by the workers as they go", p.splits, p.largest_split, human_bytes(p.largest_split));
-    match p.counting {
-        true => println!("  counters (m)       {} of 4 bits ({})", p.bits, human_bytes(p.filter_bytes)),
-        false => println!("  bits (m)           {} ({})", p.bits, human_bytes(p.filter_bytes)),
-    }
-    println!("  hashes (k)         {}", p.hashes);
-    let copies = match p.filter_per {
+    (
+        format!("{} file(s), {} bytes ({}){compressed}{stdin}", p.inputs, p.bytes, human_bytes(p.bytes)),
+        format!("{}, the largest {} bytes ({}), claimed by the workers as they go", p.splits, p.largest_split, human_bytes(p.largest_split)),
+    )
+}
+
+/// A plan's filter copies in a process, and their memory, in a line's words.
+pub(super) fn describe_copies(c: &FilterCopies, workers_per_process: usize) -> String {
+    let copies = match c.filter_per {
         "process" => "one per process, shared by its workers".to_string(),
-        _ => format!("one per worker, {} in a process", p.workers_per_process),
+        _ => format!("one per worker, {workers_per_process} in a process"),
     };
-    println!("  filter copies      {copies}: {} ({} bytes) a process", human_bytes(p.process_filter_bytes), p.process_filter_bytes);
-    println!("  sizing             {}", p.sizing);
-    print_warnings(0, &p.warnings);
+    format!("{copies}: {} ({} bytes) a process", human_bytes(c.process_filter_bytes), c.process_filter_bytes)
 }
 
 /// A job's warnings, on standard error: its malformed records skipped, and the others.

@@ -6,7 +6,8 @@ use bloomflow::hashing::Scheme;
 use bloomflow::records::KeyRules;
 use bloomflow::Layout;
 use bloomflow::scan::ScanOptions;
-use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinStats};
+use super::build::{describe_copies, describe_inputs, print_warnings};
+use bloomflow::jobs::semijoin::{self, ExactStrategy, FilterSource, SemijoinConfig, SemijoinPlan, SemijoinStats};
 use bloomflow::compressed::{Compression, OutputCompression};
 use bloomflow::limits::human_bytes;
 use std::path::PathBuf;
@@ -68,6 +69,16 @@ pub struct Args {
     /// fastest), 1–22 for zstd (3 by default), 1–9 for bzip2 (9 by default); snappy and lz4 have none.
     #[arg(long, value_name = "N", requires = "compress")]
     compress_level: Option<i32>,
+    /// Also write the statistics (which _SUCCESS holds too) as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// Print the job's plan and stop, reading no record (but the build side's size estimate's
+    /// sample) and writing nothing: both sides' inputs and splits, the filter's size and the
+    /// memory its copies take in a process, and how the join goes, with the checks the job
+    /// makes before it starts. Peers are not contacted. With `--stats-json`, the plan is
+    /// written as JSON.
+    #[arg(long)]
+    plan: bool,
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
@@ -203,10 +214,36 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
     };
-    if let Some(stats) = semijoin::run(config)? {
-        print_summary(&stats);
+    if args.plan {
+        let plan = semijoin::plan(&config)?;
+        print_plan(&plan);
+        return super::args::write_stats_json(args.stats_json.as_deref(), &plan);
     }
-    Ok(())
+    let Some(stats) = semijoin::run(config)? else { return Ok(()) };
+    print_summary(&stats);
+    super::args::write_stats_json(args.stats_json.as_deref(), &stats)
+}
+
+/// The lines of `semijoin --plan`, laid out as the summary's.
+pub fn print_plan(p: &SemijoinPlan) {
+    println!("bloomflow semijoin: plan only (nothing read, built or written)");
+    println!("  workers             {} process(es) x {} worker(s)", p.processes, p.workers_per_process);
+    if let Some(build) = &p.build {
+        let (inputs, splits) = describe_inputs(build);
+        println!("  build inputs        {inputs}");
+        println!("  build splits        {splits}");
+    }
+    let (inputs, splits) = describe_inputs(&p.probe);
+    println!("  probe inputs        {inputs}");
+    println!("  probe splits        {splits}");
+    println!("  filter              {}", p.filter);
+    println!("  filter size         m = {} bits ({}), k = {}", p.bits, human_bytes(p.copies.filter_bytes), p.hashes);
+    println!("  filter copies       {}", describe_copies(&p.copies, p.workers_per_process));
+    println!("  join                {}", p.join);
+    println!("  to read             {} ({} bytes)", human_bytes(p.bytes_to_read), p.bytes_to_read);
+    let compressed = if p.output_compression == "none" { String::new() } else { format!(", {}-compressed", p.output_compression) };
+    println!("  output              {}: {} part file(s){compressed} and _SUCCESS", p.output, p.part_files);
+    print_warnings(0, &p.warnings);
 }
 
 pub fn print_summary(s: &SemijoinStats) {

@@ -643,6 +643,24 @@ fn filter_copies(per: FilterPer, counting: bool, sized: &SizedSpec, local_worker
 pub struct BuildPlan {
     pub processes: usize,
     pub workers_per_process: usize,
+    #[serde(flatten)]
+    pub input: InputPlan,
+    pub counting: bool,
+    pub bits: u64,
+    pub hashes: u32,
+    pub seed: u32,
+    pub expected_items: u64,
+    pub target_fpp: f64,
+    pub sizing: String,
+    #[serde(flatten)]
+    pub copies: FilterCopies,
+    /// Things about the job its user should know, such as an input given twice.
+    pub warnings: Vec<String>,
+}
+
+/// A job's inputs as its plan shows them (`build --plan`, `semijoin --plan`).
+#[derive(Clone, Debug, Serialize)]
+pub struct InputPlan {
     /// Input files, and how many of them are compressed.
     pub inputs: usize,
     pub compressed_inputs: usize,
@@ -653,37 +671,59 @@ pub struct BuildPlan {
     /// The splits the workers claim, and the largest file split's bytes.
     pub splits: usize,
     pub largest_split: u64,
-    pub counting: bool,
-    pub bits: u64,
-    pub hashes: u32,
-    pub seed: u32,
-    pub expected_items: u64,
-    pub target_fpp: f64,
-    pub sizing: String,
+}
+
+impl InputPlan {
+    pub(crate) fn of(source: &Source) -> Self {
+        InputPlan {
+            inputs: source.inputs.iter().filter(|i| **i != Input::Stdin).count(),
+            standard_input: source.inputs.contains(&Input::Stdin),
+            compressed_inputs: source.inputs.iter().filter(|i| matches!(i, Input::File { compression, .. } if *compression != Compression::None)).count(),
+            bytes: source.total_bytes(),
+            splits: source.splits.len(),
+            largest_split: source.splits.iter().filter(|s| !s.is_stdin()).map(|s| s.end - s.start).max().unwrap_or(0),
+        }
+    }
+}
+
+/// The copies of a job's filter in a process, as its plan shows them.
+#[derive(Clone, Debug, Serialize)]
+pub struct FilterCopies {
     /// `worker` or `process`, as the job would choose on this machine (see [`FilterPer`]).
     pub filter_per: &'static str,
     /// One copy's bytes, and the bytes of this process's copies.
     pub filter_bytes: u64,
     pub process_filter_bytes: u64,
-    /// Things about the job its user should know, such as an input given twice.
-    pub warnings: Vec<String>,
+}
+
+impl FilterCopies {
+    /// The copies a build of `sized` would make in a process of `local_workers`, after
+    /// [`shared_filter`]'s check that they fit in memory.
+    pub(crate) fn planned(per: FilterPer, counting: bool, sized: &SizedSpec, local_workers: usize) -> Result<Self> {
+        let shares = filter_copies(per, counting, sized, local_workers)?;
+        let bytes = filter_bytes(counting, sized.spec.bits);
+        Ok(match shares {
+            true => FilterCopies { filter_per: "process", filter_bytes: bytes, process_filter_bytes: bytes },
+            false => Self::per_worker(counting, sized, local_workers),
+        })
+    }
+
+    /// A partial a worker, unchecked: the filter a job makes only if it must (the probe-side
+    /// join's, past the limit), checked then.
+    pub(crate) fn per_worker(counting: bool, sized: &SizedSpec, local_workers: usize) -> Self {
+        let bytes = filter_bytes(counting, sized.spec.bits);
+        FilterCopies { filter_per: "worker", filter_bytes: bytes, process_filter_bytes: bytes.saturating_mul(local_workers as u64) }
+    }
 }
 
 /// The plan of the build `config` asks for ([`BuildPlan`]): what [`run`] decides before its
 /// workers start, with the same checks and errors, and nothing built or written.
 pub fn plan(config: &BuildConfig) -> Result<BuildPlan> {
     let (source, sized) = prepare(config)?;
-    let shares = filter_copies(config.filter_per, config.counting, &sized, config.cluster.workers)?;
-    let bytes = filter_bytes(config.counting, sized.spec.bits);
     Ok(BuildPlan {
         processes: config.cluster.processes,
         workers_per_process: config.cluster.workers,
-        inputs: source.inputs.iter().filter(|i| **i != Input::Stdin).count(),
-        standard_input: source.inputs.contains(&Input::Stdin),
-        compressed_inputs: source.inputs.iter().filter(|i| matches!(i, Input::File { compression, .. } if *compression != Compression::None)).count(),
-        bytes: source.total_bytes(),
-        splits: source.splits.len(),
-        largest_split: source.splits.iter().filter(|s| !s.is_stdin()).map(|s| s.end - s.start).max().unwrap_or(0),
+        input: InputPlan::of(&source),
         counting: config.counting,
         bits: sized.spec.bits,
         hashes: sized.spec.hashes,
@@ -691,9 +731,7 @@ pub fn plan(config: &BuildConfig) -> Result<BuildPlan> {
         expected_items: sized.expected_items,
         target_fpp: sized.target_fpp,
         sizing: sized.note.clone(),
-        filter_per: if shares { "process" } else { "worker" },
-        filter_bytes: bytes,
-        process_filter_bytes: if shares { bytes } else { bytes.saturating_mul(config.cluster.workers as u64) },
+        copies: FilterCopies::planned(config.filter_per, config.counting, &sized, config.cluster.workers)?,
         warnings: crate::splits::repeated_input(&source.inputs).into_iter().collect(),
     })
 }

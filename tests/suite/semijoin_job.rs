@@ -433,26 +433,94 @@ fn a_key_set_is_sized_for_the_distinct_keys_of_all_workers() {
     }
 }
 
+/// A file `name` in `dir` of an `id,key` header and a row for each number of `rows`, its key
+/// `key number NNNNN`; its path.
+fn numbered_rows(dir: &Path, name: &str, rows: std::ops::Range<u32>) -> String {
+    let text: String = std::iter::once("id,key\n".to_string()).chain(rows.map(|i| format!("{i:05},key number {i:05}\n"))).collect();
+    let path = path_str(dir, name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
 /// `auto` holds the probe keys where the build side's files are at least 4 times the probe
 /// side's (`PROBE_SIDE_RATIO`), and broadcasts the build keys below that; both joins are exact.
 #[test]
 fn auto_holds_the_probe_keys_from_a_build_side_four_times_the_probes() {
     let dir = tempdir();
-    let rows = |range: std::ops::Range<u32>| -> String { std::iter::once("id,key\n".to_string()).chain(range.map(|i| format!("{i:05},key number {i:05}\n"))).collect() };
-    let build = path_str(dir.path(), "build.csv");
-    std::fs::write(&build, rows(0..4_000)).unwrap();
+    let build = numbered_rows(dir.path(), "build.csv", 0..4_000);
     // 4.1 and 3.9 times: the probe's first rows are build rows, the rest are not.
     for (probe_rows, strategy) in [(975, "(probe-side strategy"), (1_025, "(broadcast strategy)")] {
-        let text = rows(3_900..3_900 + probe_rows);
-        let probe = path_str(dir.path(), &format!("probe-{probe_rows}.csv"));
-        std::fs::write(&probe, &text).unwrap();
-        let ratio = std::fs::metadata(&build).unwrap().len() as f64 / text.len() as f64;
+        let probe = numbered_rows(dir.path(), &format!("probe-{probe_rows}.csv"), 3_900..3_900 + probe_rows);
+        let ratio = std::fs::metadata(&build).unwrap().len() as f64 / std::fs::metadata(&probe).unwrap().len() as f64;
         let out = path_str(dir.path(), &format!("out-{probe_rows}"));
         let summary = ok(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "--exact", "-w", "2"]));
         assert!(summary.contains(strategy), "{ratio:.2} times the probe: {summary}");
         let stats: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(Path::new(&out).join("_SUCCESS")).unwrap()).unwrap();
         assert_eq!(stats["records_out"], 100, "{ratio:.2}");
     }
+}
+
+/// `semijoin --plan` says what the job would do, and reads, builds and writes nothing: the
+/// filter's bits and hashes are those the job uses; the strategy is probe-side where `auto`
+/// then holds the probe keys, `auto` (said as broadcast or shuffle, chosen as the build side is
+/// read) where it does not; the output directory's checks are the job's; a filter past the
+/// memory fails the plan of a job that would make it, not of one that holds the probe keys.
+/// `--stats-json` writes the plan, and a job's statistics as its `_SUCCESS` holds them.
+#[test]
+fn a_semijoin_plan_says_what_the_job_would_do_and_writes_nothing() {
+    let dir = tempdir();
+    let build = numbered_rows(dir.path(), "build.csv", 0..4_000);
+    let json = path_str(dir.path(), "plan.json");
+    let read_json = |path: &Path| -> serde_json::Value { serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap() };
+    // 4.1 and 3.9 times the probe's bytes (see `auto_holds_the_probe_keys_from_a_build_side_four_times_the_probes`).
+    for (probe_rows, planned, chosen) in [(975, "probe-side", "probe-side"), (1_025, "auto", "broadcast")] {
+        let probe = numbered_rows(dir.path(), &format!("probe-{probe_rows}.csv"), 3_900..3_900 + probe_rows);
+        let out = path_str(dir.path(), &format!("out-{probe_rows}"));
+        let args = ["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--no-progress", "-w", "2", "--expected-items", "5000"];
+        for exact in [false, true] {
+            let args = [&args[..], if exact { &["--exact"][..] } else { &[][..] }].concat();
+            let summary = ok(&run(&[&args[..], &["--plan", "--stats-json", &json]].concat()));
+            assert!(summary.contains("plan only (nothing read, built or written)"), "{summary}");
+            assert!(!Path::new(&out).exists(), "a plan writes no output");
+            let plan = read_json(Path::new(&json));
+            let stats_json = dir.path().join("stats.json");
+            ok(&run(&[&args[..], &["--stats-json", stats_json.to_str().unwrap()]].concat()));
+            let stats = read_json(&stats_json);
+            assert_eq!(stats, read_json(&Path::new(&out).join("_SUCCESS")), "--stats-json writes what _SUCCESS holds");
+            match exact {
+                false => assert!(plan["exact_strategy"].is_null() && stats["exact_strategy"].is_null(), "{plan}"),
+                true => {
+                    assert_eq!(plan["exact_strategy"], planned, "{summary}");
+                    assert_eq!(stats["exact_strategy"], chosen, "{probe_rows} probe rows");
+                }
+            }
+            if stats["bits"].is_u64() {
+                assert_eq!((&plan["bits"], &plan["hashes"]), (&stats["bits"], &stats["hashes"]), "{summary}");
+            }
+            assert_eq!(plan["part_files"], 2);
+            assert_eq!(plan["probe"]["bytes"].as_u64(), Some(std::fs::metadata(&probe).unwrap().len()));
+            let probe_reads = if exact && planned == "probe-side" { 2 } else { 1 };
+            let to_read = std::fs::metadata(&build).unwrap().len() + probe_reads * std::fs::metadata(&probe).unwrap().len();
+            assert_eq!(plan["bytes_to_read"].as_u64(), Some(to_read), "{summary}");
+            // The output now exists: the plan refuses it as the job would, and takes --overwrite.
+            fails_with(&run(&[&args[..], &["--plan"]].concat()), &["already exists", "--overwrite"]);
+            ok(&run(&[&args[..], &["--plan", "--overwrite"]].concat()));
+            assert!(Path::new(&out).join("_SUCCESS").exists(), "a plan replaces nothing");
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+    }
+    // 2^44 bits: past the memory for the broadcast join, which would make the filter; not for
+    // the probe-side join, which would not.
+    let probe = path_str(dir.path(), "probe-975.csv");
+    let out = path_str(dir.path(), "huge");
+    let huge = ["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--exact", "--bits", "17592186044416", "--hashes", "3", "--plan"];
+    let summary = ok(&run(&[&huge[..], &["--exact-strategy", "auto"]].concat()));
+    assert!(summary.contains("none while the probe side's keys are held"), "{summary}");
+    fails_with(&run(&[&huge[..], &["--exact-strategy", "broadcast"]].concat()), &["17592186044416 bits", "of memory is available"]);
+    // The job's other checks.
+    fails_with(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--anti", "--plan"]), &["--anti", "needs --exact"]);
+    fails_with(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &build, "--plan"]), &["is an input of the job"]);
+    assert!(!Path::new(&out).exists());
 }
 
 /// The probe-side join builds no filter, so it needs none of a filter's memory: a filter of
