@@ -517,6 +517,14 @@ fn a_semijoin_plan_says_what_the_job_would_do_and_writes_nothing() {
     let summary = ok(&run(&[&huge[..], &["--exact-strategy", "auto"]].concat()));
     assert!(summary.contains("none while the probe side's keys are held"), "{summary}");
     fails_with(&run(&[&huge[..], &["--exact-strategy", "broadcast"]].concat()), &["17592186044416 bits", "of memory is available"]);
+    // A filter file: its bits, one copy a process.
+    let filter = path_str(dir.path(), "build.bloom");
+    ok(&run(&["build", &build, "-k", "key", "-o", &filter, "--expected-items", "4000", "--no-progress"]));
+    ok(&run(&["semijoin", "--filter", &filter, "--probe", &probe, "--probe-key", "key", "-o", &out, "-w", "2", "--plan", "--stats-json", &json]));
+    let (plan, info) = (read_json(Path::new(&json)), serde_json::from_str::<serde_json::Value>(&ok(&run(&["info", &filter, "--json"]))).unwrap());
+    assert_eq!((&plan["bits"], &plan["hashes"], &plan["filter_per"]), (&info["bits"], &info["hashes"], &serde_json::json!("process")), "{plan}");
+    assert_eq!(plan["process_filter_bytes"].as_u64(), info["bits"].as_u64().map(|bits| bits / 8));
+    assert!(plan["build"].is_null() && plan["bytes_to_read"] == plan["probe"]["bytes"], "{plan}");
     // The job's other checks.
     fails_with(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--anti", "--plan"]), &["--anti", "needs --exact"]);
     fails_with(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &build, "--plan"]), &["is an input of the job"]);
