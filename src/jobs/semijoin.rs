@@ -352,11 +352,7 @@ pub fn plan(config: &SemijoinConfig) -> Result<SemijoinPlan> {
         (PlannedFilter::Build { .. }, FilterSource::File(_)) => unreachable!("a build side is planned from --build"),
     };
     output::check(&config.output, config.overwrite, config.cluster.process)?;
-    let mut warnings: Vec<String> = Vec::new();
-    if let PlannedFilter::Build { source, .. } = &planned {
-        warnings.extend(crate::splits::repeated_input(&source.inputs).map(|w| format!("build side: {w}")));
-    }
-    warnings.extend(crate::splits::repeated_input(&probe.inputs).map(|w| format!("probe side: {w}")));
+    let warnings = input_warnings(&planned, &probe);
     let build_bytes = build.as_ref().map_or(0, |b| b.bytes);
     Ok(SemijoinPlan {
         processes: config.cluster.processes,
@@ -378,6 +374,16 @@ pub fn plan(config: &SemijoinConfig) -> Result<SemijoinPlan> {
         output_compression: config.compression.codec.name().into(),
         warnings,
     })
+}
+
+/// The warnings of either side's inputs: an input given twice.
+fn input_warnings(planned: &PlannedFilter, probe: &Source) -> Vec<String> {
+    let build = match planned {
+        PlannedFilter::Build { source, .. } => crate::splits::repeated_input(&source.inputs),
+        PlannedFilter::File { .. } => None,
+    };
+    let build = build.map(|w| format!("build side: {w}"));
+    build.into_iter().chain(crate::splits::repeated_input(&probe.inputs).map(|w| format!("probe side: {w}"))).collect()
 }
 
 /// How the job `config` asks for joins, as planned: in words, for [`SemijoinPlan::join`].
@@ -1055,16 +1061,14 @@ impl Job {
         let fraction_pruned = if looked_up > 0 { 1.0 - survivors as f64 / looked_up as f64 } else { 0.0 };
         let spec = filter.map(QueryFilter::spec);
         let estimated_fpp = filter.map(QueryFilter::estimated_fpp);
-        let mut warnings = Vec::new();
-        if let PlannedFilter::Build { source, sized, .. } = &self.planned {
-            warnings.extend(crate::splits::repeated_input(&source.inputs).map(|w| format!("build side: {w}")));
+        let mut warnings = input_warnings(&self.planned, &self.probe);
+        if let PlannedFilter::Build { sized, .. } = &self.planned {
             // (A folded filter fits its keys.)
             if let Some(filter) = filter.filter(|filter| filter.spec().bits == sized.spec.bits) {
                 warnings.extend(sized.oversized_warning(filter.bits_set(), false).map(|w| format!("build side: {w}")));
                 warnings.extend(sized.undersized_warning(filter.bits_set(), filter.estimated_fpp()).map(|w| format!("build side: {w}")));
             }
         }
-        warnings.extend(crate::splits::repeated_input(&self.probe.inputs).map(|w| format!("probe side: {w}")));
         if let Some(estimated_fpp) = estimated_fpp.filter(|&fpp| fpp > 0.5) {
             warnings.push(format!(
                 "the filter's estimated false-positive rate is {estimated_fpp:.3}: it is too small for its keys \

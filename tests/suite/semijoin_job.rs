@@ -525,6 +525,11 @@ fn a_semijoin_plan_says_what_the_job_would_do_and_writes_nothing() {
     assert_eq!((&plan["bits"], &plan["hashes"], &plan["filter_per"]), (&info["bits"], &info["hashes"], &serde_json::json!("process")), "{plan}");
     assert_eq!(plan["process_filter_bytes"].as_u64(), info["bits"].as_u64().map(|bits| bits / 8));
     assert!(plan["build"].is_null() && plan["bytes_to_read"] == plan["probe"]["bytes"], "{plan}");
+    // A probe file given twice: the job's warning, on standard error.
+    let o = run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, &probe, "--probe-key", "key", "-o", &out, "--plan"]);
+    ok(&o);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("warning: probe side: ") && stderr.contains("is given twice"), "{stderr}");
     // The job's other checks.
     fails_with(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &out, "--anti", "--plan"]), &["--anti", "needs --exact"]);
     fails_with(&run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, "--probe-key", "key", "-o", &build, "--plan"]), &["is an input of the job"]);
