@@ -151,6 +151,22 @@ impl CountingBloomFilter {
         Ok(())
     }
 
+    /// Keeps each counter at the smaller of its own and `other`'s: a filter that may hold only
+    /// the keys both may hold (of the same identity). A key inserted into both keeps a count of
+    /// at least one at each of its positions, and removing it later leaves every other such
+    /// key's counts whole, since each key in both adds one to both counters. (Hadoop's
+    /// `CountingBloomFilter.and` ANDs the counters' bits instead, which can leave a count no key
+    /// gave: 2 AND 1 is 0, and a key in both then answers "no".)
+    pub fn intersect(&mut self, other: &CountingBloomFilter) -> Result<()> {
+        self.spec.check_compatible(&other.spec)?;
+        self.key_form = crate::filter::joint_key_form(self.key_form, other.key_form)?;
+        for (ours, &theirs) in self.words.iter_mut().zip(&other.words) {
+            *ours = min_nibbles(*ours, theirs);
+        }
+        self.items_inserted = self.items_inserted.min(other.items_inserted);
+        Ok(())
+    }
+
     /// Takes the counts of `removals` (a counting filter of the keys to remove, of the same
     /// identity) out of this filter's counters: what [`remove`](Self::remove) of each of those
     /// keys does, in any order, when it succeeds for them all. Saturated counters stay at 15. A
@@ -525,6 +541,19 @@ fn saturating_add_nibbles(a: u64, b: u64) -> u64 {
     saturate((a & LOW) + (b & LOW)) | saturate(((a >> 4) & LOW) + ((b >> 4) & LOW)) << 4
 }
 
+/// The smaller of each pair of sixteen 4-bit lanes, at once. As in [`subtract_nibbles`], the
+/// even and the odd lanes go in the bytes of a word each, `a`'s with bit 4 set: that bit
+/// survives subtracting `b`'s lane exactly where `a`'s is at least as large, and picks `b`'s.
+fn min_nibbles(a: u64, b: u64) -> u64 {
+    const LOW: u64 = 0x0F0F_0F0F_0F0F_0F0F;
+    const ENOUGH: u64 = 0x1010_1010_1010_1010;
+    let smaller = |a: u64, b: u64| {
+        let take_b = ((((a | ENOUGH) - b) & ENOUGH) >> 4) * 0x0F;
+        (a & !take_b) | (b & take_b)
+    };
+    smaller(a & LOW, b & LOW) | smaller((a >> 4) & LOW, (b >> 4) & LOW) << 4
+}
+
 /// Subtracts sixteen 4-bit lanes at once, where `ours` is not saturated (15 stays 15), or says
 /// which lane would go below zero. As in [`saturating_add_nibbles`], the even and the odd lanes
 /// go in the bytes of a word each, each byte with bit 4 set first: that bit survives the
@@ -695,6 +724,45 @@ mod tests {
         for (a, b) in words(0x1234_5678_9ABC_DEF1) {
             assert_eq!(saturating_add_nibbles(a, b), by_lane(a, b), "{a:#018x} + {b:#018x}");
         }
+    }
+
+    /// The word-at-once minimum equals the lane-by-lane one, equal lanes too.
+    #[test]
+    fn nibble_min_equals_the_lane_by_lane_minimum() {
+        let by_lane = |a: u64, b: u64| (0..16).fold(0u64, |out, lane| out | (((a >> (4 * lane)) & 0xF).min((b >> (4 * lane)) & 0xF)) << (4 * lane));
+        for (a, b) in words(0x0DD5_EED5_1234_0001) {
+            for (x, y) in [(a, b), (b, a), (a, a), (a, a ^ 0x1111_1111_1111_1111)] {
+                assert_eq!(min_nibbles(x, y), by_lane(x, y), "min({x:#018x}, {y:#018x})");
+            }
+        }
+    }
+
+    /// The intersection of two counting filters answers "maybe" for every key inserted into
+    /// both, however often, and keeps doing so as such keys are removed one by one; it holds
+    /// no count either filter lacks.
+    #[test]
+    fn intersect_keeps_the_keys_of_both_through_removals() {
+        let spec = FilterSpec::native(4000, 4, 3).unwrap();
+        let (mut a, mut b) = (CountingBloomFilter::new(spec), CountingBloomFilter::new(spec));
+        let both: Vec<String> = (0..150).map(|i| format!("both{i}")).collect();
+        for (i, k) in both.iter().enumerate() {
+            // Counts that differ between the two: once in one, up to three times in the other.
+            (0..1 + i % 3).for_each(|_| a.insert(k.as_bytes()));
+            b.insert(k.as_bytes());
+        }
+        (0..150).for_each(|i| a.insert(format!("a only {i}").as_bytes()));
+        (0..150).for_each(|i| b.insert(format!("b only {i}").as_bytes()));
+        let mut both_filter = a.clone();
+        both_filter.intersect(&b).unwrap();
+        for counter in 0..spec.bits {
+            assert!(both_filter.counter(counter) <= a.counter(counter).min(b.counter(counter)));
+        }
+        for (i, k) in both.iter().enumerate() {
+            assert!(both.iter().skip(i).all(|k| both_filter.contains(k.as_bytes())), "after {i} removals");
+            both_filter.remove(k.as_bytes()).unwrap();
+        }
+        let other = CountingBloomFilter::new(FilterSpec::native(1000, 4, 3).unwrap());
+        assert!(both_filter.intersect(&other).is_err());
     }
 
     /// The word-at-once subtraction equals subtracting lane by lane: saturated lanes kept, the

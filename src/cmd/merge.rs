@@ -1,6 +1,7 @@
 //! `bloomflow merge FILE FILE... -o OUT`: the OR of compatible filters (a saturating counter add
-//! for counting filters). Nothing is written unless every input is compatible. With `--fold`,
-//! filters whose sizes differ are first folded to a common size (see
+//! for counting filters); and `bloomflow intersect`, their AND (the smaller of each pair of
+//! counters). Nothing is written unless every input is compatible. With `--fold`, filters whose
+//! sizes differ are first folded to a common size (see
 //! [`BloomFilter::folded`](bloomflow::BloomFilter::folded)).
 
 use anyhow::{bail, Context};
@@ -8,36 +9,70 @@ use bloomflow::format::{self, StoredFilter};
 use bloomflow::FilterSpec;
 use std::path::{Path, PathBuf};
 
+/// The arguments of `bloomflow merge` and `bloomflow intersect`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Two or more filter files with the same scheme, layout, seed, m and k.
     #[arg(required = true, num_args = 2..)]
     files: Vec<PathBuf>,
-    /// Where to write the merged filter.
+    /// Where to write the result.
     #[arg(short, long)]
     output: PathBuf,
-    /// Filters whose sizes differ, all else alike, are folded to the greatest common divisor of
-    /// their sizes and then merged: the
-    /// result is the filter of that size that one build of all their keys would make, exactly,
-    /// with the false-positive rate of that size (printed). Filters a day, each sized for its
-    /// day's keys, merge into one this way.
+    /// Filters whose sizes differ, all else alike, are first folded to the greatest common
+    /// divisor of their sizes, each to the filter its keys would have made at that size: merged,
+    /// the result is the filter one build of all their keys would make, exactly, with the
+    /// false-positive rate of that size (printed). Filters a day, each sized for its day's keys,
+    /// combine this way.
     #[arg(long)]
     fold: bool,
 }
 
+/// How the filters combine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Combine {
+    /// OR (`merge`): the keys of any of them.
+    Union,
+    /// AND (`intersect`): only the keys all of them may hold.
+    Intersection,
+}
+
+impl Combine {
+    /// The command, as its messages name it.
+    fn command(self) -> &'static str {
+        match self {
+            Combine::Union => "merge",
+            Combine::Intersection => "intersect",
+        }
+    }
+}
+
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let mut files = args.files.iter();
+    combine(&args.files, &args.output, args.fold, Combine::Union)
+}
+
+pub fn run_intersect(args: Args) -> anyhow::Result<()> {
+    combine(&args.files, &args.output, args.fold, Combine::Intersection)
+}
+
+/// Combines `files` as `how` says into `output`, folding them to a common size first where
+/// `fold` allows it; writes nothing unless every file combines.
+fn combine(files: &[PathBuf], output: &Path, fold: bool, how: Combine) -> anyhow::Result<()> {
+    let command = how.command();
+    let mut files = files.iter();
     let first = files.next().expect("clap requires two files");
-    let mut merged = format::load(first)?;
+    let mut combined = format::load(first)?;
     let mut folded = false;
     for path in files {
         let mut next = format::load(path)?;
-        let context = || format!("cannot merge {} into {}", path.display(), first.display());
-        let (a, b) = (*merged.spec(), *next.spec());
+        let context = || match how {
+            Combine::Union => format!("cannot merge {} into {}", path.display(), first.display()),
+            Combine::Intersection => format!("cannot intersect {} with {}", path.display(), first.display()),
+        };
+        let (a, b) = (*combined.spec(), *next.spec());
         // Alike but in size (a dynamic filter's rows do not fold).
         let dynamic = |f: &StoredFilter| matches!(f, StoredFilter::Dynamic(_));
-        if !dynamic(&merged) && !dynamic(&next) && a.bits != b.bits && a.check_compatible(&FilterSpec { bits: a.bits, ..b }).is_ok() {
-            if !args.fold {
+        if !dynamic(&combined) && !dynamic(&next) && a.bits != b.bits && a.check_compatible(&FilterSpec { bits: a.bits, ..b }).is_ok() {
+            if !fold {
                 bail!(
                     "{}: filters are incompatible: number of bits (m) differs ({} vs {}); --fold folds both to \
                      the greatest common divisor of their sizes",
@@ -49,31 +84,27 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             // Each size is whole units of what a fold keeps whole (a bit, a block, Spark's
             // word), and so is their divisor: gcd(u·x, u·y) = u·gcd(x, y).
             let common = gcd(a.bits, b.bits);
-            merged = fold_to(merged, common, first)?;
+            combined = fold_to(combined, common, first)?;
             next = fold_to(next, common, path)?;
             folded = true;
         }
-        match (&mut merged, &next) {
-            (StoredFilter::Plain(a), StoredFilter::Plain(b)) => a.union(b).with_context(context)?,
-            (StoredFilter::Counting(a), StoredFilter::Counting(b)) => a.merge(b).with_context(context)?,
-            (StoredFilter::Dynamic(_), _) | (_, StoredFilter::Dynamic(_)) => bail!(
-                "{}: a Hadoop DynamicBloomFilter's rows hold keys by the order they were added, and ORed with another \
-                 filter's they would answer \"maybe\" far more often: merge does not take it (query and semijoin --filter read it)",
+        match (&mut combined, &next, how) {
+            (StoredFilter::Plain(a), StoredFilter::Plain(b), Combine::Union) => a.union(b).with_context(context)?,
+            (StoredFilter::Plain(a), StoredFilter::Plain(b), Combine::Intersection) => a.intersect(b).with_context(context)?,
+            (StoredFilter::Counting(a), StoredFilter::Counting(b), Combine::Union) => a.merge(b).with_context(context)?,
+            (StoredFilter::Counting(a), StoredFilter::Counting(b), Combine::Intersection) => a.intersect(b).with_context(context)?,
+            (StoredFilter::Dynamic(_), ..) | (_, StoredFilter::Dynamic(_), _) => bail!(
+                "{}: a Hadoop DynamicBloomFilter's rows hold keys by the order they were added, which another filter's \
+                 bits do not follow: {command} does not take it (query and semijoin --filter read it)",
                 context()
             ),
-            (a, b) => bail!(
-                "cannot merge {} into {}: filters are incompatible: kind differs ({} vs {})",
-                path.display(),
-                first.display(),
-                a.kind(),
-                b.kind()
-            ),
+            (a, b, _) => bail!("{}: filters are incompatible: kind differs ({} vs {})", context(), a.kind(), b.kind()),
         }
     }
     if folded {
-        note_folded(&merged)?;
+        note_folded(&combined, command)?;
     }
-    format::write(&args.output, &merged)?;
+    format::write(output, &combined)?;
     Ok(())
 }
 
@@ -103,16 +134,16 @@ fn fold_to(filter: StoredFilter, bits: u64, path: &Path) -> anyhow::Result<Store
 /// Says on standard error what size the folded filters merged at, and the false-positive rate
 /// that leaves; refuses a fold that leaves a filter answering "maybe" for half the absent keys
 /// or more (sizes that share only a small divisor, such as 10,000 and 10,001 bits: one bit).
-fn note_folded(merged: &StoredFilter) -> anyhow::Result<()> {
-    let (bits, fpp) = (merged.spec().bits, merged.estimated_fpp());
+fn note_folded(combined: &StoredFilter, command: &str) -> anyhow::Result<()> {
+    let (bits, fpp) = (combined.spec().bits, combined.estimated_fpp());
     if fpp >= 0.5 {
         bail!(
-            "folded to m = {bits} bits, the greatest common divisor of the filters' sizes, the merged filter would answer \
+            "folded to m = {bits} bits, the greatest common divisor of the filters' sizes, the {command}ed filter would answer \
              \"maybe\" for {:.0}% of absent keys: nothing written. Build the filters at sizes that share a larger divisor \
              (one a multiple of the other, say)",
             fpp * 100.0
         );
     }
-    eprintln!("bloomflow merge: folded to m = {bits} bits; estimated false-positive rate of the merged filter {fpp:.6}");
+    eprintln!("bloomflow {command}: folded to m = {bits} bits; estimated false-positive rate of the {command}ed filter {fpp:.6}");
     Ok(())
 }

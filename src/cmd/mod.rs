@@ -1,4 +1,4 @@
-//! The command line: one subcommand per file, each with its clap arguments and a `run`.
+//! The command line: one subcommand per file (`intersect` beside `merge`, whose steps it shares), each with its clap arguments and a `run`.
 
 mod args;
 mod build;
@@ -38,6 +38,9 @@ enum Command {
     Gen(gen::Args),
     /// Show a filter file's kind, format, parameters and fill statistics.
     Info(info::Args),
+    /// AND compatible filters into one file: a filter that may hold only the keys all of them
+    /// may hold (Hadoop's `and`, Spark's `intersectInPlace`).
+    Intersect(merge::Args),
     /// Ask a filter whether keys may be present (`maybe`) or are definitely absent (`no`).
     Query(query::Args),
     /// OR compatible filters into one file.
@@ -60,6 +63,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Fold(args) => fold::run(args),
         Command::Gen(args) => gen::run(args),
         Command::Info(args) => info::run(args),
+        Command::Intersect(args) => merge::run_intersect(args),
         Command::Query(args) => query::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Remove(args) => remove::run(args),

@@ -17,7 +17,7 @@ fn write_filter(dir: &std::path::Path, name: &str, spec: FilterSpec, keys: &[&st
 
 #[test]
 fn every_command_has_help() {
-    let commands = ["info", "query", "merge", "fold", "remove", "build", "semijoin", "demo", "gen", "gen semijoin-bench"];
+    let commands = ["info", "query", "merge", "intersect", "fold", "remove", "build", "semijoin", "demo", "gen", "gen semijoin-bench"];
     for cmd in std::iter::once(vec!["--help"]).chain(commands.iter().map(|c| c.split(' ').chain(["--help"]).collect())) {
         let out = ok(&run(&cmd));
         assert!(out.contains("Usage"), "{cmd:?}: {out}");
@@ -246,6 +246,66 @@ fn merge_ors_compatible_filters() {
     assert_eq!(answers.matches("maybe").count(), 4, "{answers}");
     let expected = write_filter(dir.path(), "all.bloom", spec, &["a1", "a2", "b1", "c1"]);
     assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&expected).unwrap());
+}
+
+/// `intersect` ANDs compatible filters: every key all of them hold answers "maybe", the result
+/// holds no bit an input lacks, and a key of one input alone answers "no" (but for false
+/// positives, here none expected). Counting filters keep the smaller of each pair of counters,
+/// so a key in all of them stays after `remove` of the others, whatever its counts (Hadoop's
+/// `and` ANDs the counters' bits, and 2 AND 1 is 0). Sizes that differ are refused without
+/// `--fold`, and with it folded first; a filter of another kind is refused, nothing written.
+#[test]
+fn intersect_ands_compatible_filters() {
+    let dir = tempdir();
+    let common: Vec<String> = (0..200).map(|i| format!("both {i}")).collect();
+    let only = |side: &str| -> Vec<String> { (0..300).map(|i| format!("{side} only {i}")).collect() };
+    let (only_a, only_b) = (only("a"), only("b"));
+    let refs = |keys: &[&Vec<String>]| -> Vec<String> { keys.iter().flat_map(|k| k.iter().cloned()).collect() };
+    let out = path_str(dir.path(), "out.bloom");
+    for (scheme, layout) in [(Scheme::NativeLookup3, Layout::Blocked), (Scheme::Native, Layout::Standard), (Scheme::Hadoop(HadoopHash::Jenkins), Layout::Standard), (Scheme::SparkV2, Layout::Standard)] {
+        let spec = FilterSpec::with_size(scheme, layout, 64 * 512, 5, 0).unwrap();
+        let write = |name: &str, keys: Vec<String>| write_filter(dir.path(), name, spec, &keys.iter().map(String::as_str).collect::<Vec<_>>());
+        let (a, b, c) = (write("a.bloom", refs(&[&common, &only_a])), write("b.bloom", refs(&[&common, &only_b])), write("c.bloom", common.clone()));
+        ok(&run(&["intersect", &a, &b, &c, "-o", &out]));
+        let answers = ok(&run_with_stdin(&["query", &out], refs(&[&common, &only_a, &only_b]).join("\n").as_bytes()));
+        let maybe: Vec<&str> = answers.lines().filter(|l| l.ends_with("\tmaybe")).collect();
+        assert!(common.iter().all(|k| maybe.contains(&format!("{k}\tmaybe").as_str())), "{scheme:?} {layout:?}: a key of all three answered no");
+        assert!(maybe.len() < common.len() + 5, "{scheme:?} {layout:?}: {} keys of one side answered maybe", maybe.len() - common.len());
+        let bits = |path: &str| bloomflow::format::load(std::path::Path::new(path)).unwrap().into_plain().unwrap().bits().words().to_vec();
+        let (result, inputs) = (bits(&out), [bits(&a), bits(&b), bits(&c)]);
+        assert!(inputs.iter().all(|input| result.iter().zip(input).all(|(r, i)| r & !i == 0)), "{scheme:?} {layout:?}: a bit no input has");
+        assert!(result.iter().zip(&inputs[2]).all(|(r, c)| c & !r == 0), "{scheme:?} {layout:?}: a bit of the common keys lost");
+    }
+    // Counting filters: "both 7" in a twice, in b once; the other keys of both removed.
+    let spec = FilterSpec::native(16_000, 4, 0).unwrap();
+    let counting = |name: &str, keys: &[String], repeat: &str, times: usize| {
+        let mut f = CountingBloomFilter::new(spec);
+        keys.iter().for_each(|k| f.insert(k.as_bytes()));
+        (1..times).for_each(|_| f.insert(repeat.as_bytes()));
+        let path = dir.path().join(name);
+        bloomflow::format::write(&path, &StoredFilter::Counting(f)).unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let a = counting("ca.bloom", &refs(&[&common, &only_a]), "both 7", 2);
+    let b = counting("cb.bloom", &refs(&[&common, &only_b]), "both 7", 1);
+    ok(&run(&["intersect", &a, &b, "-o", &out]));
+    let answers = ok(&run_with_stdin(&["query", &out], refs(&[&only_a, &only_b]).join("\n").as_bytes()));
+    assert!(answers.matches("\tmaybe\n").count() < 5, "{answers}");
+    let others: Vec<&str> = common.iter().map(String::as_str).filter(|k| *k != "both 7").collect();
+    ok(&run_with_stdin(&["remove", &out], others.join("\n").as_bytes()));
+    assert_eq!(ok(&run(&["query", &out, "both 7"])), "both 7\tmaybe\n");
+    // Sizes that differ; a plain filter beside a counting one.
+    let small = write_filter(dir.path(), "small.bloom", FilterSpec::native(8000, 4, 0).unwrap(), &common.iter().map(String::as_str).collect::<Vec<_>>());
+    let plain = path_str(dir.path(), "plain.bloom");
+    let large = write_filter(dir.path(), "large.bloom", FilterSpec::native(16_000, 4, 0).unwrap(), &refs(&[&common, &only_a]).iter().map(String::as_str).collect::<Vec<_>>());
+    fails_with(&run(&["intersect", &a, &large, "-o", &plain]), &["cannot intersect", "kind differs"]);
+    fails_with(&run(&["intersect", &large, &small, "-o", &plain]), &["number of bits (m) differs", "--fold"]);
+    assert!(!std::path::Path::new(&plain).exists());
+    let o = run(&["intersect", "--fold", &large, &small, "-o", &plain]);
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("folded to m = 8000 bits; estimated false-positive rate of the intersected filter"));
+    let answers = ok(&run_with_stdin(&["query", &plain], common.join("\n").as_bytes()));
+    assert_eq!(answers.matches("\tmaybe\n").count(), common.len(), "{answers}");
 }
 
 /// `merge --fold`: filters alike but in size fold to the greatest common divisor of their

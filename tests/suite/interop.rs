@@ -627,6 +627,7 @@ fn damaged_or_misused_hadoop_dynamic_filters_are_refused() {
     assert!(format::load(Path::new(&file)).unwrap().into_plain().is_err());
     let out = path_str(dir.path(), "out.bin");
     fails_with(&run(&["merge", &file, &file, "-o", &out]), &["DynamicBloomFilter", "merge does not take it"]);
+    fails_with(&run(&["intersect", &file, &file, "-o", &out]), &["DynamicBloomFilter", "intersect does not take it"]);
     fails_with(&run(&["remove", &file, "key-1", "-o", &out]), &["a Hadoop DynamicBloomFilter, whose bits do not count"]);
     let keys = dir.path().join("later.txt");
     fails_with(&run(&["subtract", &file, keys.to_str().unwrap(), "--no-header", "-k", "1", "-o", &out]), &["a Hadoop DynamicBloomFilter, whose bits do not count"]);
