@@ -551,7 +551,9 @@ impl BloomFilter {
     /// If a hash was made for another scheme or seed than this filter's.
     pub fn contains_hashes(&self, hashes: &[KeyHash], answers: &mut Vec<bool>) {
         answers.clear();
-        if self.spec.layout != Layout::Blocked {
+        // A batch no longer than the prefetch distance prefetches nothing: asked one by one,
+        // it is spared the 4 KiB of probes below, set before their first use.
+        if self.spec.layout != Layout::Blocked || hashes.len() <= PROBES_AHEAD {
             answers.extend(hashes.iter().map(|&hash| self.contains_hash(hash)));
             return;
         }
@@ -1497,7 +1499,8 @@ mod tests {
                 let asked_by_hash: Vec<bool> = hashes.iter().map(|&hash| by_bytes.contains_hash(hash)).collect();
                 assert_eq!(asked_by_hash, asked, "{scheme} {:?} m {}", spec.layout, spec.bits);
                 let mut batched = vec![true; 5];
-                for (start, end) in [(0, 3000), (1000, 1000), (7, 1300), (2999, 3000)] {
+                // Batches of every kind: long, empty, of one hash, at the prefetch distance and past it.
+                for (start, end) in [(0, 3000), (1000, 1000), (7, 1300), (2999, 3000), (990, 990 + PROBES_AHEAD), (990, 991 + PROBES_AHEAD)] {
                     by_bytes.contains_hashes(&hashes[start..end], &mut batched);
                     assert_eq!(batched, asked[start..end], "{scheme} {:?} m {} keys {start}..{end}", spec.layout, spec.bits);
                 }
@@ -1509,8 +1512,10 @@ mod tests {
         let other_scheme = BloomFilter::new(FilterSpec { scheme: Scheme::Native, ..native });
         let hash = native.key_hash(b"k").unwrap();
         for (what, filter) in [("seed", other_seed), ("scheme", other_scheme)] {
-            let in_a_batch = |hash| filter.contains_hashes(&[hash], &mut Vec::new());
-            for refused in [std::panic::catch_unwind(|| filter.contains_hash(hash)), std::panic::catch_unwind(|| in_a_batch(hash)).map(|_| true)] {
+            // Alone, in a short batch, and last in a batch long enough to be prefetched.
+            let in_a_batch = |hash, n| filter.contains_hashes(&[vec![filter.spec().key_hash(b"own").unwrap(); n - 1], vec![hash]].concat(), &mut Vec::new());
+            let (short, long) = (std::panic::catch_unwind(|| in_a_batch(hash, 1)), std::panic::catch_unwind(|| in_a_batch(hash, 3 * PROBES_AHEAD)));
+            for refused in [std::panic::catch_unwind(|| filter.contains_hash(hash)), short.map(|_| true), long.map(|_| true)] {
                 let refused = refused.expect_err(what);
                 let message = refused.downcast_ref::<String>().expect("a formatted message");
                 assert!(message.contains("a key hash of another scheme or seed"), "{what}: {message}");
