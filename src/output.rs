@@ -101,7 +101,8 @@ pub fn check(dir: &Path, overwrite: bool, process: usize) -> Result<()> {
     }
     // The parent must be writable: checked now rather than after the work is done.
     let parent = parent_of(dir);
-    let existing = parent.ancestors().find(|a| a.as_os_str().is_empty() || a.exists()).filter(|a| !a.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    // Where it is missing, the nearest ancestor that exists, which `prepare` makes it in.
+    let existing = parent.ancestors().find(|a| !a.as_os_str().is_empty() && a.exists()).unwrap_or(Path::new("."));
     let meta = std::fs::metadata(existing).map_err(|e| Error::io(existing, e))?;
     if !meta.is_dir() {
         return Err(Error::io(dir, std::io::Error::other(format!("{} is not a directory", existing.display()))));
@@ -435,6 +436,35 @@ pub(crate) fn remove_if_empty(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `check` refuses what `prepare` would refuse and changes nothing: missing parents are
+    /// judged by the directory they would be made in, and are not made.
+    #[test]
+    fn check_refuses_as_prepare_does_and_changes_nothing() {
+        let root = tempfile::tempdir().unwrap();
+        let missing = root.path().join("a/b/out");
+        check(&missing, false, 0).unwrap();
+        assert!(!root.path().join("a").exists(), "check made a parent");
+        let file = root.path().join("file");
+        std::fs::write(&file, b"x").unwrap();
+        let under_file = check(&file.join("b/out"), false, 0).unwrap_err().to_string();
+        assert!(under_file.contains("is not a directory"), "{under_file}");
+        let done = root.path().join("done");
+        std::fs::create_dir(&done).unwrap();
+        std::fs::write(done.join("part-00000"), b"x").unwrap();
+        assert!(check(&done, false, 0).unwrap_err().to_string().contains("already exists"));
+        check(&done, true, 0).unwrap();
+        assert!(done.join("part-00000").exists(), "check replaced the output");
+        let locked = root.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        let mut permissions = std::fs::metadata(&locked).unwrap().permissions();
+        permissions.set_readonly(true);
+        std::fs::set_permissions(&locked, permissions).unwrap();
+        for out in [locked.join("out"), locked.join("x/out")] {
+            let refused = check(&out, false, 0).unwrap_err().to_string();
+            assert!(refused.contains("is read-only"), "{refused}");
+        }
+    }
 
     /// A part synced so far and then written more holds every byte in order, plain or
     /// compressed (whose stream the early sync leaves alone).
