@@ -237,7 +237,7 @@ pub fn print_plan(p: &SemijoinPlan) {
     println!("  probe inputs        {inputs}");
     println!("  probe splits        {splits}");
     println!("  filter              {}", p.filter);
-    println!("  filter size         m = {} bits ({}), k = {}", p.bits, human_bytes(p.copies.filter_bytes), p.hashes);
+    println!("  filter size         m = {} bits ({}), k = {}", p.bits, human_bytes(p.bits.div_ceil(8)), p.hashes);
     println!("  filter copies       {}", describe_copies(&p.copies, p.workers_per_process));
     println!("  join                {}", p.join);
     println!("  to read             {} ({} bytes)", human_bytes(p.bytes_to_read), p.bytes_to_read);

@@ -287,6 +287,14 @@ fn prepare(config: &SemijoinConfig) -> Result<Prepared> {
     Ok(Prepared { planned, probe, probe_side })
 }
 
+/// A filter read from the file at `path`, in words: a dynamic filter's rows counted.
+fn read_from(path: &Path, filter: &QueryFilter) -> String {
+    match filter {
+        QueryFilter::Rows(rows) => format!("read from {} (a Hadoop DynamicBloomFilter: {} rows of the size below, asked in turn)", path.display(), rows.rows().len()),
+        QueryFilter::One(_) => format!("read from {}", path.display()),
+    }
+}
+
 /// The warnings of either side's inputs: an input given twice.
 fn input_warnings(planned: &PlannedFilter, probe: &Source) -> Vec<String> {
     let build = match planned {
@@ -1007,10 +1015,7 @@ impl Job {
                     };
                     format!("built from the build side ({copies}); {}{folded}", sized.note)
                 }
-                PlannedFilter::File { path, filter } => match &**filter {
-                    QueryFilter::Rows(rows) => format!("read from {} (a Hadoop DynamicBloomFilter: {} rows of the size below, asked in turn)", path.display(), rows.rows().len()),
-                    QueryFilter::One(_) => format!("read from {}", path.display()),
-                },
+                PlannedFilter::File { path, filter } => read_from(path, filter),
             },
             build_records: built.then_some(build_scan.records),
             build_keys: built.then(|| build.iter().map(|r| r.keys).sum()),

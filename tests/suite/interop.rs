@@ -584,7 +584,15 @@ fn hadoop_dynamic_filters_answer_with_every_row() {
     let probe = dir.path().join("probe.csv");
     std::fs::write(&probe, std::iter::once("id,k\n".to_string()).chain(keys.iter().enumerate().map(|(i, k)| format!("{i},{k}\n"))).collect::<String>()).unwrap();
     let out = path_str(dir.path(), "pruned");
-    let summary = ok(&run(&["semijoin", "--filter", &file, "--probe", probe.to_str().unwrap(), "--probe-key", "k", "-o", &out, "-w", "2", "--no-progress"]));
+    let args = ["semijoin", "--filter", &file, "--probe", probe.to_str().unwrap(), "--probe-key", "k", "-o", &out, "-w", "2", "--no-progress"];
+    // Its plan counts both rows' 1000 bits, one copy a process.
+    let plan_json = path_str(dir.path(), "plan.json");
+    let plan = ok(&run(&[&args[..], &["--plan", "--stats-json", &plan_json]].concat()));
+    assert!(plan.contains("(a Hadoop DynamicBloomFilter: 2 rows of the size below, asked in turn)"), "{plan}");
+    assert!(plan.contains("m = 1000 bits (125 B), k = "), "{plan}");
+    let plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan_json).unwrap()).unwrap();
+    assert_eq!((plan["filter_per"].as_str(), plan["process_filter_bytes"].as_u64()), (Some("process"), Some(250)), "{plan}");
+    let summary = ok(&run(&args));
     assert!(summary.contains("(a Hadoop DynamicBloomFilter: 2 rows of the size below, asked in turn)"), "{summary}");
     let mut kept: Vec<usize> = names_in(&out).iter().filter(|n| n.starts_with("part-")).flat_map(|part| {
         std::fs::read_to_string(Path::new(&out).join(part)).unwrap().lines().skip(1).map(|l| l.split(',').next().unwrap().parse().unwrap()).collect::<Vec<usize>>()

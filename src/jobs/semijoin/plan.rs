@@ -1,7 +1,7 @@
 //! `semijoin --plan`: what a semi-join would do, worked out before its workers start, from the
 //! same preparation as the job's ([`prepare`](super::prepare)).
 
-use super::{input_warnings, prepare, ExactStrategy, FilterSource, PlannedFilter, Prepared, SemijoinConfig, PROBE_SIDE_RATIO};
+use super::{input_warnings, prepare, read_from, ExactStrategy, FilterSource, PlannedFilter, Prepared, SemijoinConfig, PROBE_SIDE_RATIO};
 use crate::error::Result;
 use crate::jobs::build::{FilterCopies, InputPlan};
 use crate::limits::human_bytes;
@@ -70,7 +70,7 @@ pub fn plan(config: &SemijoinConfig) -> Result<SemijoinPlan> {
         (PlannedFilter::File { path, filter }, _) => {
             let bytes = filter.bytes();
             let copies = FilterCopies { filter_per: "process", filter_bytes: bytes, process_filter_bytes: bytes };
-            (None, format!("read from {}", path.display()), *filter.spec(), copies)
+            (None, read_from(path, filter), *filter.spec(), copies)
         }
         (PlannedFilter::Build { .. }, FilterSource::File(_)) => unreachable!("a build side is planned from --build"),
     };
