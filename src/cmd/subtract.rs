@@ -2,7 +2,9 @@
 //! from a counting filter (see [`bloomflow::jobs::subtract`]).
 
 use super::args::{ClusterArgs, FilterPerArg, InputArgs, KeyTypeArg};
-use bloomflow::jobs::subtract::{self, SubtractConfig, SubtractStats};
+use super::build::{describe_copies, describe_inputs, print_warnings};
+use bloomflow::jobs::subtract::{self, SubtractConfig, SubtractPlan, SubtractStats};
+use bloomflow::limits::human_bytes;
 use bloomflow::records::{KeyRules, KeyType};
 use std::path::PathBuf;
 
@@ -43,6 +45,12 @@ pub struct Args {
     /// would not fit in memory.
     #[arg(long, value_enum, default_value_t = FilterPerArg::Auto)]
     filter_per: FilterPerArg,
+    /// Print the job's plan and stop, reading no record and writing nothing: its inputs and
+    /// splits, the filter's size, and the memory its counts of the keys to remove take in a
+    /// process, with the checks the job makes before it starts. Peers are not contacted. With
+    /// `--stats-json`, the plan is written as JSON.
+    #[arg(long)]
+    plan: bool,
     #[command(flatten)]
     input: InputArgs,
     #[command(flatten)]
@@ -66,9 +74,28 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         cluster: args.cluster.config()?,
         progress: !args.cluster.no_progress,
     };
+    if args.plan {
+        let plan = subtract::plan(config)?;
+        print_plan(&plan);
+        return super::args::write_stats_json(args.stats_json.as_deref(), &plan);
+    }
     let Some(stats) = subtract::run(config)? else { return Ok(()) };
     print_summary(&stats);
     super::args::write_stats_json(args.stats_json.as_deref(), &stats)
+}
+
+/// The lines of `subtract --plan`, laid out as the summary's.
+fn print_plan(p: &SubtractPlan) {
+    println!("bloomflow subtract: plan only (nothing read or written)");
+    println!("  workers            {} process(es) x {} worker(s)", p.processes, p.workers_per_process);
+    let (inputs, splits) = describe_inputs(&p.input);
+    println!("  inputs             {inputs}");
+    println!("  splits             {splits}");
+    println!("  filter             {}: {} counters of 4 bits, k = {}, {} keys recorded", p.filter, p.bits, p.hashes, p.items_inserted);
+    println!("  loaded             {} a process (its counters, and its bits to check each key)", human_bytes(p.loaded_filter_bytes));
+    println!("  counts copies      {}", describe_copies(&p.copies, p.workers_per_process));
+    println!("  output             {}", p.output);
+    print_warnings(0, &p.warnings);
 }
 
 fn print_summary(s: &SubtractStats) {

@@ -9,7 +9,7 @@
 //! than the keys count there fails the job before anything is written, which is exactly when
 //! removing the keys one by one, in any order, would have met a key answered `no`.
 
-use super::build::{check_writable, shared_filter, SizedSpec};
+use super::build::{check_writable, shared_filter, FilterCopies, InputPlan, SizedSpec};
 use super::{global_filter, global_shared_filter, input_reports, join_workers, KeepKeys, Partial};
 use crate::shared_filter::FilterPer;
 use crate::allreduce::{Gather, LocalMerge, Mergeable};
@@ -213,24 +213,78 @@ fn load_counting(config: &mut SubtractConfig) -> Result<CountingBloomFilter> {
     Ok(filter)
 }
 
-/// Runs the subtract job on this process. Returns the statistics on process 0 (which writes the
-/// filter), `None` elsewhere.
-pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
-    let started = Instant::now();
+/// The filter loaded and the inputs planned into splits, after the checks that fail a job
+/// before any work: the steps [`run`] and [`plan`] share.
+fn prepare(config: &mut SubtractConfig) -> Result<(CountingBloomFilter, Source)> {
     let inputs = crate::splits::resolve_inputs(&config.inputs)?;
     if config.cluster.process == 0 {
         check_writable(&config.output)?;
     }
     crate::output::check_not_an_input(&config.output, &inputs)?;
     crate::output::check_not_an_input(&config.filter, &inputs)?;
-    let mut filter = load_counting(&mut config)?;
-    let source = Arc::new(Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?);
+    let filter = load_counting(config)?;
+    let source = Source::plan_inputs(inputs, config.scan.clone(), config.cluster.peers())?;
+    Ok((filter, source))
+}
+
+/// The counts of the keys to remove: a counting filter of `filter`'s identity (a partial per
+/// worker or one per process).
+fn counts_sized(filter: &CountingBloomFilter) -> SizedSpec {
+    SizedSpec { spec: *filter.spec(), expected_items: 0, target_fpp: 0.0, note: String::new(), estimated: false }
+}
+
+/// What a subtract job would do, worked out without reading its records: `subtract --plan`,
+/// for a removal of terabytes' keys whose memory its user wants to know before starting it.
+#[derive(Clone, Debug, Serialize)]
+pub struct SubtractPlan {
+    pub processes: usize,
+    pub workers_per_process: usize,
+    #[serde(flatten)]
+    pub input: InputPlan,
+    /// The counting filter and its shape, and the keys it records.
+    pub filter: String,
+    pub bits: u64,
+    pub hashes: u32,
+    pub items_inserted: u64,
+    /// The copies of the keys' counts in a process (a counting filter of the filter's size).
+    #[serde(flatten)]
+    pub copies: FilterCopies,
+    /// The filter as loaded in every process: its counters, and its bits, which check each key.
+    pub loaded_filter_bytes: u64,
+    pub output: String,
+    pub warnings: Vec<String>,
+}
+
+/// The plan of the subtract job `config` asks for ([`SubtractPlan`]): what [`run`] decides
+/// before its workers start, with the same checks and errors, and nothing read or written.
+pub fn plan(mut config: SubtractConfig) -> Result<SubtractPlan> {
+    let (filter, source) = prepare(&mut config)?;
+    let spec = *filter.spec();
+    Ok(SubtractPlan {
+        processes: config.cluster.processes,
+        workers_per_process: config.cluster.workers,
+        input: InputPlan::of(&source),
+        filter: config.filter.display().to_string(),
+        bits: spec.bits,
+        hashes: spec.hashes,
+        items_inserted: filter.items_inserted(),
+        copies: FilterCopies::planned(config.filter_per, true, &counts_sized(&filter), config.cluster.workers)?,
+        loaded_filter_bytes: spec.bits.div_ceil(2).saturating_add(spec.bits.div_ceil(8)),
+        output: config.output.display().to_string(),
+        warnings: crate::splits::repeated_input(&source.inputs).into_iter().collect(),
+    })
+}
+
+/// Runs the subtract job on this process. Returns the statistics on process 0 (which writes the
+/// filter), `None` elsewhere.
+pub fn run(mut config: SubtractConfig) -> Result<Option<SubtractStats>> {
+    let started = Instant::now();
+    let (mut filter, source) = prepare(&mut config)?;
+    let source = Arc::new(source);
     let repeated = crate::splits::repeated_input(&source.inputs);
     let cluster = &config.cluster;
     let spec = *filter.spec();
-    // The counts of the keys to remove: a counting filter of the filter's identity, a partial per
-    // worker or one per process.
-    let sized = SizedSpec { spec, expected_items: 0, target_fpp: 0.0, note: String::new(), estimated: false };
+    let sized = counts_sized(&filter);
     let shared = shared_filter(config.filter_per, true, &sized, cluster.workers)?.map(Arc::new);
     let shares = shared.is_some();
     let peers = cluster.peers();

@@ -223,6 +223,38 @@ fn subtract_leaves_the_filter_of_the_other_records_for_any_worker_and_process_co
     assert!(std::fs::read(&built).unwrap() == expected, "in place: not the filter of the other records");
 }
 
+/// `subtract --plan` says what the job would do and reads and writes nothing: the filter's
+/// counters and keys as `info` gives them, the counts' copies as `--filter-per` asks (a partial
+/// a worker, or one a process), the splits; and it refuses what the job refuses (a plain
+/// filter, an output that is an input).
+#[test]
+fn a_subtract_plan_says_what_the_job_would_do_and_writes_nothing() {
+    let dir = tempdir();
+    let keys: Vec<String> = (0..3_000).map(|i| format!("c{i}")).collect();
+    let input = write_keys_csv(dir.path(), "in.csv", &keys.iter().collect::<Vec<_>>());
+    let built = path_str(dir.path(), "c.bloom");
+    ok(&run(&["build", &input, "-k", "key", "--counting", "--expected-items", "3000", "-o", &built, "--no-progress"]));
+    let before = std::fs::read(&built).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&ok(&run(&["info", &built, "--json"]))).unwrap();
+    let (json, out) = (path_str(dir.path(), "plan.json"), path_str(dir.path(), "out.bloom"));
+    for (per, copies) in [("worker", 2), ("process", 1)] {
+        let args = ["subtract", &built, &input, "-k", "key", "-o", &out, "-w", "2", "--split-size", "10000", "--filter-per", per, "--plan", "--stats-json", &json];
+        let summary = ok(&run(&args));
+        assert!(summary.contains("plan only (nothing read or written)"), "{summary}");
+        let plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!((&plan["bits"], &plan["hashes"], &plan["items_inserted"]), (&info["bits"], &info["hashes"], &info["items_inserted"]), "{plan}");
+        let counters = info["bits"].as_u64().unwrap().div_ceil(2);
+        assert_eq!((plan["filter_per"].as_str(), plan["process_filter_bytes"].as_u64()), (Some(per), Some(copies * counters)), "{plan}");
+        assert_eq!(plan["splits"].as_u64(), Some(std::fs::metadata(&input).unwrap().len().div_ceil(10_000)));
+    }
+    assert_eq!(std::fs::read(&built).unwrap(), before, "a plan changes no filter");
+    assert!(!Path::new(&out).exists(), "a plan writes no output");
+    let plain = path_str(dir.path(), "plain.bloom");
+    ok(&run(&["build", &input, "-k", "key", "--expected-items", "3000", "-o", &plain, "--no-progress"]));
+    fails_with(&run(&["subtract", &plain, &input, "-k", "key", "--plan"]), &["plain.bloom"]);
+    fails_with(&run(&["subtract", &built, &input, "-k", "key", "-o", &input, "--plan"]), &["is an input of the job"]);
+}
+
 /// In every layout and format of counting filter (whose keys are checked and counted with the
 /// same positions: blocked probes, or a standard layout's positions), a key the filter answers
 /// `no` for fails `subtract`, named, in a batch of keys it holds; `--skip-absent` skips it
