@@ -525,6 +525,10 @@ fn a_semijoin_plan_says_what_the_job_would_do_and_writes_nothing() {
     assert_eq!((&plan["bits"], &plan["hashes"], &plan["filter_per"]), (&info["bits"], &info["hashes"], &serde_json::json!("process")), "{plan}");
     assert_eq!(plan["process_filter_bytes"].as_u64(), info["bits"].as_u64().map(|bits| bits / 8));
     assert!(plan["build"].is_null() && plan["bytes_to_read"] == plan["probe"]["bytes"], "{plan}");
+    // Asked for, probe-side is planned as such, whatever the sides' sizes.
+    let asked = ["semijoin", "--build", &probe, "--build-key", "key", "--probe", &build, "--probe-key", "key", "-o", &out, "--exact", "--exact-strategy", "probe-side", "--plan"];
+    let summary = ok(&run(&asked));
+    assert!(summary.contains("join                exact: the probe records whose key is on the build side; probe-side: the probe keys held"), "{summary}");
     // A probe file given twice: the job's warning, on standard error.
     let o = run(&["semijoin", "--build", &build, "--build-key", "key", "--probe", &probe, &probe, "--probe-key", "key", "-o", &out, "--plan"]);
     ok(&o);

@@ -43,9 +43,9 @@ pub struct SemijoinPlan {
     pub warnings: Vec<String>,
 }
 
-/// The plan of the semi-join `config` asks for ([`SemijoinPlan`]): what [`run`](super::run) decides before
-/// its workers start, with the same checks and errors, and nothing built, read past the size
-/// estimate's sample, or written.
+/// The plan of the semi-join `config` asks for ([`SemijoinPlan`]): what [`run`](super::run)
+/// decides before its workers start, with the same checks and errors, and nothing built, read
+/// past the size estimate's sample, or written.
 pub fn plan(config: &SemijoinConfig) -> Result<SemijoinPlan> {
     let Prepared { planned, probe, probe_side } = prepare(config)?;
     let workers = config.cluster.workers;
@@ -114,11 +114,12 @@ fn describe_join(config: &SemijoinConfig, probe_side: bool) -> String {
              held in every process, marked by the build side, and the probe side read again; should the probe keys pass \
              --broadcast-limit ({limit}) on a worker, {auto}"
         ),
-        (true, true, _) => "probe-side: the probe keys held in every process, marked by the build side, and the probe side read again".into(),
+        (true, _, ExactStrategy::ProbeSide) | (true, true, _) => {
+            "probe-side: the probe keys held in every process, marked by the build side, and the probe side read again".into()
+        }
         (true, false, ExactStrategy::Auto) => auto,
         (true, false, ExactStrategy::Broadcast) => "broadcast: every process holds all the build keys".into(),
         (true, false, ExactStrategy::Shuffle) => "shuffle: the Bloom step's survivors and the build keys exchanged by key, each worker joining a shard".into(),
-        (true, false, ExactStrategy::ProbeSide) => unreachable!("probe-side is planned wherever asked for"),
     };
     format!("exact: {kept}; {how}")
 }
